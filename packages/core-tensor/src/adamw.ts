@@ -1,0 +1,129 @@
+import { tf } from "./tf.js";
+
+export interface AdamWOptions {
+  lr: number;
+  betas?: [number, number];
+  eps?: number;
+  /** Decoupled weight decay, as torch.optim.AdamW (default 0.01). */
+  weightDecay?: number;
+}
+
+/** A parameter set keyed by stable names (Hugging Face weight names for models). */
+export type NamedVariables = ReadonlyMap<string, tf.Variable>;
+
+/** Host copy of the optimizer state, for checkpoints. */
+export interface AdamWState {
+  lr: number;
+  betas: [number, number];
+  eps: number;
+  weightDecay: number;
+  /** Per-parameter step count (a parameter without gradients does not advance, as in PyTorch). */
+  steps: Record<string, number>;
+  expAvg: Map<string, Float32Array>;
+  expAvgSq: Map<string, Float32Array>;
+}
+
+interface Slot {
+  step: number;
+  m: tf.Variable;
+  v: tf.Variable;
+}
+
+/**
+ * AdamW with PyTorch semantics (torch.optim.AdamW, amsgrad=False):
+ *   p ← p − lr·λ·p
+ *   m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²
+ *   p ← p − (lr / (1−β1^t)) · m / (√v / √(1−β2^t) + ε)
+ */
+export class AdamW {
+  lr: number;
+  readonly betas: [number, number];
+  readonly eps: number;
+  readonly weightDecay: number;
+  private readonly slots = new Map<string, Slot>();
+
+  constructor(
+    private readonly params: NamedVariables,
+    options: AdamWOptions,
+  ) {
+    this.lr = options.lr;
+    this.betas = options.betas ?? [0.9, 0.999];
+    this.eps = options.eps ?? 1e-8;
+    this.weightDecay = options.weightDecay ?? 0.01;
+    for (const [k, v] of Object.entries({ lr: this.lr, eps: this.eps, weightDecay: this.weightDecay })) {
+      if (!Number.isFinite(v) || v < 0) throw new RangeError(`AdamW ${k} must be finite and ≥ 0, got ${v}`);
+    }
+    for (const b of this.betas) if (!(b >= 0 && b < 1)) throw new RangeError(`AdamW betas must be in [0, 1), got [${this.betas}]`);
+  }
+
+  private slot(name: string, p: tf.Variable): Slot {
+    let s = this.slots.get(name);
+    if (s === undefined) {
+      s = { step: 0, m: tf.variable(tf.zerosLike(p), false), v: tf.variable(tf.zerosLike(p), false) };
+      this.slots.set(name, s);
+    }
+    return s;
+  }
+
+  /** Applies one update from gradients keyed by parameter name. Gradients are not disposed. */
+  step(grads: ReadonlyMap<string, tf.Tensor>): void {
+    const [b1, b2] = this.betas;
+    for (const [name, g] of grads) {
+      const p = this.params.get(name);
+      if (p === undefined) throw new Error(`AdamW.step: gradient for unknown parameter "${name}"`);
+      const s = this.slot(name, p);
+      s.step += 1;
+      const bc1 = 1 - b1 ** s.step;
+      const bc2Sqrt = Math.sqrt(1 - b2 ** s.step);
+      tf.tidy(() => {
+        const decayed = this.weightDecay !== 0 ? tf.mul(p, 1 - this.lr * this.weightDecay) : p;
+        const m = tf.add(tf.mul(s.m, b1), tf.mul(g, 1 - b1));
+        const v = tf.add(tf.mul(s.v, b2), tf.mul(tf.square(g), 1 - b2));
+        const denom = tf.add(tf.div(tf.sqrt(v), bc2Sqrt), this.eps);
+        s.m.assign(m);
+        s.v.assign(v);
+        p.assign(tf.sub(decayed, tf.mul(tf.div(m, denom), this.lr / bc1)));
+      });
+    }
+  }
+
+  getState(): AdamWState {
+    const steps: Record<string, number> = {};
+    const expAvg = new Map<string, Float32Array>();
+    const expAvgSq = new Map<string, Float32Array>();
+    for (const [name, s] of this.slots) {
+      steps[name] = s.step;
+      expAvg.set(name, (s.m.dataSync() as Float32Array).slice());
+      expAvgSq.set(name, (s.v.dataSync() as Float32Array).slice());
+    }
+    return { lr: this.lr, betas: [...this.betas], eps: this.eps, weightDecay: this.weightDecay, steps, expAvg, expAvgSq };
+  }
+
+  /** Restores moments and step counts saved by `getState` (hyper-parameters stay as constructed, except lr). */
+  setState(state: AdamWState): void {
+    this.disposeSlots();
+    this.lr = state.lr;
+    for (const [name, step] of Object.entries(state.steps)) {
+      const p = this.params.get(name);
+      if (p === undefined) throw new Error(`AdamW state has parameter "${name}" that this optimizer does not train`);
+      const m = state.expAvg.get(name);
+      const v = state.expAvgSq.get(name);
+      if (m === undefined || v === undefined || m.length !== p.size || v.length !== p.size) {
+        throw new Error(`AdamW state for "${name}" is missing or has the wrong size (expected ${p.size} values)`);
+      }
+      this.slots.set(name, { step, m: tf.variable(tf.tensor(m, p.shape), false), v: tf.variable(tf.tensor(v, p.shape), false) });
+    }
+  }
+
+  private disposeSlots(): void {
+    for (const s of this.slots.values()) {
+      s.m.dispose();
+      s.v.dispose();
+    }
+    this.slots.clear();
+  }
+
+  dispose(): void {
+    this.disposeSlots();
+  }
+}

@@ -1,0 +1,23 @@
+export { tf } from "./tf.js";
+export { useBackend, ensureBackend, currentBackend, parseBackendName, BACKEND_NAMES, BackendUnavailableError } from "./backend.js";
+export type { BackendName, BackendInfo } from "./backend.js";
+export { RngStream, RngStreams } from "./rng.js";
+export type { RngState, RngStreamsState } from "./rng.js";
+export { AdamW } from "./adamw.js";
+export type { AdamWOptions, AdamWState, NamedVariables } from "./adamw.js";
+export { clipGradNorm, globalGradNorm } from "./grad-clip.js";
+export { liveTensorCount, scoped, assertNoTensorLeak, disposeAll, TensorLeakError } from "./memory.js";
+export { writeFileAtomic, replaceDirAtomic } from "./atomic-write.js";
+export {
+  parseSafetensors,
+  readSafetensors,
+  serializeSafetensors,
+  writeSafetensors,
+  readSafetensorsCheckpoint,
+  writeSafetensorsCheckpoint,
+  SafetensorsError,
+  SAFETENSORS_SINGLE,
+  SAFETENSORS_INDEX,
+} from "./safetensors.js";
+export type { SafetensorsDtype, SafetensorsWriteDtype, HostTensor, LoadedTensor, SafetensorsFile, TensorToWrite, WriteCheckpointOptions } from "./safetensors.js";
+export { bf16BitsToFloat32, float32ToBf16Bits, f16BitsToFloat32, float32ToF16Bits } from "./half.js";
