@@ -1,0 +1,264 @@
+import type { RngStream} from "@pbrl/core-tensor";
+import { tf, variableFrom, type HostTensor } from "@pbrl/core-tensor";
+import { attentionBias } from "./attention-mask.js";
+import { type CausalLMConfig } from "./config.js";
+import { gatherRows } from "./ops.js";
+import { isIgnorableCheckpointEntry, parameterSpecs, type ParameterSpec } from "./parameters.js";
+import { ropeInvFreq, ropeTables } from "./rope.js";
+
+/** Keys and values of earlier positions, per layer, shaped [B, kvHeads, past, headDim]. */
+export interface KVCache {
+  layers: { k: tf.Tensor4D; v: tf.Tensor4D }[];
+  length: number;
+}
+
+export interface ForwardInput {
+  /** Token ids, row-major [batch, length]. */
+  ids: Int32Array;
+  batch: number;
+  length: number;
+  /** Rotary positions [batch, length]; default cache.length + 0..length-1 for every row. */
+  positions?: Int32Array;
+  /** [batch, cache.length + length]: 1 where a key is a real token, 0 for padding. Default: all real. */
+  keyMask?: ArrayLike<number>;
+  /** Attention state of earlier positions; extended in place with this call's keys and values. */
+  cache?: KVCache;
+}
+
+export class WeightLoadError extends Error {
+  override name = "WeightLoadError";
+}
+
+let nextModelId = 0;
+
+/**
+ * A Llama/Qwen2-family causal language model on TensorFlow.js, computing in float32 with the
+ * same operation order as transformers' eager implementation. Weights are tf.Variables keyed by
+ * their Hugging Face names.
+ */
+export class CausalLM {
+  readonly params: Map<string, tf.Variable>;
+  private readonly invFreq: Float32Array;
+  private readonly id = nextModelId++;
+  private disposed = false;
+
+  private constructor(
+    readonly config: CausalLMConfig,
+    weights: Map<string, tf.Tensor>,
+  ) {
+    this.invFreq = ropeInvFreq(config);
+    this.params = new Map();
+    for (const [name, t] of weights) this.params.set(name, variableFrom(t, true, `m${this.id}/${name}`));
+  }
+
+  /** Builds the model from host tensors (a loaded checkpoint). Shapes and names are checked. */
+  static fromHostWeights(config: CausalLMConfig, host: ReadonlyMap<string, HostTensor>, source = "checkpoint"): CausalLM {
+    const specs = parameterSpecs(config);
+    const wanted = new Set(specs.map((s) => s.name));
+    const missing = specs.filter((s) => !host.has(s.name)).map((s) => s.name);
+    const unexpected = [...host.keys()].filter((n) => !wanted.has(n) && !isIgnorableCheckpointEntry(n, config));
+    if (missing.length > 0 || unexpected.length > 0) {
+      const list = (xs: string[]) => xs.slice(0, 6).join(", ") + (xs.length > 6 ? `, … (${xs.length} in all)` : "");
+      throw new WeightLoadError(
+        `${source}: weights do not match a ${config.modelType} model of this config` +
+          (missing.length > 0 ? `; missing: ${list(missing)}` : "") +
+          (unexpected.length > 0 ? `; unexpected: ${list(unexpected)}` : ""),
+      );
+    }
+    const weights = new Map<string, tf.Tensor>();
+    for (const spec of specs) {
+      const t = host.get(spec.name)!;
+      if (t.dtype !== "float32" || t.shape.join() !== spec.shape.join()) {
+        for (const w of weights.values()) w.dispose();
+        throw new WeightLoadError(`${source}: "${spec.name}" has ${t.dtype} shape [${t.shape}], expected float shape [${spec.shape}]`);
+      }
+      weights.set(spec.name, tf.tensor(t.data, spec.shape, "float32"));
+    }
+    return new CausalLM(config, weights);
+  }
+
+  /**
+   * Fresh weights as transformers initialises them: normal(0, initializer_range) for linears
+   * and embeddings, ones for norms, zeros for biases; drawn from `rng`.
+   */
+  static randomInit(config: CausalLMConfig, rng: RngStream): CausalLM {
+    const std = typeof config.raw["initializer_range"] === "number" ? (config.raw["initializer_range"] as number) : 0.02;
+    const weights = new Map<string, tf.Tensor>();
+    for (const spec of parameterSpecs(config)) weights.set(spec.name, tf.tensor(initValues(spec, std, rng), spec.shape, "float32"));
+    return new CausalLM(config, weights);
+  }
+
+  private w(name: string): tf.Variable {
+    const v = this.params.get(name);
+    if (v === undefined) throw new Error(`model has no weight "${name}"`);
+    return v;
+  }
+
+  private linear(x: tf.Tensor2D, prefix: string, bias: boolean): tf.Tensor2D {
+    const y = tf.matMul(x, this.w(`${prefix}.weight`), false, true) as tf.Tensor2D;
+    return bias ? (tf.add(y, this.w(`${prefix}.bias`)) as tf.Tensor2D) : y;
+  }
+
+  private rmsNorm(x: tf.Tensor2D, weight: string): tf.Tensor2D {
+    const variance = tf.mean(tf.square(x), -1, true);
+    return tf.mul(this.w(weight), tf.mul(x, tf.rsqrt(tf.add(variance, this.config.rmsNormEps)))) as tf.Tensor2D;
+  }
+
+  /** The output projection: the embedding matrix when tied, else lm_head. Shape [vocab, hidden]. */
+  lmHeadWeight(): tf.Variable {
+    return this.w(this.config.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+  }
+
+  /** Final hidden states (after the last norm), shape [batch·length, hidden]. */
+  hidden(input: ForwardInput): tf.Tensor2D {
+    if (this.disposed) throw new Error("this model has been disposed");
+    const c = this.config;
+    const { batch: b, length: t } = input;
+    if (input.ids.length !== b * t) throw new RangeError(`ids has ${input.ids.length} entries, expected ${b}×${t}`);
+    for (const id of input.ids) if (id < 0 || id >= c.vocabSize) throw new RangeError(`token id ${id} outside the vocabulary [0, ${c.vocabSize})`);
+    const past = input.cache?.length ?? 0;
+    const positions = input.positions ?? defaultPositions(b, t, past);
+    const rep = c.numHeads / c.numKvHeads;
+    const d = c.headDim;
+    // Constants built outside any tape: rotary tables and the attention bias.
+    const rope = ropeTables(this.invFreq, positions);
+    const cos = tf.tensor4d(rope.cos, [b, 1, t, d]);
+    const sin = tf.tensor4d(rope.sin, [b, 1, t, d]);
+    const biasSpec = attentionBias({ batch: b, queries: t, past, repeat: rep, ...(input.keyMask !== undefined ? { keyMask: input.keyMask } : {}) });
+    const bias = tf.tensor4d(biasSpec.data, biasSpec.shape);
+    const scale = 1 / Math.sqrt(d);
+    const newCache: { k: tf.Tensor4D; v: tf.Tensor4D }[] = [];
+
+    const out = tf.tidy(() => {
+      const rotate = (x: tf.Tensor4D): tf.Tensor4D => {
+        const x1 = tf.slice(x, [0, 0, 0, 0], [-1, -1, -1, d / 2]);
+        const x2 = tf.slice(x, [0, 0, 0, d / 2], [-1, -1, -1, d / 2]);
+        const rotated = tf.concat([tf.neg(x2), x1], 3);
+        return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
+      };
+      const heads = (x: tf.Tensor2D, n: number): tf.Tensor4D => tf.transpose(tf.reshape(x, [b, t, n, d]), [0, 2, 1, 3]);
+
+      let h = gatherRows(this.w("model.embed_tokens.weight") as tf.Tensor2D, input.ids);
+      for (let i = 0; i < c.numLayers; i++) {
+        const p = `model.layers.${i}`;
+        const x = this.rmsNorm(h, `${p}.input_layernorm.weight`);
+        const q = rotate(heads(this.linear(x, `${p}.self_attn.q_proj`, c.qkvBias), c.numHeads));
+        let k = rotate(heads(this.linear(x, `${p}.self_attn.k_proj`, c.qkvBias), c.numKvHeads));
+        let v = heads(this.linear(x, `${p}.self_attn.v_proj`, c.qkvBias), c.numKvHeads);
+        const cached = input.cache?.layers[i];
+        if (cached !== undefined) {
+          k = tf.concat([cached.k, k], 2);
+          v = tf.concat([cached.v, v], 2);
+        }
+        if (input.cache !== undefined) newCache.push({ k: tf.keep(k), v: tf.keep(v) });
+        // Grouped-query attention without copying keys: the `rep` query heads that share a
+        // key/value head are stacked along the query axis, [B, kvH, rep·T, D].
+        const qg = tf.reshape(q, [b, c.numKvHeads, rep * t, d]);
+        const scores = tf.add(tf.mul(tf.matMul(qg, k, false, true), scale), bias);
+        const probs = tf.softmax(scores);
+        const o = tf.reshape<tf.Rank.R2>(tf.transpose(tf.reshape(tf.matMul(probs, v), [b, c.numHeads, t, d]), [0, 2, 1, 3]), [b * t, c.numHeads * d]);
+        h = tf.add(h, this.linear(o, `${p}.self_attn.o_proj`, c.oBias)) as tf.Tensor2D;
+        const y = this.rmsNorm(h, `${p}.post_attention_layernorm.weight`);
+        const gate = this.linear(y, `${p}.mlp.gate_proj`, c.mlpBias);
+        const up = this.linear(y, `${p}.mlp.up_proj`, c.mlpBias);
+        const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
+        h = tf.add(h, this.linear(act, `${p}.mlp.down_proj`, c.mlpBias)) as tf.Tensor2D;
+      }
+      return this.rmsNorm(h, "model.norm.weight");
+    });
+    tf.dispose([cos, sin, bias]);
+    if (input.cache !== undefined) {
+      for (const l of input.cache.layers) tf.dispose([l.k, l.v]);
+      input.cache.layers = newCache;
+      input.cache.length = past + t;
+    }
+    return out;
+  }
+
+  /** Logits for hidden states [N, hidden] → [N, vocab]. */
+  logits(hidden: tf.Tensor2D): tf.Tensor2D {
+    return tf.matMul(hidden, this.lmHeadWeight(), false, true);
+  }
+
+  /** Logits for every position, [batch·length, vocab]. */
+  forward(input: ForwardInput): tf.Tensor2D {
+    return tf.tidy(() => this.logits(this.hidden(input)));
+  }
+
+  /** All weights, for optimizers and gradient tapes. */
+  trainableVariables(): tf.Variable[] {
+    return [...this.params.values()];
+  }
+
+  /** Maps gradients keyed by tf variable names (as variableGrads returns them) to weight names. */
+  gradsByWeightName(grads: tf.NamedTensorMap): Map<string, tf.Tensor> {
+    const out = new Map<string, tf.Tensor>();
+    const prefix = `m${this.id}/`;
+    for (const [varName, g] of Object.entries(grads)) {
+      if (!varName.startsWith(prefix)) throw new Error(`gradient for "${varName}" does not belong to this model`);
+      out.set(varName.slice(prefix.length), g);
+    }
+    return out;
+  }
+
+  /** A copy of every weight in host memory, in Hugging Face naming and layout. */
+  hostWeights(): Map<string, HostTensor> {
+    const out = new Map<string, HostTensor>();
+    for (const [name, v] of this.params) out.set(name, { dtype: "float32", shape: [...v.shape], data: Float32Array.from(v.dataSync() as Float32Array) });
+    return out;
+  }
+
+  /** An independent copy (its own variables) with the same config and weights. */
+  clone(): CausalLM {
+    const weights = new Map<string, tf.Tensor>();
+    for (const [name, v] of this.params) weights.set(name, tf.clone(v));
+    return new CausalLM(this.config, weights);
+  }
+
+  /** Overwrites this model's weights with another's of the same config. */
+  copyWeightsFrom(other: CausalLM): void {
+    for (const [name, v] of this.params) {
+      const src = other.params.get(name);
+      if (src === undefined || src.shape.join() !== v.shape.join()) throw new Error(`copyWeightsFrom: weight "${name}" is missing or differs in shape`);
+      v.assign(src);
+    }
+  }
+
+  /** Number of scalar weights. */
+  numParameters(): number {
+    let n = 0;
+    for (const v of this.params.values()) n += v.size;
+    return n;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    for (const v of this.params.values()) v.dispose();
+    this.disposed = true;
+  }
+}
+
+function defaultPositions(b: number, t: number, past: number): Int32Array {
+  const out = new Int32Array(b * t);
+  for (let r = 0; r < b; r++) for (let i = 0; i < t; i++) out[r * t + i] = past + i;
+  return out;
+}
+
+function initValues(spec: ParameterSpec, std: number, rng: RngStream): Float32Array {
+  const n = spec.shape.reduce((a, x) => a * x, 1);
+  const out = new Float32Array(n);
+  if (spec.kind === "norm") out.fill(1);
+  else if (spec.kind === "linear" || spec.kind === "embedding") for (let i = 0; i < n; i++) out[i] = rng.normal() * std;
+  return out;
+}
+
+/** An empty cache to pass to `hidden()` for incremental decoding. */
+export function emptyCache(): KVCache {
+  return { layers: [], length: 0 };
+}
+
+export function disposeCache(cache: KVCache): void {
+  for (const l of cache.layers) tf.dispose([l.k, l.v]);
+  cache.layers = [];
+  cache.length = 0;
+}

@@ -1,0 +1,127 @@
+import { tf, type RngStream } from "@pbrl/core-tensor";
+import { positionsFromMask } from "./attention-mask.js";
+import { disposeCache, emptyCache, type CausalLM } from "./causal-lm.js";
+import { gatherRows } from "./ops.js";
+import { chooseToken, validateSampling, type SamplingOptions } from "./sampling.js";
+
+export interface GenerateOptions {
+  maxNewTokens: number;
+  /** Greedy decoding (default false: sample). */
+  greedy?: boolean;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  /** A row stops after emitting any of these (the token is kept in its output). */
+  eosTokenIds?: readonly number[];
+  /** Further ids that end a row, e.g. a chat template's end-of-turn token. */
+  stopTokenIds?: readonly number[];
+  /** Fills prompts on the left; required when prompts differ in length. */
+  padTokenId?: number;
+  /** Sequences sampled per prompt (default 1). */
+  numReturnSequences?: number;
+  /** Seeded stream for sampling; required unless greedy. */
+  rng?: RngStream;
+  /** Reuse keys and values of earlier positions (default true); false recomputes every step. */
+  useCache?: boolean;
+}
+
+export interface GeneratedSequence {
+  /** Index of the prompt this row answers. */
+  promptIndex: number;
+  /** New tokens, including the stop token when one ended the row. */
+  tokens: number[];
+  finishReason: "stop" | "length";
+}
+
+/**
+ * Batched autoregressive generation: prompts are left-padded into one batch, decoded together
+ * with a KV cache, positions counted from the padding mask as transformers does.
+ */
+export function generate(model: CausalLM, prompts: readonly (readonly number[])[], options: GenerateOptions): GeneratedSequence[] {
+  const n = options.numReturnSequences ?? 1;
+  const sampling: SamplingOptions = {
+    greedy: options.greedy ?? false,
+    temperature: options.temperature ?? 1,
+    topK: options.topK ?? 0,
+    topP: options.topP ?? 1,
+  };
+  validateSampling(sampling);
+  if (!Number.isInteger(options.maxNewTokens) || options.maxNewTokens < 0) throw new RangeError(`max_new_tokens must be an integer ≥ 0, got ${options.maxNewTokens}`);
+  if (!Number.isInteger(n) || n < 1) throw new RangeError(`num_return_sequences must be an integer ≥ 1, got ${n}`);
+  if (prompts.some((p) => p.length === 0)) throw new RangeError("every prompt needs at least one token");
+  const stops = new Set([...(options.eosTokenIds ?? []), ...(options.stopTokenIds ?? [])]);
+  const rows = prompts.flatMap((p, i) => Array.from({ length: n }, () => ({ prompt: p, promptIndex: i })));
+  const b = rows.length;
+  const out: GeneratedSequence[] = rows.map((r) => ({ promptIndex: r.promptIndex, tokens: [], finishReason: "length" }));
+  if (b === 0 || options.maxNewTokens === 0) return out;
+
+  const promptLen = Math.max(...rows.map((r) => r.prompt.length));
+  const pad = options.padTokenId;
+  if (pad === undefined && rows.some((r) => r.prompt.length !== promptLen)) {
+    throw new RangeError("prompts differ in length: pass padTokenId so they can be left-padded");
+  }
+  // Host-side sequence state, [b, total] row-major, grown one column per step.
+  let total = promptLen;
+  let ids = new Int32Array(b * total);
+  let mask = new Uint8Array(b * total);
+  rows.forEach((r, i) => {
+    const off = promptLen - r.prompt.length;
+    ids.fill(pad ?? 0, i * total, i * total + off);
+    ids.set(r.prompt, i * total + off);
+    mask.fill(1, i * total + off, (i + 1) * total);
+  });
+  const done = new Uint8Array(b);
+  const nextPos = Int32Array.from(rows, (r) => r.prompt.length);
+  const useCache = options.useCache ?? true;
+  const cache = useCache ? emptyCache() : undefined;
+  const lastRows = Int32Array.from({ length: b }, (_, i) => i * promptLen + promptLen - 1);
+
+  try {
+    let logits = tf.tidy(() => {
+      const h = model.hidden({ ids, batch: b, length: total, positions: positionsFromMask(mask, b, total), keyMask: mask, ...(cache ? { cache } : {}) });
+      return model.logits(gatherRows(h, lastRows)).dataSync() as Float32Array;
+    });
+    const vocab = model.config.vocabSize;
+    for (let step = 0; step < options.maxNewTokens; step++) {
+      const chosen = new Int32Array(b);
+      for (let i = 0; i < b; i++) {
+        if (done[i]) {
+          chosen[i] = pad ?? 0;
+          continue;
+        }
+        const tok = chooseToken(logits.subarray(i * vocab, (i + 1) * vocab), sampling, options.rng);
+        chosen[i] = tok;
+        out[i]!.tokens.push(tok);
+        if (stops.has(tok)) {
+          done[i] = 1;
+          out[i]!.finishReason = "stop";
+        }
+      }
+      if (done.every((d) => d === 1) || step === options.maxNewTokens - 1) break;
+      // Append the chosen column.
+      const grownIds = new Int32Array(b * (total + 1));
+      const grownMask = new Uint8Array(b * (total + 1));
+      for (let i = 0; i < b; i++) {
+        grownIds.set(ids.subarray(i * total, (i + 1) * total), i * (total + 1));
+        grownIds[i * (total + 1) + total] = chosen[i]!;
+        grownMask.set(mask.subarray(i * total, (i + 1) * total), i * (total + 1));
+        grownMask[i * (total + 1) + total] = 1;
+      }
+      ids = grownIds;
+      mask = grownMask;
+      total += 1;
+      logits = tf.tidy(() => {
+        if (cache !== undefined) {
+          const h = model.hidden({ ids: chosen, batch: b, length: 1, positions: nextPos, keyMask: mask, cache });
+          return model.logits(h).dataSync() as Float32Array;
+        }
+        const h = model.hidden({ ids, batch: b, length: total, positions: positionsFromMask(mask, b, total), keyMask: mask });
+        return model.logits(gatherRows(h, Int32Array.from({ length: b }, (_, i) => i * total + total - 1))).dataSync() as Float32Array;
+      });
+      for (let i = 0; i < b; i++) nextPos[i]! += 1;
+    }
+  } finally {
+    if (cache !== undefined) disposeCache(cache);
+  }
+  return out;
+}

@@ -1,0 +1,73 @@
+/**
+ * Differentiable building blocks that work on every tfjs backend.
+ *
+ * The wasm backend (tfjs 4.22) has no UnsortedSegmentSum kernel, so the built-in gradient of
+ * `tf.gather` fails there; and GatherNd has no gradient at all. Both ops below therefore carry
+ * their own gradients, computed from host-side indices that are known before the tape starts.
+ */
+import { tf } from "@pbrl/core-tensor";
+
+function hasKernel(name: string): boolean {
+  return tf.getKernel(name, tf.getBackend()) !== undefined;
+}
+
+/**
+ * Rows `indices` of a 2-D tensor: an embedding lookup, or picking hidden states at chosen
+ * positions. Gradient: the output gradient scatter-added back into the selected rows.
+ */
+export function gatherRows(x: tf.Tensor2D, indices: Int32Array): tf.Tensor2D {
+  const [rows, cols] = x.shape;
+  for (const i of indices) if (i < 0 || i >= rows) throw new RangeError(`gatherRows: index ${i} outside [0, ${rows})`);
+  if (hasKernel("UnsortedSegmentSum")) {
+    return tf.tidy(() => tf.gather(x, tf.tensor1d(indices, "int32")));
+  }
+  const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const input = args[0] as tf.Tensor;
+    const value = tf.tidy(() => tf.gather(input, tf.tensor1d(indices, "int32"))) as tf.Tensor2D;
+    const gradFunc = (dy: tf.Tensor): tf.Tensor => {
+      const g = dy.dataSync();
+      const acc = new Float32Array(rows * cols);
+      for (let r = 0; r < indices.length; r++) {
+        const dst = indices[r]! * cols;
+        const src = r * cols;
+        for (let c = 0; c < cols; c++) acc[dst + c]! += g[src + c]!;
+      }
+      return tf.tensor2d(acc, [rows, cols]);
+    };
+    return { value, gradFunc };
+  });
+  return op(x) as tf.Tensor2D;
+}
+
+/**
+ * log softmax(logits)[i, targets[i]] for each row i, fused: the forward pass needs only the
+ * row's log-sum-exp and one gathered logit, and the gradient is onehot − softmax, so the full
+ * [N, V] log-softmax is never kept for the backward pass.
+ */
+export function selectedLogProbs(logits: tf.Tensor2D, targets: Int32Array): tf.Tensor1D {
+  const [n, vocab] = logits.shape;
+  if (targets.length !== n) throw new RangeError(`selectedLogProbs: ${targets.length} targets for ${n} rows`);
+  const flat = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const t = targets[i]!;
+    if (t < 0 || t >= vocab) throw new RangeError(`selectedLogProbs: target ${t} outside the vocabulary [0, ${vocab})`);
+    flat[i] = i * vocab + t;
+  }
+  const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const x = args[0] as tf.Tensor2D;
+    const save = args[1] as tf.GradSaveFunc;
+    const lse = tf.logSumExp(x, 1, true); // [n, 1]
+    const value = tf.tidy(() => tf.sub(tf.gather(tf.reshape(x, [-1]), tf.tensor1d(flat, "int32")), tf.reshape(lse, [-1]))) as tf.Tensor1D;
+    save([x, lse]);
+    lse.dispose();
+    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor =>
+      tf.tidy(() => {
+        const [xs, lses] = saved as [tf.Tensor2D, tf.Tensor2D];
+        const softmax = tf.exp(tf.sub(xs, lses));
+        const onehot = tf.oneHot(tf.tensor1d(targets, "int32"), vocab, 1, 0, "float32");
+        return tf.mul(tf.sub(onehot, softmax), tf.reshape(dy, [n, 1]));
+      });
+    return { value, gradFunc };
+  });
+  return op(logits) as tf.Tensor1D;
+}

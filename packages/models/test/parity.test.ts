@@ -1,0 +1,71 @@
+// Agreement with Hugging Face transformers on the committed fixture checkpoints, on each
+// backend: logits, greedy generations (single and left-padded batches), sequence log-probs.
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { generate, loadPretrained, scoreCompletions, type Pretrained } from "../src/index.js";
+import { FIXTURES, maxAbsDiff, reference } from "./reference.js";
+
+const CASES: { dir: string; ref: string }[] = [
+  { dir: "tiny-llama", ref: "tiny-llama" },
+  { dir: "tiny-qwen2", ref: "tiny-qwen2" },
+  { dir: "tiny-qwen2-sharded", ref: "tiny-qwen2" },
+  { dir: "tiny-llama-bf16", ref: "tiny-llama-bf16" },
+];
+const BACKENDS: BackendName[] = ["wasm", "cpu"];
+
+describe.each(BACKENDS)("parity with transformers on %s", (backend) => {
+  describe.each(CASES)("$dir", ({ dir, ref: refName }) => {
+    const ref = reference(refName);
+    let p: Pretrained;
+    beforeAll(async () => {
+      await useBackend(backend);
+      p = await loadPretrained(path.join(FIXTURES, dir));
+    });
+    afterAll(() => p.model.dispose());
+
+    it("logits within 1e-4 for every prompt and position", () => {
+      for (const prompt of ref.prompts) {
+        const ids = Int32Array.from(prompt.input_ids);
+        const logits = p.model.forward({ ids, batch: 1, length: ids.length });
+        const diff = maxAbsDiff(logits.dataSync(), prompt.logits.flat());
+        logits.dispose();
+        expect(diff).toBeLessThanOrEqual(1e-4);
+      }
+    });
+
+    it.runIf(refName !== "tiny-llama-bf16")("greedy generations token-identical, one prompt at a time", () => {
+      for (const r of ref.greedy.results) {
+        const [out] = generate(p.model, [r.input_ids], { maxNewTokens: ref.greedy.max_new_tokens, greedy: true });
+        expect(out!.tokens).toEqual(r.new_token_ids);
+        expect(p.tokenizer!.decode(out!.tokens)).toBe(r.text);
+      }
+    });
+
+    it.runIf(refName !== "tiny-llama-bf16")("greedy generations token-identical in a left-padded batch", () => {
+      const gb = ref.greedy_batched;
+      const prompts = gb.rows.map((r) => r.input_ids.filter((_, i) => r.attention_mask[i] === 1));
+      const out = generate(p.model, prompts, { maxNewTokens: gb.max_new_tokens, greedy: true, padTokenId: gb.pad_token_id });
+      expect(out.map((o) => o.tokens)).toEqual(gb.rows.map((r) => r.new_token_ids));
+    });
+
+    it.runIf(refName !== "tiny-llama-bf16")("the KV cache changes nothing: cached and recomputed greedy decoding agree", () => {
+      const prompts = ref.greedy.results.map((r) => r.input_ids);
+      const opts = { maxNewTokens: 8, greedy: true, padTokenId: ref.greedy_batched.pad_token_id };
+      expect(generate(p.model, prompts, { ...opts, useCache: false })).toEqual(generate(p.model, prompts, opts));
+    });
+
+    it.runIf(refName !== "tiny-llama-bf16")("sequence log-probs within 1e-4, per token and summed", () => {
+      const items = ref.logprobs.items;
+      const scored = scoreCompletions(p.model, items.map((it) => ({ promptIds: it.prompt_ids, completionIds: it.completion_ids })));
+      items.forEach((it, i) => {
+        expect(maxAbsDiff(scored.tokenLogProbs[i]!, it.token_logprobs)).toBeLessThanOrEqual(1e-4);
+        expect(Math.abs(scored.sums[i]! - it.sum)).toBeLessThanOrEqual(1e-4);
+      });
+    });
+  });
+
+  it("leaves no tensors behind", () => {
+    expect(tf.memory().numTensors).toBe(0);
+  });
+});
