@@ -1,3 +1,4 @@
+import { variableFrom } from "./memory.js";
 import { tf } from "./tf.js";
 
 export interface AdamWOptions {
@@ -59,7 +60,7 @@ export class AdamW {
   private slot(name: string, p: tf.Variable): Slot {
     let s = this.slots.get(name);
     if (s === undefined) {
-      s = { step: 0, m: tf.variable(tf.zerosLike(p), false), v: tf.variable(tf.zerosLike(p), false) };
+      s = { step: 0, m: variableFrom(tf.zerosLike(p), false), v: variableFrom(tf.zerosLike(p), false) };
       this.slots.set(name, s);
     }
     return s;
@@ -111,7 +112,7 @@ export class AdamW {
       if (m === undefined || v === undefined || m.length !== p.size || v.length !== p.size) {
         throw new Error(`AdamW state for "${name}" is missing or has the wrong size (expected ${p.size} values)`);
       }
-      this.slots.set(name, { step, m: tf.variable(tf.tensor(m, p.shape), false), v: tf.variable(tf.tensor(v, p.shape), false) });
+      this.slots.set(name, { step, m: variableFrom(tf.tensor(m, p.shape), false), v: variableFrom(tf.tensor(v, p.shape), false) });
     }
   }
 

@@ -6,7 +6,7 @@ export type { RngState, RngStreamsState } from "./rng.js";
 export { AdamW } from "./adamw.js";
 export type { AdamWOptions, AdamWState, NamedVariables } from "./adamw.js";
 export { clipGradNorm, globalGradNorm } from "./grad-clip.js";
-export { liveTensorCount, scoped, assertNoTensorLeak, disposeAll, TensorLeakError } from "./memory.js";
+export { liveTensorCount, scoped, assertNoTensorLeak, disposeAll, variableFrom, TensorLeakError } from "./memory.js";
 export { writeFileAtomic, replaceDirAtomic } from "./atomic-write.js";
 export {
   parseSafetensors,

@@ -34,3 +34,13 @@ export function disposeAll(container: tf.TensorContainer | ReadonlyMap<unknown, 
   }
   tf.dispose(container as tf.TensorContainer);
 }
+
+/**
+ * A variable that takes over `initial`: tf.variable shares the tensor's data but leaves the
+ * tensor itself alive, which would count as a leak; this releases it.
+ */
+export function variableFrom(initial: tf.Tensor, trainable = true, name?: string): tf.Variable {
+  const v = tf.variable(initial, trainable, name);
+  initial.dispose();
+  return v;
+}
