@@ -5,5 +5,5 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   resolve: { conditions: ["pbrl-source"] },
   ssr: { resolve: { conditions: ["pbrl-source"] } },
-  test: { testTimeout: 60_000, hookTimeout: 60_000 },
+  test: { setupFiles: ["test/setup.ts"], testTimeout: 120_000, hookTimeout: 120_000 },
 });

@@ -1,1 +1,58 @@
-export {};
+import { closest } from "./args.js";
+import { CONVERT_HELP, convertCommand } from "./commands/convert.js";
+import { GENERATE_HELP, generateCommand } from "./commands/generate.js";
+import { SCORE_HELP, scoreCommand } from "./commands/score.js";
+import { processIO, UsageError, type CliIO } from "./io.js";
+
+export { processIO, UsageError };
+export type { CliIO };
+
+interface Command {
+  summary: string;
+  help: string;
+  run: (argv: string[], io: CliIO) => Promise<number>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  generate: { summary: "generate text with a checkpoint", help: GENERATE_HELP, run: generateCommand },
+  score: { summary: "log-probability of a completion under a checkpoint", help: SCORE_HELP, run: scoreCommand },
+  convert: { summary: "re-save a checkpoint with pbrl's writer (dtype, shards)", help: CONVERT_HELP, run: convertCommand },
+};
+
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((k) => k.length));
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return `pbrl — multi-agent preference-based RL for LLM teams\n\nUsage: pbrl <command> [options]\n\nCommands:\n${lines.join("\n")}\n\nRun \`pbrl <command> --help\` for a command's options.\n`;
+}
+
+/** Runs the CLI with `argv` (without node and script path); returns the exit code. */
+export async function main(argv: string[], io: CliIO = processIO): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    io.out(usage());
+    return name === undefined ? 2 : 0;
+  }
+  const cmd = COMMANDS[name];
+  if (cmd === undefined) {
+    const near = closest(name, Object.keys(COMMANDS));
+    io.err(`pbrl: unknown command "${name}"${near ? ` (did you mean "${near}"?)` : ""}\n\n${usage()}`);
+    return 2;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    io.out(cmd.help);
+    return 0;
+  }
+  try {
+    return await cmd.run(rest, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`${err.message}\n`);
+      return 2;
+    }
+    const e = err as Error;
+    // Library errors carry a message written for users; the stack is for PBRL_DEBUG=1.
+    io.err(`pbrl ${name}: ${e.name && e.name !== "Error" ? `${e.name}: ` : ""}${e.message}\n`);
+    if (process.env["PBRL_DEBUG"] === "1" && e.stack) io.err(`${e.stack}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,60 @@
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { UsageError } from "./io.js";
+
+type Options = NonNullable<ParseArgsConfig["options"]>;
+type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false }>>;
+
+/** Parses `--flag value` options strictly; unknown flags name the closest known one. */
+export function parseFlags<O extends Options>(argv: string[], options: O, command: string): Parsed<O> {
+  try {
+    return parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+  } catch (err) {
+    const msg = (err as Error).message;
+    const unknown = /Unknown option '--?([^']+)'/.exec(msg)?.[1];
+    if (unknown !== undefined) {
+      const near = closest(unknown, Object.keys(options));
+      throw new UsageError(`pbrl ${command}: unknown option --${unknown}${near ? ` (did you mean --${near}?)` : ""}`);
+    }
+    throw new UsageError(`pbrl ${command}: ${msg}`);
+  }
+}
+
+export function requireString(v: string | boolean | (string | boolean)[] | undefined, flag: string, command: string): string {
+  if (typeof v !== "string" || v === "") throw new UsageError(`pbrl ${command}: --${flag} is required`);
+  return v;
+}
+
+export function optNumber(v: unknown, flag: string, command: string, check: (n: number) => boolean = Number.isFinite, what = "a number"): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== "string" || v.trim() === "" || !check(n)) throw new UsageError(`pbrl ${command}: --${flag} must be ${what}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+export const isNonNegInt = (n: number) => Number.isInteger(n) && n >= 0;
+export const isPosInt = (n: number) => Number.isInteger(n) && n > 0;
+
+/** Levenshtein distance, for "did you mean" suggestions. */
+export function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+export function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const c of candidates) {
+    const dist = editDistance(word, c);
+    if (dist < bestD) {
+      best = c;
+      bestD = dist;
+    }
+  }
+  return best !== undefined && bestD <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
+}

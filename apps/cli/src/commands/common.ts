@@ -1,0 +1,21 @@
+import { parseBackendName, useBackend } from "@pbrl/core-tensor";
+import { loadPretrained, type Pretrained } from "@pbrl/models";
+import { UsageError, type CliIO } from "../io.js";
+
+/** --backend: every command that computes accepts it. */
+export const backendFlag = { backend: { type: "string" } } as const;
+
+/** Selects the backend, says which path runs (on stderr, so --json output stays clean). */
+export async function startBackend(value: string | undefined, io: CliIO): Promise<void> {
+  const info = await useBackend(parseBackendName(value ?? process.env["PBRL_BACKEND"] ?? "wasm"));
+  io.err(`pbrl: ${info.description}\n`);
+}
+
+export async function loadWithTokenizer(source: string, command: string): Promise<Pretrained & { tokenizer: NonNullable<Pretrained["tokenizer"]> }> {
+  const p = await loadPretrained(source);
+  if (p.tokenizer === undefined) {
+    p.model.dispose();
+    throw new UsageError(`pbrl ${command}: ${p.dir} has no tokenizer.json, which ${command} needs to read text`);
+  }
+  return p as Pretrained & { tokenizer: NonNullable<Pretrained["tokenizer"]> };
+}

@@ -1,0 +1,83 @@
+import { RngStream } from "@pbrl/core-tensor";
+import { generate } from "@pbrl/models";
+import { isNonNegInt, optNumber, parseFlags, requireString } from "../args.js";
+import { UsageError, type CliIO } from "../io.js";
+import { backendFlag, loadWithTokenizer, startBackend } from "./common.js";
+
+export const GENERATE_HELP = `pbrl generate --model DIR --prompt TEXT [options]
+
+Generates a continuation of TEXT with a checkpoint folder (or hub id).
+
+  --max_new_tokens N   tokens to generate (default: generation_config.json, else 64)
+  --greedy             greedy decoding (the default unless generation_config.json samples)
+  --temperature T      sample with temperature T (implies sampling)
+  --top_p P            nucleus sampling (implies sampling)
+  --top_k K            top-k sampling (implies sampling)
+  --seed S             sampling seed (default 0)
+  --num_return_sequences N
+  --chat               wrap TEXT as a user message with the chat template
+  --json               print token ids and text as JSON
+  --backend B          wasm (default), cpu or tensorflow
+`;
+
+export async function generateCommand(argv: string[], io: CliIO): Promise<number> {
+  const { values } = parseFlags(
+    argv,
+    {
+      model: { type: "string" },
+      prompt: { type: "string" },
+      max_new_tokens: { type: "string" },
+      greedy: { type: "boolean" },
+      temperature: { type: "string" },
+      top_p: { type: "string" },
+      top_k: { type: "string" },
+      seed: { type: "string" },
+      num_return_sequences: { type: "string" },
+      chat: { type: "boolean" },
+      json: { type: "boolean" },
+      ...backendFlag,
+    },
+    "generate",
+  );
+  const model = requireString(values.model, "model", "generate");
+  const prompt = requireString(values.prompt, "prompt", "generate");
+  const temperature = optNumber(values.temperature, "temperature", "generate", (n) => n > 0, "a number > 0");
+  const topP = optNumber(values.top_p, "top_p", "generate", (n) => n > 0 && n <= 1, "in (0, 1]");
+  const topK = optNumber(values.top_k, "top_k", "generate", isNonNegInt, "an integer ≥ 0");
+  const seed = optNumber(values.seed, "seed", "generate", isNonNegInt, "an integer ≥ 0") ?? 0;
+  const maxNew = optNumber(values.max_new_tokens, "max_new_tokens", "generate", isNonNegInt, "an integer ≥ 0");
+  const n = optNumber(values.num_return_sequences, "num_return_sequences", "generate", (x) => Number.isInteger(x) && x > 0, "an integer ≥ 1") ?? 1;
+  const asksSampling = temperature !== undefined || topP !== undefined || topK !== undefined || values.seed !== undefined;
+  if (values.greedy === true && asksSampling) throw new UsageError("pbrl generate: --greedy cannot be combined with --temperature/--top_p/--top_k/--seed");
+
+  await startBackend(values.backend, io);
+  const p = await loadWithTokenizer(model, "generate");
+  try {
+    const g = p.generation;
+    const greedy = values.greedy === true || (!asksSampling && g.doSample !== true);
+    const text = values.chat === true ? p.tokenizer.applyChatTemplate([{ role: "user", content: prompt }]) : prompt;
+    // A rendered chat template already carries its special tokens.
+    const promptIds = p.tokenizer.encode(text, { addSpecialTokens: values.chat !== true });
+    const eos = g.eosTokenIds.length > 0 ? g.eosTokenIds : p.model.config.eosTokenIds;
+    const out = generate(p.model, [promptIds], {
+      maxNewTokens: maxNew ?? g.maxNewTokens ?? 64,
+      greedy,
+      temperature: temperature ?? g.temperature ?? 1,
+      topP: topP ?? g.topP ?? 1,
+      topK: topK ?? g.topK ?? 0,
+      eosTokenIds: eos,
+      numReturnSequences: n,
+      ...(greedy ? {} : { rng: RngStream.fromSeed(seed, "generate") }),
+      ...(g.padTokenId !== undefined ? { padTokenId: g.padTokenId } : {}),
+    });
+    const results = out.map((o) => ({ token_ids: o.tokens, text: p.tokenizer.decode(o.tokens), finish_reason: o.finishReason }));
+    if (values.json === true) {
+      io.out(JSON.stringify({ prompt: text, prompt_ids: promptIds, greedy, ...(greedy ? {} : { seed }), results }, null, 2) + "\n");
+    } else {
+      for (const r of results) io.out(`${text}${r.text}\n`);
+    }
+    return 0;
+  } finally {
+    p.model.dispose();
+  }
+}
