@@ -2,8 +2,9 @@
  * Differentiable building blocks that work on every tfjs backend.
  *
  * The wasm backend (tfjs 4.22) has no UnsortedSegmentSum kernel, so the built-in gradient of
- * `tf.gather` fails there; and GatherNd has no gradient at all. Both ops below therefore carry
- * their own gradients, computed from host-side indices that are known before the tape starts.
+ * `tf.gather` fails there; GatherNd has no gradient at all; and its OneHot kernel returns garbage
+ * for a float32 output dtype. Both ops below therefore carry their own gradients, computed from
+ * host-side indices that are known before the tape starts.
  */
 import { tf } from "@pbrl/core-tensor";
 
@@ -64,7 +65,8 @@ export function selectedLogProbs(logits: tf.Tensor2D, targets: Int32Array): tf.T
       tf.tidy(() => {
         const [xs, lses] = saved as [tf.Tensor2D, tf.Tensor2D];
         const softmax = tf.exp(tf.sub(xs, lses));
-        const onehot = tf.oneHot(tf.tensor1d(targets, "int32"), vocab, 1, 0, "float32");
+        // int32 then cast: the wasm OneHot kernel writes integer bits into float32 outputs.
+        const onehot = tf.cast(tf.oneHot(tf.tensor1d(targets, "int32"), vocab), "float32");
         return tf.mul(tf.sub(onehot, softmax), tf.reshape(dy, [n, 1]));
       });
     return { value, gradFunc };

@@ -135,9 +135,6 @@ export class Tokenizer {
       messages,
       add_generation_prompt: options.addGenerationPrompt ?? true,
       ...this.specialTokens,
-      raise_exception: (message: string) => {
-        throw new Error(`chat template: ${message}`);
-      },
     });
   }
 }

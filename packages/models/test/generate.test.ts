@@ -1,0 +1,48 @@
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RngStream } from "@pbrl/core-tensor";
+import { generate, loadPretrained, type Pretrained } from "../src/index.js";
+import { FIXTURES, reference } from "./reference.js";
+
+describe("generation behaviour", () => {
+  let p: Pretrained;
+  const ref = reference("tiny-llama");
+  const prompts = ref.greedy.results.map((r) => r.input_ids);
+  beforeAll(async () => {
+    p = await loadPretrained(path.join(FIXTURES, "tiny-llama"));
+  });
+  afterAll(() => p.model.dispose());
+
+  it("stops a row at an EOS or stop id, keeps the id, and leaves other rows running", () => {
+    const greedy = ref.greedy.results[0]!.new_token_ids; // no EOS occurs: make the 4th token a stop id
+    const stop = greedy[3]!;
+    const [row] = generate(p.model, [prompts[0]!], { maxNewTokens: 12, greedy: true, stopTokenIds: [stop] });
+    expect(row!.tokens).toEqual(greedy.slice(0, greedy.indexOf(stop) + 1));
+    expect(row!.finishReason).toBe("stop");
+    const both = generate(p.model, [prompts[0]!, prompts[1]!], { maxNewTokens: 12, greedy: true, eosTokenIds: [stop], padTokenId: 0 });
+    expect(both[0]!.tokens).toEqual(row!.tokens);
+    const other = ref.greedy.results[1]!.new_token_ids;
+    const cut = other.indexOf(stop);
+    expect(both[1]!.tokens).toEqual(cut >= 0 ? other.slice(0, cut + 1) : other);
+  });
+
+  it("samples reproducibly from a seed, differently across seeds, n sequences per prompt", () => {
+    const run = (seed: number) => generate(p.model, prompts.slice(0, 2), { maxNewTokens: 10, temperature: 1.5, topP: 0.95, topK: 50, numReturnSequences: 3, padTokenId: 0, rng: RngStream.fromSeed(seed, "policy") });
+    const a = run(7);
+    expect(a.map((s) => s.promptIndex)).toEqual([0, 0, 0, 1, 1, 1]);
+    expect(a.every((s) => s.tokens.length === 10)).toBe(true);
+    expect(run(7)).toEqual(a);
+    expect(run(8)).not.toEqual(a);
+    // three samples of the same prompt are not all identical
+    expect(new Set(a.slice(0, 3).map((s) => s.tokens.join())).size).toBeGreaterThan(1);
+  });
+
+  it("validates its inputs", () => {
+    expect(() => generate(p.model, [[1, 2], [1]], { maxNewTokens: 2, greedy: true })).toThrow(/pass padTokenId/);
+    expect(() => generate(p.model, [[]], { maxNewTokens: 2, greedy: true })).toThrow(/at least one token/);
+    expect(() => generate(p.model, [[1]], { maxNewTokens: 2 })).toThrow(/seeded RngStream/);
+    expect(() => generate(p.model, [[1]], { maxNewTokens: -1, greedy: true })).toThrow(/max_new_tokens/);
+    expect(() => generate(p.model, [[100000]], { maxNewTokens: 1, greedy: true })).toThrow(/outside the vocabulary/);
+    expect(generate(p.model, [[1]], { maxNewTokens: 0, greedy: true })).toEqual([{ promptIndex: 0, tokens: [], finishReason: "length" }]);
+  });
+});

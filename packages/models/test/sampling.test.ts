@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { RngStream } from "@pbrl/core-tensor";
+import { argmax, chooseToken, samplingDistribution, validateSampling, type SamplingOptions } from "../src/index.js";
+
+const opts = (o: Partial<SamplingOptions>): SamplingOptions => ({ greedy: false, temperature: 1, topK: 0, topP: 1, ...o });
+const close = (a: ArrayLike<number>, b: number[]) => b.forEach((v, i) => expect(a[i]).toBeCloseTo(v, 9));
+
+describe("sampling distribution (hand-computed)", () => {
+  const logits = [Math.log(1), Math.log(2), Math.log(3), Math.log(4)]; // softmax = [.1 .2 .3 .4]
+
+  it("plain softmax", () => close(samplingDistribution(logits, opts({})), [0.1, 0.2, 0.3, 0.4]));
+
+  it("temperature divides the logits", () => {
+    // T = 0.5 squares the ratios: 1,4,9,16 / 30
+    close(samplingDistribution(logits, opts({ temperature: 0.5 })), [1 / 30, 4 / 30, 9 / 30, 16 / 30]);
+  });
+
+  it("top-k keeps the k most likely", () => close(samplingDistribution(logits, opts({ topK: 2 })), [0, 0, 3 / 7, 4 / 7]));
+
+  it("top-p keeps the smallest set reaching p (transformers' rule)", () => {
+    // ascending .1 .2 .3 .4: cumulative .1 .3 .6 1; with p = 0.7 remove while cum ≤ 0.3 → drop .1 and .2
+    close(samplingDistribution(logits, opts({ topP: 0.7 })), [0, 0, 3 / 7, 4 / 7]);
+    // p = 0.75: remove while cum ≤ 0.25 → drop only .1
+    close(samplingDistribution(logits, opts({ topP: 0.75 })), [0, 2 / 9, 3 / 9, 4 / 9]);
+    // p tiny: the most likely token always stays
+    close(samplingDistribution(logits, opts({ topP: 0.01 })), [0, 0, 0, 1]);
+  });
+
+  it("applies temperature, then top-k, then top-p", () => {
+    // T=0.5 → [1,4,9,16]/30; top-k 3 → [0,4,9,16]/29; top-p 0.6 drops cum ≤ 0.4: 4/29 ≈ .138 → dropped
+    close(samplingDistribution(logits, opts({ temperature: 0.5, topK: 3, topP: 0.6 })), [0, 0, 9 / 25, 16 / 25]);
+  });
+});
+
+describe("token choice", () => {
+  it("greedy takes the first maximum, as torch.argmax", () => {
+    expect(argmax([1, 3, 3, 2])).toBe(1);
+    expect(chooseToken([0, 5, 1], opts({ greedy: true }), undefined)).toBe(1);
+  });
+
+  it("sampling is reproducible from the seed and follows the distribution", () => {
+    const logits = [0, Math.log(3)]; // p = [.25, .75]
+    const draw = (seed: number): number[] => {
+      const r = RngStream.fromSeed(seed, "s");
+      return Array.from({ length: 4000 }, () => chooseToken(logits, opts({}), r));
+    };
+    expect(draw(1)).toEqual(draw(1));
+    expect(draw(1)).not.toEqual(draw(2));
+    const share = draw(3).filter((t) => t === 1).length / 4000;
+    expect(share).toBeGreaterThan(0.72);
+    expect(share).toBeLessThan(0.78);
+  });
+
+  it("rejects invalid settings and sampling without a stream", () => {
+    expect(() => validateSampling(opts({ temperature: 0 }))).toThrow(/temperature must be > 0/);
+    expect(() => validateSampling(opts({ topP: 0 }))).toThrow(/top_p must be in \(0, 1\]/);
+    expect(() => validateSampling(opts({ topK: -1 }))).toThrow(/top_k/);
+    expect(() => chooseToken([1, 2], opts({}), undefined)).toThrow(/seeded RngStream/);
+  });
+});
