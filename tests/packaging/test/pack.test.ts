@@ -1,0 +1,90 @@
+// Each publishable package is packed with `pnpm pack` (so workspace: ranges become versions and
+// only `files` ship) and installed, offline from the local store, into a scratch project outside
+// the workspace; a TypeScript consumer type-checks against the published typings and runs.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+
+const ROOT = path.resolve(import.meta.dirname, "../../..");
+const PACKAGES = [
+  { name: "@pbrl/core-tensor", dir: "packages/core-tensor" },
+  { name: "@pbrl/models", dir: "packages/models" },
+  { name: "pbrl", dir: "apps/cli" },
+];
+const FIXTURE = path.join(ROOT, "packages/models/test/fixtures/tiny-llama");
+const reference = JSON.parse(readFileSync(path.join(ROOT, "packages/models/test/fixtures/tiny-llama.reference.json"), "utf8")) as {
+  greedy: { results: { text_prompt: string; input_ids: number[]; new_token_ids: number[] }[] };
+};
+
+const run = (cmd: string, args: string[], cwd: string): string => execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+
+let scratch: string;
+
+beforeAll(() => {
+  const packs = mkdtempSync(path.join(tmpdir(), "pbrl-packs-"));
+  const tarballs: Record<string, string> = {};
+  for (const p of PACKAGES) {
+    run("pnpm", ["pack", "--pack-destination", packs], path.join(ROOT, p.dir));
+    const file = readdirSync(packs).find((f) => f.startsWith(p.name.replace("@", "").replace("/", "-") + "-"))!;
+    tarballs[p.name] = `file:${path.join(packs, file)}`;
+  }
+  scratch = mkdtempSync(path.join(tmpdir(), "pbrl-consumer-"));
+  writeFileSync(
+    path.join(scratch, "package.json"),
+    JSON.stringify({ name: "consumer", private: true, type: "module", dependencies: tarballs, devDependencies: { "@types/node": "20.19.43", typescript: "5.9.3" } }, null, 2),
+  );
+  // A workspace file of its own keeps pnpm from climbing into ours; overrides point the
+  // packages' own dependencies on each other at the tarballs, as a registry would.
+  const overrides = Object.entries(tarballs).map(([n, t]) => `  "${n}": "${t}"`).join("\n");
+  writeFileSync(path.join(scratch, "pnpm-workspace.yaml"), `packages: []\noverrides:\n${overrides}\nallowBuilds:\n  core-js: false\n`);
+  const store = run("pnpm", ["store", "path"], ROOT).trim();
+  run("pnpm", ["install", "--offline", "--store-dir", store], scratch);
+});
+
+describe("packed packages in a project outside the workspace", () => {
+  it("ship only built files with typed exports", () => {
+    for (const p of PACKAGES) {
+      const pkgDir = path.join(scratch, "node_modules", p.name);
+      const manifest = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8")) as { exports: Record<string, Record<string, string>>; dependencies?: Record<string, string> };
+      expect(manifest.exports["."]!["types"]).toBe("./dist/index.d.ts");
+      expect(Object.values(manifest.dependencies ?? {}).some((v) => v.startsWith("workspace:"))).toBe(false);
+      expect(readdirSync(pkgDir).sort()).toEqual(expect.arrayContaining(["dist", "package.json"]));
+      expect(readdirSync(pkgDir)).not.toContain("src");
+    }
+  });
+
+  it("type-check and run a TypeScript consumer: load, generate greedily, score", () => {
+    const r = reference.greedy.results[0]!;
+    writeFileSync(
+      path.join(scratch, "use.ts"),
+      `import { useBackend, RngStream } from "@pbrl/core-tensor";
+import { loadPretrained, generate, scoreCompletions, type Pretrained } from "@pbrl/models";
+
+await useBackend("wasm");
+const p: Pretrained = await loadPretrained(${JSON.stringify(FIXTURE)});
+const ids: number[] = p.tokenizer!.encode(${JSON.stringify(r.text_prompt)});
+const [out] = generate(p.model, [ids], { maxNewTokens: ${r.new_token_ids.length}, greedy: true });
+const sampled = generate(p.model, [ids], { maxNewTokens: 4, rng: RngStream.fromSeed(1, "x") });
+const score = scoreCompletions(p.model, [{ promptIds: ids, completionIds: out!.tokens }]);
+console.log(JSON.stringify({ ids, tokens: out!.tokens, sampled: sampled[0]!.tokens.length, sum: score.sums[0] }));
+`,
+    );
+    writeFileSync(
+      path.join(scratch, "tsconfig.json"),
+      JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, outDir: "out", types: ["node"], skipLibCheck: true } }),
+    );
+    run(path.join(scratch, "node_modules/.bin/tsc"), ["-p", "tsconfig.json"], scratch);
+    const result = JSON.parse(run(process.execPath, ["out/use.js"], scratch)) as { ids: number[]; tokens: number[]; sampled: number; sum: number };
+    expect(result.ids).toEqual(r.input_ids);
+    expect(result.tokens).toEqual(r.new_token_ids);
+    expect(result.sampled).toBe(4);
+    expect(Number.isFinite(result.sum)).toBe(true);
+  });
+
+  it("install the pbrl command", () => {
+    const out = run(path.join(scratch, "node_modules/.bin/pbrl"), ["generate", "--model", FIXTURE, "--prompt", "The cat", "--greedy", "--max_new_tokens", "3", "--json"], scratch);
+    expect((JSON.parse(out) as { results: { token_ids: number[] }[] }).results[0]!.token_ids).toEqual(reference.greedy.results[0]!.new_token_ids.slice(0, 3));
+  });
+});
