@@ -1,0 +1,105 @@
+import type { RngStream } from "@pbrl/core-tensor";
+import pLimit from "p-limit";
+import { formatPrompts } from "./formatters.js";
+import type { PairRecord } from "./pair-record.js";
+import { selectPairs, type PairSelectionMode } from "./pair-selection.js";
+import { scoreJointCandidates } from "./reward.js";
+import type { CandidateSampler } from "./sampler.js";
+import type { Formatter, RewardFunc, RewardProcessor, TaskItem } from "./types.js";
+
+/** The token ids behind one agent's side of a pair, exactly as generated (and so as scored). */
+export interface AgentPairTokens {
+  promptIds: number[];
+  winnerIds: number[];
+  loserIds: number[];
+}
+
+/** A pair in memory: the record as written to disk, plus the tokens that produced it. */
+export interface CollectedPair {
+  record: PairRecord;
+  tokens: AgentPairTokens[];
+  itemIndex: number;
+}
+
+export interface CollectOptions {
+  items: readonly TaskItem[];
+  formatters: readonly Formatter[];
+  sampler: CandidateSampler;
+  rewardFunc: RewardFunc;
+  rewardProcessor?: RewardProcessor | undefined;
+  /** preference_num_candidates: samples per agent per item. */
+  numCandidates: number;
+  pairSelection: PairSelectionMode;
+  /** preference_pairs_per_sample; null keeps every selected pair. */
+  pairsPerSample: number | null;
+  /** Stream for pair_selection=random. */
+  selectionRng: RngStream;
+  /** Oracle calls in flight at once (items are independent). */
+  rewardConcurrency: number;
+  /** Items whose candidates are generated in one batch. */
+  itemsPerBatch: number;
+  /** Called after each batch of items with the number of items done. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface CollectResult {
+  pairs: CollectedPair[];
+  /** Processed candidate rewards per item (all K joint candidates). */
+  candidateRewards: number[][];
+  /** Items that produced at least one pair. */
+  itemsWithPairs: number;
+}
+
+/**
+ * Collects preference pairs from the agents' own samples: K candidates per agent per item,
+ * joint by candidate index, one oracle call per item for all K, non-tied pairs chosen by
+ * pair_selection. Items are processed in dataset order and the result does not depend on
+ * how many oracle calls overlap.
+ */
+export async function collectPreferencePairs(o: CollectOptions): Promise<CollectResult> {
+  const limit = pLimit(Math.max(1, o.rewardConcurrency));
+  const result: CollectResult = { pairs: [], candidateRewards: [], itemsWithPairs: 0 };
+  for (let start = 0; start < o.items.length; start += o.itemsPerBatch) {
+    const items = o.items.slice(start, start + o.itemsPerBatch);
+    const prompts = items.map((item, k) => formatPrompts(o.formatters, item, start + k));
+    const samples = o.sampler.sample(prompts, o.numCandidates);
+    const scored = await Promise.all(
+      items.map((item, k) =>
+        limit(() =>
+          scoreJointCandidates(
+            o.rewardFunc,
+            samples[k]!.map((agent) => [...agent.texts]),
+            { item, itemIndex: start + k, prompts: prompts[k]! },
+            o.rewardProcessor,
+          ),
+        ),
+      ),
+    );
+    // Selection runs in item order after scoring, so the random stream is consumed identically
+    // whatever order the oracle calls finished in.
+    items.forEach((_, k) => {
+      const { processed } = scored[k]!;
+      const agents = samples[k]!;
+      const mean = processed.reduce((a, b) => a + b, 0) / processed.length;
+      result.candidateRewards.push(processed);
+      const chosen = selectPairs(processed, o.pairSelection, o.pairsPerSample, o.selectionRng);
+      if (chosen.length > 0) result.itemsWithPairs += 1;
+      for (const [w, l] of chosen) {
+        result.pairs.push({
+          itemIndex: start + k,
+          record: {
+            prompts: [...prompts[k]!],
+            winner_completions: agents.map((a) => a.texts[w]!),
+            loser_completions: agents.map((a) => a.texts[l]!),
+            winner_reward: processed[w]!,
+            loser_reward: processed[l]!,
+            candidate_reward_mean: mean,
+          },
+          tokens: agents.map((a) => ({ promptIds: a.promptIds, winnerIds: a.tokens[w]!, loserIds: a.tokens[l]! })),
+        });
+      }
+    });
+    o.onProgress?.(Math.min(start + o.itemsPerBatch, o.items.length), o.items.length);
+  }
+  return result;
+}

@@ -1,0 +1,22 @@
+export type { TaskItem, Formatter, RewardContext, RewardFunc, RewardProcessor } from "./types.js";
+export { defaultFormatter, resolveFormatters, formatPrompts, FormatterError } from "./formatters.js";
+export { PAIR_SELECTION_MODES, nonTiedPairs, selectPairs } from "./pair-selection.js";
+export type { PairSelectionMode, IndexPair } from "./pair-selection.js";
+export { scoreJointCandidates, describeItem, RewardError } from "./reward.js";
+export type { ScoredCandidates } from "./reward.js";
+export {
+  PairRecordSchema,
+  RoundFileSchema,
+  PairsFileSchema,
+  PairFileError,
+  roundFileName,
+  writeRoundFile,
+  readRoundFile,
+  writePairsFile,
+  readPairsFile,
+} from "./pair-record.js";
+export type { PairRecord, RoundFile, PairsFile } from "./pair-record.js";
+export { PolicySampler } from "./sampler.js";
+export type { AgentSamples, CandidateSampler, Policy, GenerationSettings } from "./sampler.js";
+export { collectPreferencePairs } from "./collect.js";
+export type { AgentPairTokens, CollectedPair, CollectOptions, CollectResult } from "./collect.js";
