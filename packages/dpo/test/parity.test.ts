@@ -1,0 +1,81 @@
+// MADPO against the PyTorch reference (scripts/reference/make_madpo_fixtures.py): two tiny
+// agents of different architectures and a fixed set of pairs.
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readSafetensors, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { loadPretrained, type CausalLM } from "@pbrl/models";
+import type { AgentPairTokens } from "@pbrl/preference-data";
+import { agentLoss, agentMargins, madpoLoss, jointMargins, othersSum } from "../src/index.js";
+
+const FIX = path.join(import.meta.dirname, "fixtures");
+const MODELS = path.join(import.meta.dirname, "../../models/test/fixtures");
+interface Ref {
+  beta: number;
+  pairs: { prompt: number[]; winner: number[]; loser: number[] }[][];
+  exclude_last: { margins: number[][]; joint_loss: number; agent_losses: number[] };
+  score_last: { margins: number[][]; joint_loss: number; agent_losses: number[] };
+  single_agent: { loss: number; margins: number[] };
+}
+const ref = JSON.parse(readFileSync(path.join(FIX, "madpo_reference.json"), "utf8")) as Ref;
+const tokens = (agent: number): AgentPairTokens[] => ref.pairs.map((p) => ({ promptIds: p[agent]!.prompt, winnerIds: p[agent]!.winner, loserIds: p[agent]!.loser }));
+const PADS = [0, 381];
+
+function margins(models: CausalLM[], scoreLastToken: boolean): number[][] {
+  return models.map((m, i) => tf.tidy(() => Array.from(agentMargins(m, tokens(i), { scoreLastToken, padTokenId: PADS[i]! }).dataSync())));
+}
+
+async function expectGradsClose(grads: Map<string, tf.Tensor>, file: string): Promise<void> {
+  const want = await readSafetensors(path.join(FIX, file));
+  expect([...grads.keys()].sort()).toEqual([...want.tensors.keys()].sort());
+  let worst = 0;
+  for (const [name, g] of grads) {
+    const a = g.dataSync();
+    const b = want.tensors.get(name)!.tensor.data;
+    for (let k = 0; k < b.length; k++) worst = Math.max(worst, Math.abs(a[k]! - b[k]!));
+  }
+  expect(worst).toBeLessThanOrEqual(1e-4);
+}
+
+describe.each<BackendName>(["wasm", "cpu"])("MADPO parity with PyTorch on %s", (backend) => {
+  let models: CausalLM[];
+  beforeAll(async () => {
+    await useBackend(backend);
+    models = [(await loadPretrained(path.join(MODELS, "tiny-llama"))).model, (await loadPretrained(path.join(MODELS, "tiny-qwen2"))).model];
+  });
+  afterAll(() => models.forEach((m) => m.dispose()));
+
+  it.each([false, true])("margins and joint loss (score_last_token=%s)", (scoreLast) => {
+    const r = scoreLast ? ref.score_last : ref.exclude_last;
+    const m = margins(models, scoreLast);
+    m.forEach((row, i) => row.forEach((v, p) => expect(Math.abs(v - r.margins[i]![p]!)).toBeLessThanOrEqual(1e-4)));
+    expect(Math.abs(madpoLoss(jointMargins(m), ref.beta) - r.joint_loss)).toBeLessThanOrEqual(1e-5);
+  });
+
+  it("each agent's loss within 1e-5 and gradient within 1e-4", async () => {
+    const detached = margins(models, false);
+    for (let i = 0; i < 2; i++) {
+      const model = models[i]!;
+      const { value, grads } = tf.variableGrads(
+        () => agentLoss(agentMargins(model, tokens(i), { scoreLastToken: false, padTokenId: PADS[i]! }), othersSum(detached, i), ref.beta),
+        model.trainableVariables(),
+      );
+      expect(Math.abs(value.dataSync()[0]! - ref.exclude_last.agent_losses[i]!)).toBeLessThanOrEqual(1e-5);
+      const named = model.gradsByWeightName(grads);
+      await expectGradsClose(named, `madpo_grads_agent${i}.safetensors`);
+      tf.dispose([value, ...named.values()]);
+    }
+  });
+
+  it("one agent: −log σ(β(log π(w) − log π(l))), loss and gradient", async () => {
+    const model = models[0]!;
+    const { value, grads } = tf.variableGrads(
+      () => agentLoss(agentMargins(model, tokens(0), { scoreLastToken: false, padTokenId: 0 }), new Float32Array(ref.pairs.length), ref.beta),
+      model.trainableVariables(),
+    );
+    expect(Math.abs(value.dataSync()[0]! - ref.single_agent.loss)).toBeLessThanOrEqual(1e-5);
+    const named = model.gradsByWeightName(grads);
+    await expectGradsClose(named, "madpo_grads_single.safetensors");
+    tf.dispose([value, ...named.values()]);
+  });
+});
