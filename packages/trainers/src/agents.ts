@@ -1,0 +1,64 @@
+import { CausalLM, loadPretrained, type GenerationDefaults, type Pretrained, type Tokenizer } from "@pbrl/models";
+import type { Policy } from "@pbrl/preference-data";
+
+/** Where an agent comes from: a checkpoint folder or hub id, a built model, or a loaded checkpoint. */
+export type AgentSource = string | CausalLM | Pretrained;
+
+/** An agent ready to sample and train, with the ids its tokenizer and checkpoint define. */
+export interface ResolvedAgent extends Policy {
+  generation: GenerationDefaults | undefined;
+  /** The source string, or a description of the object, for logs and errors. */
+  source: string;
+}
+
+export class AgentSourceError extends Error {
+  override name = "AgentSourceError";
+}
+
+function stopAndPad(model: CausalLM, tokenizer: Tokenizer, generation: GenerationDefaults | undefined, source: string): { eosTokenIds: number[]; padTokenId: number } {
+  const eos = generation?.eosTokenIds.length ? generation.eosTokenIds : model.config.eosTokenIds.length ? model.config.eosTokenIds : tokenizer.eosTokenId !== undefined ? [tokenizer.eosTokenId] : [];
+  if (eos.length === 0) throw new AgentSourceError(`${source}: no EOS token is defined (generation_config.json, config.json or the tokenizer); generation could never stop`);
+  // As CoMLRL: a tokenizer without a pad token pads with EOS.
+  const pad = tokenizer.padTokenId ?? generation?.padTokenId ?? model.config.padTokenId ?? eos[0]!;
+  return { eosTokenIds: eos, padTokenId: pad };
+}
+
+function asResolved(p: { model: CausalLM; tokenizer: Tokenizer | undefined; generation: GenerationDefaults | undefined }, source: string): ResolvedAgent {
+  if (p.tokenizer === undefined) throw new AgentSourceError(`${source}: no tokenizer (the checkpoint has no tokenizer.json and none was passed)`);
+  return { model: p.model, tokenizer: p.tokenizer, generation: p.generation, source, ...stopAndPad(p.model, p.tokenizer, p.generation, source) };
+}
+
+/**
+ * Resolves the agents of a run: `agentModel` (one source loaded for every agent, each with its
+ * own weights) or `agents` (one source per agent). Model objects need `tokenizer` (one shared,
+ * or one per agent).
+ */
+export async function resolveAgents(options: { agents?: readonly AgentSource[] | undefined; agentModel?: string | undefined; tokenizer?: Tokenizer | readonly Tokenizer[] | undefined; numAgents: number }): Promise<ResolvedAgent[]> {
+  const { agents, agentModel, numAgents } = options;
+  if ((agents === undefined) === (agentModel === undefined)) throw new AgentSourceError("pass exactly one of `agentModel` (a checkpoint for every agent) or `agents` (one source per agent)");
+  const tokenizerFor = (i: number): Tokenizer | undefined => {
+    const t = options.tokenizer;
+    if (t === undefined || !Array.isArray(t)) return t as Tokenizer | undefined;
+    if (t.length !== numAgents) throw new AgentSourceError(`tokenizer: got ${t.length} tokenizers for num_agents=${numAgents}; pass one shared tokenizer or one per agent`);
+    return t[i];
+  };
+  if (agentModel !== undefined) {
+    const first = await loadPretrained(agentModel);
+    const out = [asResolved({ ...first, tokenizer: tokenizerFor(0) ?? first.tokenizer }, agentModel)];
+    for (let i = 1; i < numAgents; i++) out.push({ ...out[0]!, model: first.model.clone(), tokenizer: tokenizerFor(i) ?? out[0]!.tokenizer });
+    return out;
+  }
+  if (agents!.length !== numAgents) throw new AgentSourceError(`agents: got ${agents!.length} agent source(s) but num_agents=${numAgents}`);
+  const out: ResolvedAgent[] = [];
+  for (const [i, src] of agents!.entries()) {
+    if (typeof src === "string") {
+      const p = await loadPretrained(src);
+      out.push(asResolved({ ...p, tokenizer: tokenizerFor(i) ?? p.tokenizer }, src));
+    } else if (src instanceof CausalLM) {
+      out.push(asResolved({ model: src, tokenizer: tokenizerFor(i), generation: undefined }, `agents[${i}] (a ${src.config.modelType} model object)`));
+    } else {
+      out.push(asResolved({ ...src, tokenizer: tokenizerFor(i) ?? src.tokenizer }, src.dir));
+    }
+  }
+  return out;
+}

@@ -1,0 +1,226 @@
+import { writeFileSync, mkdirSync } from "node:fs";
+import * as path from "node:path";
+import { AdamW, RngStreams, useBackend, type BackendInfo } from "@pbrl/core-tensor";
+import { madpoUpdate, type MarginMetrics, type TrainableAgent } from "@pbrl/dpo";
+import { savePretrained, type Tokenizer } from "@pbrl/models";
+import {
+  collectPreferencePairs,
+  PolicySampler,
+  resolveFormatters,
+  writePairsFile,
+  type CollectedPair,
+  type Formatter,
+  type GenerationSettings,
+  type RewardFunc,
+  type RewardProcessor,
+  type TaskItem,
+} from "@pbrl/preference-data";
+import { resolveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
+import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
+import { evaluatePolicies, type EvalResult } from "./evaluation.js";
+import { MetricsLog } from "./metrics-log.js";
+import { ProgressBar } from "./progress.js";
+
+export interface MADPOTrainerOptions {
+  /** One source per agent: checkpoint folders, hub ids, built models or loaded checkpoints. */
+  agents?: readonly AgentSource[];
+  /** One checkpoint (folder or hub id) for every agent; each agent gets its own copy. */
+  agentModel?: string;
+  /** Tokenizer(s) for model objects, or to override a checkpoint's: one shared or one per agent. */
+  tokenizer?: Tokenizer | readonly Tokenizer[];
+  trainDataset: readonly TaskItem[];
+  evalDataset?: readonly TaskItem[];
+  rewardFunc: RewardFunc;
+  rewardProcessor?: RewardProcessor;
+  /** One formatter per agent, or one shared; default: the item's `prompt` field. */
+  formatters?: Formatter | readonly Formatter[];
+  args?: MADPOConfig | MADPOConfigInput;
+  /** Where progress lines go when verbose (default: stderr). */
+  log?: (line: string) => void;
+}
+
+export interface TrainResult {
+  numPairs: number;
+  updates: number;
+  envStep: number;
+  /** False when no item produced a non-tied pair: the policies were left untouched. */
+  trained: boolean;
+  evalBefore: EvalResult | undefined;
+  evalAfter: EvalResult | undefined;
+  outputDir: string;
+}
+
+const STREAMS = { policy: "policy_sampling", eval: "eval_sampling", pairs: "pair_selection", shuffle: "epoch_shuffle" } as const;
+
+/**
+ * MADPO: collect preference pairs once from the initial policies, then train every agent on them
+ * for num_train_epochs with the multi-agent DPO loss. Metrics go to `<output_dir>/metrics.jsonl`,
+ * the collected pairs to `<output_dir>/preference_pairs.json`, and the trained agents to
+ * `<output_dir>/agents/agent_<i>` as Hugging Face checkpoints.
+ */
+export class MADPOTrainer {
+  readonly args: MADPOConfig;
+  private readonly formatters: Formatter[];
+  private readonly log: (line: string) => void;
+  private agentsPromise: Promise<ResolvedAgent[]> | undefined;
+  private resolved: ResolvedAgent[] | undefined;
+  private optimizers: AdamW[] = [];
+  backend: BackendInfo | undefined;
+
+  constructor(private readonly options: MADPOTrainerOptions) {
+    this.args = isBuilt(options.args) ? options.args : MADPOConfig(options.args ?? {});
+    if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
+    if (this.args.collaboration_mode === "centralized") throw new Error('collaboration_mode="centralized" is not available yet in this version of pbrl; use "decentralized"');
+    if (this.args.parallel_training === "mp") throw new Error('parallel_training="mp" is not available yet in this version of pbrl; use "none"');
+    this.formatters = resolveFormatters(options.formatters, this.args.num_agents);
+    const verbose = this.args.verbose;
+    this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
+  }
+
+  /** The agents, loaded on first use (after the backend is chosen). */
+  async agents(): Promise<ResolvedAgent[]> {
+    this.agentsPromise ??= (async () => {
+      this.backend = await useBackend(this.args.backend);
+      if (this.args.verbose) this.log(`pbrl: ${this.backend.description}`);
+      if (this.args.reference_kl_enabled) this.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
+      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.args.num_agents });
+      this.resolved = agents;
+      return agents;
+    })();
+    return this.agentsPromise;
+  }
+
+  private generationSettings(): GenerationSettings {
+    const a = this.args;
+    return { maxNewTokens: a.max_new_tokens, temperature: a.temperature, topP: a.top_p, topK: a.top_k, maxBatchRows: a.generation_batch_size };
+  }
+
+  /** Samples the current policies on the eval set and scores them with the task reward. */
+  async evaluate(rng = new RngStreams(this.args.seed).get(STREAMS.eval)): Promise<EvalResult | undefined> {
+    const items = (this.options.evalDataset ?? []).slice(0, this.args.eval_num_samples);
+    if (items.length === 0) return undefined;
+    return evaluatePolicies({
+      policies: await this.agents(),
+      items,
+      formatters: this.formatters,
+      rewardFunc: this.options.rewardFunc,
+      rewardProcessor: this.options.rewardProcessor,
+      settings: this.generationSettings(),
+      rng,
+      concurrency: this.args.reward_concurrency,
+    });
+  }
+
+  async train(): Promise<TrainResult> {
+    const a = this.args;
+    const agents = await this.agents();
+    const streams = new RngStreams(a.seed);
+    const outputDir = a.output_dir;
+    mkdirSync(outputDir, { recursive: true });
+    writeFileSync(path.join(outputDir, "config.json"), JSON.stringify({ trainer: "madpo", ...a }, null, 2) + "\n");
+    const metrics = new MetricsLog(outputDir);
+    const progressOn = ProgressBar.enabledFor(a.verbose);
+
+    // 1. Preference data, once, from the initial policies.
+    const items = this.options.trainDataset;
+    const collectBar = new ProgressBar("MADPO preference rollout", items.length, progressOn);
+    const collected = await collectPreferencePairs({
+      items,
+      formatters: this.formatters,
+      sampler: new PolicySampler(agents, this.generationSettings(), streams.get(STREAMS.policy)),
+      rewardFunc: this.options.rewardFunc,
+      rewardProcessor: this.options.rewardProcessor,
+      numCandidates: a.preference_num_candidates,
+      pairSelection: a.pair_selection,
+      pairsPerSample: a.preference_pairs_per_sample,
+      selectionRng: streams.get(STREAMS.pairs),
+      rewardConcurrency: a.reward_concurrency,
+      itemsPerBatch: Math.max(1, Math.floor(a.generation_batch_size / a.preference_num_candidates)),
+      onProgress: (done) => collectBar.update(done),
+    });
+    collectBar.finish();
+    const pairs = collected.pairs;
+    await writePairsFile(path.join(outputDir, "preference_pairs.json"), pairs.map((p) => p.record));
+    const allRewards = collected.candidateRewards.flat();
+    metrics.write({
+      kind: "collect",
+      step: 0,
+      "preference/num_pairs": pairs.length,
+      "preference/items_with_pairs": collected.itemsWithPairs,
+      "preference/items": items.length,
+      "preference/candidate_reward_mean": allRewards.length ? allRewards.reduce((s, x) => s + x, 0) / allRewards.length : 0,
+    });
+    this.log(`pbrl: collected ${pairs.length} preference pairs from ${collected.itemsWithPairs} of ${items.length} items`);
+    const result: TrainResult = { numPairs: pairs.length, updates: 0, envStep: 0, trained: false, evalBefore: undefined, evalAfter: undefined, outputDir };
+    if (pairs.length === 0) {
+      this.log("pbrl: no item produced a non-tied preference pair; the policies were not updated (more candidates, a higher temperature or a finer-grained reward may help)");
+      return result;
+    }
+
+    // 2. MADPO epochs over the fixed pairs.
+    this.optimizers = agents.map((ag) => new AdamW(ag.model.params, { lr: a.agent_learning_rate }));
+    const trainable: TrainableAgent[] = agents.map((ag, i) => ({ model: ag.model, optimizer: this.optimizers[i]!, padTokenId: ag.padTokenId }));
+    const evalRng = streams.get(STREAMS.eval);
+    const shuffleRng = streams.get(STREAMS.shuffle);
+    const batchesPerEpoch = Math.ceil(pairs.length / a.train_batch_size);
+    let lastLogged: number | undefined;
+    const runEval = async (): Promise<EvalResult | undefined> => {
+      const r = await this.evaluate(evalRng);
+      if (r !== undefined) {
+        metrics.write({ kind: "eval", step: result.envStep, update: result.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
+        this.log(`pbrl: eval after ${result.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);
+      }
+      return r;
+    };
+    for (let epoch = 0; epoch < a.num_train_epochs; epoch++) {
+      const order = shuffleRng.permutation(pairs.length);
+      const bar = new ProgressBar(`MADPO epoch ${epoch + 1}/${a.num_train_epochs}`, batchesPerEpoch, progressOn);
+      for (let b = 0; b < batchesPerEpoch; b++) {
+        if (a.eval_interval > 0 && result.updates % a.eval_interval === 0) {
+          const r = await runEval();
+          result.evalBefore ??= r;
+        }
+        const batch: CollectedPair[] = order.slice(b * a.train_batch_size, (b + 1) * a.train_batch_size).map((k) => pairs[k]!);
+        const m = madpoUpdate(trainable, batch.map((p) => p.tokens), { beta: a.dpo_beta, scoreLastToken: a.madpo_score_last_token, where: `epoch ${epoch + 1}, batch ${b + 1}` });
+        result.updates += 1;
+        result.envStep += a.use_environment_step ? a.environment_steps_per_pair * batch.length : 0;
+        const step = a.use_environment_step ? result.envStep : result.updates;
+        const rewardMean = batch.reduce((s, p) => s + p.record.candidate_reward_mean, 0) / batch.length;
+        if (a.logging_steps <= 1 || lastLogged === undefined || step - lastLogged >= a.logging_steps) {
+          lastLogged = step;
+          metrics.write({ kind: "train", step, epoch: epoch + 1, update: result.updates, ...(m as MarginMetrics), "turn_1/reward_mean": rewardMean, "turn_1/expected_return": rewardMean });
+        }
+        bar.update(b + 1, `loss ${m.loss.toFixed(4)} acc ${m["joint/accuracy"].toFixed(2)}`);
+      }
+      bar.finish();
+    }
+    result.trained = true;
+    if (a.eval_interval > 0) result.evalAfter = await runEval();
+
+    // 3. The trained agents, as Hugging Face checkpoints.
+    await this.saveModel(path.join(outputDir, "agents"));
+    this.log(`pbrl: ${result.updates} updates; agents saved under ${path.join(outputDir, "agents")}`);
+    return result;
+  }
+
+  /** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder. */
+  async saveModel(dir: string): Promise<void> {
+    const agents = await this.agents();
+    for (const [i, ag] of agents.entries()) await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation });
+  }
+
+  /** Frees the agents' weights and optimizer state. */
+  dispose(): void {
+    for (const o of this.optimizers) o.dispose();
+    const seen = new Set<unknown>();
+    for (const ag of this.resolved ?? []) {
+      if (seen.has(ag.model)) continue;
+      seen.add(ag.model);
+      ag.model.dispose();
+    }
+  }
+}
+
+function isBuilt(args: MADPOConfig | MADPOConfigInput | undefined): args is MADPOConfig {
+  return args !== undefined && Object.isFrozen(args) && "train_batch_size" in args && typeof args.train_batch_size === "number";
+}
