@@ -2,7 +2,7 @@ import type { RngStream} from "@pbrl/core-tensor";
 import { tf, variableFrom, type HostTensor } from "@pbrl/core-tensor";
 import { attentionBias } from "./attention-mask.js";
 import { type CausalLMConfig } from "./config.js";
-import { gatherRows } from "./ops.js";
+import { gatherRows, matMul } from "./ops.js";
 import { isIgnorableCheckpointEntry, parameterSpecs, type ParameterSpec } from "./parameters.js";
 import { ropeInvFreq, ropeTables } from "./rope.js";
 
@@ -95,7 +95,7 @@ export class CausalLM {
   }
 
   private linear(x: tf.Tensor2D, prefix: string, bias: boolean): tf.Tensor2D {
-    const y = tf.matMul(x, this.w(`${prefix}.weight`), false, true) as tf.Tensor2D;
+    const y = matMul(x, this.w(`${prefix}.weight`), false, true) as tf.Tensor2D;
     return bias ? (tf.add(y, this.w(`${prefix}.bias`)) as tf.Tensor2D) : y;
   }
 
@@ -154,9 +154,9 @@ export class CausalLM {
         // Grouped-query attention without copying keys: the `rep` query heads that share a
         // key/value head are stacked along the query axis, [B, kvH, rep·T, D].
         const qg = tf.reshape(q, [b, c.numKvHeads, rep * t, d]);
-        const scores = tf.add(tf.mul(tf.matMul(qg, k, false, true), scale), bias);
+        const scores = tf.add(tf.mul(matMul(qg, k, false, true), scale), bias);
         const probs = tf.softmax(scores);
-        const o = tf.reshape<tf.Rank.R2>(tf.transpose(tf.reshape(tf.matMul(probs, v), [b, c.numHeads, t, d]), [0, 2, 1, 3]), [b * t, c.numHeads * d]);
+        const o = tf.reshape<tf.Rank.R2>(tf.transpose(tf.reshape(matMul(probs, v), [b, c.numHeads, t, d]), [0, 2, 1, 3]), [b * t, c.numHeads * d]);
         h = tf.add(h, this.linear(o, `${p}.self_attn.o_proj`, c.oBias)) as tf.Tensor2D;
         const y = this.rmsNorm(h, `${p}.post_attention_layernorm.weight`);
         const gate = this.linear(y, `${p}.mlp.gate_proj`, c.mlpBias);
@@ -177,7 +177,7 @@ export class CausalLM {
 
   /** Logits for hidden states [N, hidden] → [N, vocab]. */
   logits(hidden: tf.Tensor2D): tf.Tensor2D {
-    return tf.matMul(hidden, this.lmHeadWeight(), false, true);
+    return matMul(hidden, this.lmHeadWeight(), false, true) as tf.Tensor2D;
   }
 
   /** Logits for every position, [batch·length, vocab]. */

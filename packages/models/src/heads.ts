@@ -1,4 +1,5 @@
 import type { RngStream} from "@pbrl/core-tensor";
+import { matMul } from "./ops.js";
 import { readSafetensors, tf, variableFrom, writeSafetensors, type HostTensor, type TensorToWrite } from "@pbrl/core-tensor";
 
 export interface ScalarHeadOptions {
@@ -91,10 +92,10 @@ export class ScalarHead {
       let x: tf.Tensor2D = hidden;
       let out = `${p}`;
       if (this.hiddenDim > 0) {
-        x = tf.relu(tf.add(tf.matMul(x, get(`${p}.0.weight`), false, true), get(`${p}.0.bias`))) as tf.Tensor2D;
+        x = tf.relu(tf.add(matMul(x, get(`${p}.0.weight`), false, true), get(`${p}.0.bias`))) as tf.Tensor2D;
         out = `${p}.2`;
       }
-      let y: tf.Tensor2D = tf.matMul(x, get(`${out}.weight`), false, true);
+      let y = matMul(x, get(`${out}.weight`), false, true) as tf.Tensor2D;
       if (this.options.bias) y = tf.add(y, get(`${out}.bias`)) as tf.Tensor2D;
       return tf.reshape(y, [-1]) as tf.Tensor1D;
     });

@@ -6,7 +6,7 @@ export { parameterSpecs } from "./parameters.js";
 export type { ParameterSpec } from "./parameters.js";
 export { attentionBias, positionsFromMask, MASKED } from "./attention-mask.js";
 export { ropeInvFreq, ropeTables } from "./rope.js";
-export { gatherRows, selectedLogProbs } from "./ops.js";
+export { gatherRows, matMul, selectedLogProbs } from "./ops.js";
 export { Tokenizer, TokenizerLoadError } from "./tokenizer.js";
 export type { ChatMessage, TokenizerFiles } from "./tokenizer.js";
 export { parseGenerationConfig } from "./generation-config.js";

@@ -1,6 +1,6 @@
 import { tf } from "@pbrl/core-tensor";
 import type { CausalLM } from "./causal-lm.js";
-import { gatherRows, selectedLogProbs } from "./ops.js";
+import { gatherRows, matMul, selectedLogProbs } from "./ops.js";
 
 /** One sequence to score: log π(completion | prompt). */
 export interface ScoringItem {
@@ -65,7 +65,7 @@ export function completionLogProbs(model: CausalLM, batch: ScoringBatch): { toke
     const h = model.hidden({ ids: batch.ids, batch: batch.batch, length: batch.length });
     const tokens = selectedLogProbs(model.logits(gatherRows(h, batch.predictRows)), batch.targets);
     const seg = tf.tensor2d(batch.segment, [batch.batch, m]);
-    const sums = tf.reshape(tf.matMul(seg, tf.reshape(tokens, [m, 1])), [batch.batch]) as tf.Tensor1D;
+    const sums = tf.reshape(matMul(seg, tf.reshape(tokens, [m, 1])), [batch.batch]) as tf.Tensor1D;
     return { tokens, sums };
   });
 }

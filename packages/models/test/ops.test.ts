@@ -2,7 +2,7 @@
 // against gradients computed a different way.
 import { describe, expect, it } from "vitest";
 import { tf, useBackend, type BackendName } from "@pbrl/core-tensor";
-import { gatherRows, selectedLogProbs } from "../src/index.js";
+import { gatherRows, matMul, selectedLogProbs } from "../src/index.js";
 
 describe.each<BackendName>(["wasm", "cpu"])("custom-gradient ops on %s", (backend) => {
   it("wasm still lacks UnsortedSegmentSum, so tf.gather's own gradient fails there (canary)", async () => {
@@ -59,5 +59,47 @@ describe.each<BackendName>(["wasm", "cpu"])("custom-gradient ops on %s", (backen
     if (backend === "wasm") expect(Array.from(direct.dataSync())).not.toEqual([0, 0, 1, 1, 0, 0]);
     else expect(Array.from(direct.dataSync())).toEqual([0, 0, 1, 1, 0, 0]);
     tf.dispose([direct, cast]);
+  });
+});
+
+describe.each<BackendName>(["wasm", "cpu"])("matMul without transposed kernels on %s", (backend) => {
+  it.each([
+    [false, false],
+    [false, true],
+    [true, false],
+    [true, true],
+  ])("transposeA=%s transposeB=%s: value and gradients equal tf.matMul's (2-D and batched)", async (ta, tb) => {
+    await useBackend(backend);
+    for (const batch of [[], [2, 3]]) {
+      const aShape = [...batch, ...(ta ? [4, 5] : [5, 4])];
+      const bShape = [...batch, ...(tb ? [6, 4] : [4, 6])];
+      const a = tf.variable(tf.randomNormal(aShape, 0, 1, "float32", 1));
+      const b = tf.variable(tf.randomNormal(bShape, 0, 1, "float32", 2));
+      const w = tf.randomNormal([...batch, 5, 6], 0, 1, "float32", 3);
+      const ours = tf.variableGrads(() => tf.sum(tf.mul(matMul(a, b, ta, tb), w)) as tf.Scalar, [a, b]);
+      const ref = tf.variableGrads(() => tf.sum(tf.mul(tf.matMul(a, b, ta, tb), w)) as tf.Scalar, [a, b]);
+      expect(ours.value.dataSync()[0]).toBeCloseTo(ref.value.dataSync()[0]!, 3);
+      for (const v of [a, b]) {
+        const x = ours.grads[v.name]!.dataSync();
+        const y = ref.grads[v.name]!.dataSync();
+        expect(ours.grads[v.name]!.shape).toEqual(v.shape);
+        for (let i = 0; i < x.length; i++) expect(x[i]).toBeCloseTo(y[i]!, 4);
+      }
+      tf.dispose([a, b, w, ours.value, ref.value, ...Object.values(ours.grads), ...Object.values(ref.grads)]);
+    }
+  });
+
+  it("sums the gradient of a broadcast operand over the batch (tf.matMul's own gradient does not)", async () => {
+    await useBackend(backend);
+    const x = tf.variable(tf.randomNormal([2, 3, 4], 0, 1, "float32", 4));
+    const wt = tf.variable(tf.randomNormal([5, 4], 0, 1, "float32", 5));
+    const ours = tf.variableGrads(() => tf.sum(matMul(x, wt, false, true)) as tf.Scalar, [x, wt]);
+    expect(ours.grads[wt.name]!.shape).toEqual([5, 4]);
+    // d/dW Σ x·Wᵀ: every row of W gets the sum of all x rows
+    const colSums = tf.sum(tf.reshape(x, [6, 4]), 0).dataSync();
+    const g = ours.grads[wt.name]!.dataSync();
+    for (let r = 0; r < 5; r++) for (let c = 0; c < 4; c++) expect(g[r * 4 + c]).toBeCloseTo(colSums[c]!, 4);
+    expect(() => tf.variableGrads(() => tf.sum(tf.matMul(x, wt, false, true)) as tf.Scalar, [x, wt])).toThrow(/does not match the shape/);
+    tf.dispose([x, wt, ours.value, ...Object.values(ours.grads)]);
   });
 });
