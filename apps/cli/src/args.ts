@@ -1,5 +1,8 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { closestName as closest } from "@pbrl/trainers";
 import { UsageError } from "./io.js";
+
+export { closest };
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false }>>;
@@ -33,28 +36,3 @@ export function optNumber(v: unknown, flag: string, command: string, check: (n: 
 
 export const isNonNegInt = (n: number) => Number.isInteger(n) && n >= 0;
 export const isPosInt = (n: number) => Number.isInteger(n) && n > 0;
-
-/** Levenshtein distance, for "did you mean" suggestions. */
-export function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-  }
-  return d[a.length]![b.length]!;
-}
-
-export function closest(word: string, candidates: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestD = Infinity;
-  for (const c of candidates) {
-    const dist = editDistance(word, c);
-    if (dist < bestD) {
-      best = c;
-      bestD = dist;
-    }
-  }
-  return best !== undefined && bestD <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
-}

@@ -1,4 +1,9 @@
+import { ConfigError } from "@pbrl/trainers";
 import { closest } from "./args.js";
+import { CONFIG_HELP, configCommand } from "./commands/config.js";
+import { DEMO_HELP, demoCommand } from "./commands/demo.js";
+import { TRAIN_HELP, trainCommand } from "./commands/train.js";
+import { BENCH_HELP, benchCommand } from "./commands/bench.js";
 import { CONVERT_HELP, convertCommand } from "./commands/convert.js";
 import { GENERATE_HELP, generateCommand } from "./commands/generate.js";
 import { SCORE_HELP, scoreCommand } from "./commands/score.js";
@@ -14,9 +19,13 @@ interface Command {
 }
 
 const COMMANDS: Record<string, Command> = {
+  demo: { summary: "train two agents with MADPO on the embedded task (the main job)", help: DEMO_HELP, run: demoCommand },
+  train: { summary: "train agents from a run file (YAML/JSON) and key=value overrides", help: TRAIN_HELP, run: trainCommand },
+  config: { summary: "validate a trainer configuration and print it normalized", help: CONFIG_HELP, run: configCommand },
   generate: { summary: "generate text with a checkpoint", help: GENERATE_HELP, run: generateCommand },
   score: { summary: "log-probability of a completion under a checkpoint", help: SCORE_HELP, run: scoreCommand },
   convert: { summary: "re-save a checkpoint with pbrl's writer (dtype, shards)", help: CONVERT_HELP, run: convertCommand },
+  bench: { summary: "training/generation speed and memory per backend, against PyTorch", help: BENCH_HELP, run: benchCommand },
 };
 
 function usage(): string {
@@ -45,7 +54,7 @@ export async function main(argv: string[], io: CliIO = processIO): Promise<numbe
   try {
     return await cmd.run(rest, io);
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof ConfigError) {
       io.err(`${err.message}\n`);
       return 2;
     }

@@ -1,0 +1,85 @@
+/**
+ * The PyTorch side of `pbrl bench`: finds a Python with torch and transformers and runs
+ * scripts/bench/torch_bench.py on the same model and workloads. Never fails the bench: when
+ * PyTorch cannot run, the result says why.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { CliIO } from "../io.js";
+import { lastLine, runChild, tail } from "./child.js";
+import type { RateMetric, Workloads } from "./workloads.js";
+
+export type TorchResult =
+  | ({
+      python: string;
+      torch_version: string;
+      transformers_version: string;
+      threads: number;
+      attn_implementation: string;
+      parameters: number;
+      workloads: Workloads;
+      peak_rss_mb: number;
+      train_step_s_mean: number;
+      wall_s: number;
+      cpu_s: number;
+    } & Record<RateMetric, number>)
+  | { skipped: string }
+  | { failed: string };
+
+/** The pbrl checkout this CLI file lives in: the nearest folder above it with pnpm-workspace.yaml. */
+export function findRepoRoot(from = path.dirname(fileURLToPath(import.meta.url))): string | undefined {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, "pnpm-workspace.yaml"))) return dir;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
+/** Why `python` cannot run the bench, or undefined when `import torch, transformers` works. */
+function torchProblem(python: string): string | undefined {
+  const r = spawnSync(python, ["-c", "import torch, transformers"], { encoding: "utf8", timeout: 120_000 });
+  if (r.error !== undefined) return `${python}: ${(r.error as NodeJS.ErrnoException).code === "ENOENT" ? "not found" : r.error.message}`;
+  if (r.status !== 0) {
+    const last = r.stderr.trim().split("\n").pop() ?? `exit code ${r.status}`;
+    return `${python}: \`import torch, transformers\` failed (${last})`;
+  }
+  return undefined;
+}
+
+/**
+ * The Python to use: --python, else $PBRL_PYTHON (both taken as given, no fallback), else the
+ * reference venv <repo>/.venv-ref/bin/python, else python3, the first whose import works.
+ */
+export function findTorchPython(explicit: string | undefined, repoRoot: string | undefined): { python: string } | { skipped: string } {
+  const given = explicit ?? process.env["PBRL_PYTHON"];
+  if (given !== undefined && given !== "") {
+    const problem = torchProblem(given);
+    return problem === undefined ? { python: given } : { skipped: `${problem} (from ${explicit !== undefined ? "--python" : "PBRL_PYTHON"})` };
+  }
+  const candidates = [...(repoRoot !== undefined ? [path.join(repoRoot, ".venv-ref", "bin", "python")] : []), "python3"];
+  const problems: string[] = [];
+  for (const python of candidates) {
+    if (path.isAbsolute(python) && !existsSync(python)) {
+      problems.push(`${python}: not found`);
+      continue;
+    }
+    const problem = torchProblem(python);
+    if (problem === undefined) return { python };
+    problems.push(problem);
+  }
+  return { skipped: `no Python with torch and transformers (${problems.join("; ")}); pass --python PATH or set PBRL_PYTHON` };
+}
+
+/** Runs torch_bench.py, forwarding its progress lines to stderr. */
+export async function runTorchBench(options: { python: string; script: string; config: Record<string, unknown>; workloads: Workloads; io: CliIO }): Promise<TorchResult> {
+  const { python, script, io } = options;
+  const args = [script, "--config", JSON.stringify(options.config), "--workloads", JSON.stringify(options.workloads)];
+  const { code, stdout, stderr } = await runChild(python, args, io);
+  if (code !== 0) return { failed: `${python} ${path.basename(script)} exited with ${code}: ${tail(stderr)}` };
+  try {
+    return { ...(JSON.parse(lastLine(stdout)) as TorchResult), python } as TorchResult;
+  } catch {
+    return { failed: `${path.basename(script)} printed no JSON result: ${tail(stdout)}` };
+  }
+}

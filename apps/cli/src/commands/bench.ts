@@ -1,0 +1,169 @@
+import { existsSync } from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { BACKEND_NAMES, currentBackend, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { parameterSpecs, parseModelConfig } from "@pbrl/models";
+import { isPosInt, optNumber, parseFlags } from "../args.js";
+import { lastLine, runChild, tail } from "../bench/child.js";
+import { computeRatios, formatTable, isMeasured, loadAverage, machineInfo, type BenchReport, type Outcome, type PbrlOutcome } from "../bench/report.js";
+import { findRepoRoot, findTorchPython, runTorchBench, type TorchResult } from "../bench/torch.js";
+import { runBenchWorker, type WorkerSpec } from "../bench/worker.js";
+import { PRESETS, presetConfigJson, workloadsFor, type Preset, type Workloads } from "../bench/workloads.js";
+import { UsageError, type CliIO } from "../io.js";
+
+const DEFAULT_STEPS = 3;
+
+export const BENCH_HELP = `pbrl bench [options]
+
+Measures training and generation speed and memory of a randomly initialised Llama-style model
+on each tensor backend, and of the same model in PyTorch + transformers when available.
+
+  --preset P       default (vocab 8000, hidden 256, 6 layers, 4 heads, intermediate 688,
+                   untied embeddings, ≈8.8M parameters) or tiny (a seconds-long smoke test)
+  --backends LIST  comma-separated pbrl backends (default wasm,cpu), each run in its own process
+  --steps N        timed training steps after one warm-up step (default ${DEFAULT_STEPS})
+  --python PATH    Python with torch and transformers (default: $PBRL_PYTHON, then
+                   <repo>/.venv-ref/bin/python, then python3); runs scripts/bench/torch_bench.py
+  --no-torch       skip the PyTorch comparison
+  --json           print one JSON object (results, pbrl/pytorch ratios) instead of a table
+
+Workloads: training steps (forward, backward, AdamW) on batch 8 × 128 random tokens; sampling
+16-token random prompts to 64 new tokens at batch 1 and 8, with and without KV cache. The cpu
+backend (pure JS, ~30× slower) runs batch 1 × 32 and 16 new tokens. Progress goes to stderr.
+`;
+
+function parseBackends(value: string | undefined): BackendName[] {
+  const names = (value ?? "wasm,cpu").split(",").map((s) => s.trim());
+  for (const n of names) {
+    if (!(BACKEND_NAMES as readonly string[]).includes(n)) {
+      throw new UsageError(`pbrl bench: --backends must be a comma-separated list of ${BACKEND_NAMES.join(", ")}, got ${JSON.stringify(value)}`);
+    }
+  }
+  if (new Set(names).size !== names.length) throw new UsageError(`pbrl bench: --backends names a backend twice: ${JSON.stringify(value)}`);
+  return names as BackendName[];
+}
+
+function parseWorkerSpec(value: string): WorkerSpec {
+  let spec: Partial<WorkerSpec>;
+  try {
+    spec = JSON.parse(value) as Partial<WorkerSpec>;
+  } catch {
+    throw new UsageError(`pbrl bench: --worker takes a JSON spec, got ${JSON.stringify(value)}`);
+  }
+  const { backend, preset, steps } = spec;
+  if (!(BACKEND_NAMES as readonly unknown[]).includes(backend) || !(PRESETS as readonly unknown[]).includes(preset) || !(typeof steps === "number" && isPosInt(steps))) {
+    throw new UsageError(`pbrl bench: invalid --worker spec ${value}`);
+  }
+  return { backend: backend!, preset: preset!, steps };
+}
+
+/**
+ * Where a backend's worker runs. From the built CLI (dist/*.js) it is a child process,
+ * `node dist/main.js bench --worker SPEC`, so each backend has its own peak RSS and tfjs engine.
+ * From the TypeScript sources (vitest imports src/ directly) there is no JavaScript entry that
+ * matches the code being tested — Node cannot run src/main.ts, and dist/ may be stale — so the
+ * worker runs in this process, and says so in its `isolation` field.
+ */
+function workerEntry(): string | undefined {
+  const self = fileURLToPath(import.meta.url);
+  if (!self.endsWith(".js")) return undefined;
+  const entry = path.join(path.dirname(self), "..", "main.js");
+  return existsSync(entry) ? entry : undefined;
+}
+
+async function runBackend(spec: WorkerSpec, io: CliIO): Promise<PbrlOutcome> {
+  const entry = workerEntry();
+  if (entry === undefined) {
+    const previous = currentBackend()?.name;
+    try {
+      return await runBenchWorker(spec, io, "in-process");
+    } catch (err) {
+      return { failed: `${(err as Error).name}: ${(err as Error).message}` };
+    } finally {
+      if (previous !== undefined && previous !== spec.backend) await useBackend(previous);
+    }
+  }
+  const { code, stdout, stderr } = await runChild(process.execPath, [entry, "bench", "--worker", JSON.stringify(spec)], io);
+  if (code !== 0) return { failed: `worker for backend ${spec.backend} exited with ${code}: ${tail(stderr)}` };
+  try {
+    return JSON.parse(lastLine(stdout)) as PbrlOutcome;
+  } catch {
+    return { failed: `worker for backend ${spec.backend} printed no JSON result: ${tail(stdout)}` };
+  }
+}
+
+export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
+  const { values } = parseFlags(
+    argv,
+    {
+      json: { type: "boolean" },
+      backends: { type: "string" },
+      preset: { type: "string" },
+      python: { type: "string" },
+      "no-torch": { type: "boolean" },
+      steps: { type: "string" },
+      worker: { type: "string" },
+    },
+    "bench",
+  );
+  if (values.worker !== undefined) {
+    const result = await runBenchWorker(parseWorkerSpec(values.worker), io, "child process");
+    io.out(`${JSON.stringify(result)}\n`);
+    return 0;
+  }
+  const preset = (values.preset ?? "default") as Preset;
+  if (!PRESETS.includes(preset)) throw new UsageError(`pbrl bench: --preset must be one of ${PRESETS.join(", ")}, got ${JSON.stringify(values.preset)}`);
+  const backends = parseBackends(values.backends);
+  const steps = optNumber(values.steps, "steps", "bench", isPosInt, "a positive integer") ?? DEFAULT_STEPS;
+  const noTorch = values["no-torch"] === true;
+  if (noTorch && values.python !== undefined) throw new UsageError("pbrl bench: --python cannot be combined with --no-torch");
+
+  const start = performance.now();
+  const machine = machineInfo();
+  const configJson = presetConfigJson(preset);
+  const parameters = parameterSpecs(parseModelConfig(configJson)).reduce((a, s) => a + s.shape.reduce((x, y) => x * y, 1), 0);
+  io.err(`pbrl bench: preset ${preset}, ${parameters.toLocaleString("en-US")} parameters, backends ${backends.join(", ")}, ${steps} timed training steps\n`);
+
+  const results: Record<string, Outcome> = {};
+  const workloads: Record<string, Workloads> = {};
+  for (const backend of backends) {
+    const key = `pbrl_${backend}`;
+    workloads[key] = workloadsFor(backend, steps);
+    const r = await runBackend({ backend, preset, steps }, io);
+    results[key] = r;
+    if (isMeasured(r)) workloads[key] = r.workloads;
+    else io.err(`pbrl bench [${backend}]: failed — ${r.failed}\n`);
+  }
+
+  if (noTorch) {
+    results["pytorch"] = { skipped: "--no-torch" };
+  } else {
+    results["pytorch"] = await torchSide(values.python, configJson, steps, io);
+    const t = results["pytorch"] as TorchResult;
+    if (isMeasured(t)) workloads["pytorch"] = t.workloads;
+    else io.err(`pbrl bench [pytorch]: ${"skipped" in t ? `skipped — ${t.skipped}` : `failed — ${t.failed}`}\n`);
+  }
+
+  const report: BenchReport = {
+    model: { preset, ...configJson, parameters },
+    machine: { ...machine, load_average_at_end: loadAverage() },
+    workloads,
+    results,
+    ratios: computeRatios(results),
+    wall_s: Math.round(((performance.now() - start) / 1000) * 10) / 10,
+  };
+  io.out(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : formatTable(report));
+  return backends.every((b) => isMeasured(results[`pbrl_${b}`])) ? 0 : 1;
+}
+
+async function torchSide(python: string | undefined, config: Record<string, unknown>, steps: number, io: CliIO): Promise<TorchResult> {
+  const root = findRepoRoot();
+  const script = root !== undefined ? path.join(root, "scripts", "bench", "torch_bench.py") : undefined;
+  if (script === undefined || !existsSync(script)) {
+    return { skipped: "scripts/bench/torch_bench.py not found: the PyTorch comparison runs from a pbrl source checkout" };
+  }
+  const found = findTorchPython(python, root);
+  if ("skipped" in found) return found;
+  io.err(`pbrl bench [pytorch]: ${found.python} ${path.relative(root!, script)}\n`);
+  return runTorchBench({ python: found.python, script, config, workloads: workloadsFor("pytorch", steps), io });
+}

@@ -1,0 +1,39 @@
+import { parseFlags } from "../args.js";
+import { UsageError, type CliIO } from "../io.js";
+import { buildTrainerConfig, readRunFile, resolveRun, splitRunFile, trainerName } from "../run-config.js";
+import { evalLine, runMadpo } from "./run-trainer.js";
+
+export const TRAIN_HELP = `pbrl train --config FILE.yaml [key=value …]
+
+Trains with a run file (YAML or JSON) whose keys are:
+  trainer          madpo
+  agent_model      one checkpoint folder or hub id for every agent, or
+  agents           a list with one per agent
+  train_dataset    JSONL or JSON file of task items (objects)
+  eval_dataset     the same, for evaluation
+  formatters       a template with {field} placeholders, a list (one per agent), or a .mjs module
+                   exporting \`formatters\`
+  reward_func      a built-in name (summary_expansion) or a .mjs module exporting \`reward_func\`
+                   (and optionally \`reward_processor\`)
+  reward_processor a .mjs module exporting \`reward_processor\`
+and any field of the trainer's config (MADPOConfig: num_train_epochs, dpo_beta, seed,
+output_dir, …). key=value arguments override the file, e.g. num_train_epochs=3 top_k=null.
+Relative paths in the file are resolved against the file's folder.
+`;
+
+export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
+  const overrides = argv.filter((a) => !a.startsWith("-") && a.includes("="));
+  const flags = argv.filter((a) => !overrides.includes(a));
+  const { values } = parseFlags(flags, { config: { type: "string" } }, "train");
+  if (values.config === undefined && overrides.length === 0) throw new UsageError("pbrl train: pass --config FILE.yaml (and/or key=value overrides); see pbrl train --help");
+  const file = readRunFile(values.config, overrides);
+  const trainer = trainerName(file.values["trainer"] ?? "madpo");
+  const { config, run } = splitRunFile(file.values, trainer);
+  const args = buildTrainerConfig(trainer, config);
+  const resolved = await resolveRun(run, file.baseDir);
+  const { result, trainer: t } = await runMadpo(resolved, args, io);
+  io.out(`${evalLine("eval reward before", result.evalBefore)}\n${evalLine("eval reward after ", result.evalAfter)}\n`);
+  io.out(`${result.numPairs} pairs, ${result.updates} updates; outputs in ${result.outputDir}\n`);
+  t.dispose();
+  return 0;
+}

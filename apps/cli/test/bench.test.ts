@@ -1,0 +1,118 @@
+// `pbrl bench`: every metric is measured, no tensor leaks, clear usage errors.
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { computeRatios, formatTable, type BenchReport } from "../src/bench/report.js";
+import { PBRL_METRICS, RATE_METRICS, workloadsFor } from "../src/bench/workloads.js";
+import { runCli } from "./capture.js";
+
+type Json = Record<string, unknown>;
+
+const run = (file: string, args: string[]) => promisify(execFile)(file, args, { maxBuffer: 1 << 24 });
+
+function expectMeasured(r: Json): void {
+  for (const m of PBRL_METRICS) {
+    expect(typeof r[m], m).toBe("number");
+    expect(Number.isFinite(r[m]) && (r[m] as number) > 0, `${m} = ${String(r[m])}`).toBe(true);
+  }
+  expect(r["live_tensors_after"]).toBe(r["live_tensors_before"]);
+}
+
+describe("pbrl bench", () => {
+  it("measures the tiny preset on wasm (in-process from the sources) and skips PyTorch", async () => {
+    const { code, out, err } = await runCli(["bench", "--preset", "tiny", "--backends", "wasm", "--no-torch", "--json", "--steps", "2"]);
+    expect(code, err).toBe(0);
+    const report = JSON.parse(out) as { model: Json; machine: Json; workloads: Record<string, Json>; results: Record<string, Json>; ratios: Json };
+    expect(Object.keys(report.results)).toEqual(["pbrl_wasm", "pytorch"]);
+    const wasm = report.results["pbrl_wasm"]!;
+    expectMeasured(wasm);
+    expect(wasm["isolation"]).toBe("in-process");
+    expect(wasm["parameters"]).toBe(report.model["parameters"]);
+    expect(report.model["parameters"]).toBe(37_024);
+    expect(wasm["workloads"]).toEqual({ ...workloadsFor("wasm", 2) });
+    expect(report.workloads["pbrl_wasm"]).toEqual(wasm["workloads"]);
+    expect(report.results["pytorch"]).toEqual({ skipped: "--no-torch" });
+    expect(report.ratios).toEqual({});
+    expect(report.machine["cpus"]).toBeGreaterThan(0);
+    // Progress goes to stderr, so stdout is exactly one JSON document.
+    expect(err).toMatch(/pbrl bench \[wasm\]: train step 2\/2/);
+  });
+
+  it("rejects bad flag values with exit code 2 and says what is expected", async () => {
+    const cases: [string[], RegExp][] = [
+      [["--preset", "huge"], /pbrl bench: --preset must be one of default, tiny, got "huge"/],
+      [["--steps", "0"], /pbrl bench: --steps must be a positive integer, got "0"/],
+      [["--steps", "two"], /pbrl bench: --steps must be a positive integer, got "two"/],
+      [["--backends", "wasm,gpu"], /pbrl bench: --backends must be a comma-separated list of wasm, cpu, tensorflow, got "wasm,gpu"/],
+      [["--backends", "wasm,wasm"], /--backends names a backend twice/],
+      [["--no-torch", "--python", "python3"], /--python cannot be combined with --no-torch/],
+      [["--step", "2"], /unknown option --step \(did you mean --steps\?\)/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await runCli(["bench", ...args]);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.err).toMatch(message);
+      expect(r.out).toBe("");
+    }
+  });
+
+  it("computes pbrl/pytorch ratios and prints a table", () => {
+    const w = workloadsFor("wasm", 1);
+    const rates = Object.fromEntries(RATE_METRICS.map((m) => [m, 100]));
+    const report: BenchReport = {
+      model: { preset: "tiny", model_type: "llama", vocab_size: 256, parameters: 37_024 },
+      machine: { cpus: 2, cpu_model: "test cpu", total_memory_gb: 1, node_version: "v20", platform: "linux", arch: "x64", load_average_at_start: [0, 0, 0] },
+      workloads: { pbrl_wasm: w, pytorch: w },
+      results: {
+        pbrl_wasm: { ...rates, train_tokens_per_s: 50, peak_rss_mb: 100, workloads: w, description: "wasm", isolation: "child process" } as never,
+        pytorch: { ...rates, peak_rss_mb: 400, workloads: w, torch_version: "2", transformers_version: "5", threads: 2, attn_implementation: "sdpa" } as never,
+      },
+      ratios: {},
+      wall_s: 1,
+    };
+    report.ratios = computeRatios(report.results);
+    const r = report.ratios["pbrl_wasm_vs_pytorch"]!;
+    expect(r.train_tokens_per_s).toBe(0.5);
+    expect(r.gen_b8_cached_tokens_per_s).toBe(1);
+    expect(r.peak_rss_mb).toBe(0.25);
+    expect(r.same_workloads).toBe(true);
+    const table = formatTable(report);
+    expect(table).toMatch(/train tokens\/s +50\.0 +100 +0\.500/);
+    expect(table).toMatch(/peak RSS MB +100 +400 +0\.250/);
+  });
+
+  // The child-process path needs compiled JavaScript (node cannot run the TypeScript sources, and
+  // dist/ may be older than them): the CLI's sources are compiled with tsc into a private folder
+  // under node_modules/.cache and run from there. It needs the workspace packages built
+  // (packages/*/dist, which `pnpm test` builds first); without them the test is skipped.
+  const built = ["models", "core-tensor"].every((p) => existsSync(path.resolve(import.meta.dirname, `../../../packages/${p}/dist/index.js`)));
+  it.skipIf(!built)("runs each backend in its own child process from compiled JS, and reports a missing Python as skipped", async () => {
+    const cli = path.resolve(import.meta.dirname, "..");
+    const cache = path.join(cli, "node_modules", ".cache");
+    mkdirSync(cache, { recursive: true });
+    const out = mkdtempSync(path.join(cache, "pbrl-bench-test-"));
+    try {
+      const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+      // tsc emits even when some other file of the CLI has a type error (the typecheck task reports
+      // those); what matters here is that the JavaScript exists.
+      const compiled = await run(process.execPath, [tsc, "-p", path.join(cli, "tsconfig.build.json"), "--outDir", out, "--declaration", "false", "--declarationMap", "false", "--sourceMap", "false"]).catch((e: { stdout?: string }) => e);
+      expect(existsSync(path.join(out, "main.js")) && existsSync(path.join(out, "commands", "bench.js")), String(compiled.stdout)).toBe(true);
+      const { stdout } = await run(process.execPath, [path.join(out, "main.js"), "bench", "--preset", "tiny", "--backends", "wasm,cpu", "--json", "--steps", "1", "--python", "/nonexistent/python"]);
+      const report = JSON.parse(stdout) as { results: Record<string, Json>; workloads: Record<string, Json> };
+      const { pbrl_wasm: wasm, pbrl_cpu: cpu, pytorch } = report.results;
+      for (const r of [wasm!, cpu!]) {
+        expectMeasured(r);
+        expect(r["isolation"]).toBe("child process");
+        expect(r["pid"]).not.toBe(process.pid);
+      }
+      expect(wasm!["pid"]).not.toBe(cpu!["pid"]);
+      expect(report.workloads["pbrl_cpu"]).toMatchObject({ train_batch: 1, train_seq_len: 32, gen_new_tokens: 16 });
+      expect(pytorch!["skipped"]).toMatch(/\/nonexistent\/python: not found \(from --python\)/);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+});
