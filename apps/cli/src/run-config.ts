@@ -18,15 +18,29 @@ export type TrainerName = (typeof TRAINERS)[number];
 const RUN_KEYS = ["trainer", "agent_model", "agents", "train_dataset", "eval_dataset", "formatters", "reward_func", "reward_processor"] as const;
 
 export interface RunFile {
+  /** The merged values; paths in them are absolute (see `absolutizePaths`). */
   values: Record<string, unknown>;
-  /** Folder that relative paths in the file are resolved against. */
-  baseDir: string;
+}
+
+const isModulePath = (s: string) => /\.(m?js|cjs)$/.test(s);
+
+/**
+ * Makes the path-valued keys absolute: paths written in a file are relative to the file's
+ * folder, paths given as key=value relative to the current directory. Built-in reward names and
+ * hub ids ("org/name" that is not an existing path) are left alone.
+ */
+function absolutizePaths(values: Record<string, unknown>, baseDir: string): void {
+  const abs = (p: string) => (path.isAbsolute(p) ? p : path.resolve(baseDir, p));
+  const maybeLocal = (p: string) => (p.startsWith(".") || p.startsWith("/") || existsSync(abs(p)) ? abs(p) : p);
+  for (const key of ["output_dir", "train_dataset", "eval_dataset"]) if (typeof values[key] === "string") values[key] = abs(values[key] as string);
+  for (const key of ["reward_func", "reward_processor", "formatters"]) if (typeof values[key] === "string" && isModulePath(values[key] as string)) values[key] = abs(values[key] as string);
+  if (typeof values["agent_model"] === "string") values["agent_model"] = maybeLocal(values["agent_model"]);
+  if (Array.isArray(values["agents"])) values["agents"] = values["agents"].map((a) => (typeof a === "string" ? maybeLocal(a) : a));
 }
 
 /** Reads a YAML/JSON run file (optional) and applies key=value overrides on top. */
 export function readRunFile(file: string | undefined, overrides: readonly string[]): RunFile {
   let values: Record<string, unknown> = {};
-  let baseDir = process.cwd();
   if (file !== undefined) {
     let text: string;
     try {
@@ -42,8 +56,9 @@ export function readRunFile(file: string | undefined, overrides: readonly string
     }
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new UsageError(`config file ${file} must hold a mapping of keys to values`);
     values = parsed as Record<string, unknown>;
-    baseDir = path.dirname(path.resolve(file));
+    absolutizePaths(values, path.dirname(path.resolve(file)));
   }
+  const given: Record<string, unknown> = {};
   for (const o of overrides) {
     const eq = o.indexOf("=");
     if (eq <= 0) throw new UsageError(`override ${JSON.stringify(o)} is not of the form key=value`);
@@ -56,9 +71,10 @@ export function readRunFile(file: string | undefined, overrides: readonly string
       value = raw;
     }
     // An empty value or "None" (Python spelling) means null, as in the seed's key=value examples.
-    values[key] = raw === "" || raw === "None" ? null : value;
+    given[key] = raw === "" || raw === "None" ? null : value;
   }
-  return { values, baseDir };
+  absolutizePaths(given, process.cwd());
+  return { values: { ...values, ...given } };
 }
 
 /** Splits a run file into the trainer's config fields and the run keys; unknown keys are errors. */
@@ -93,8 +109,6 @@ export function buildTrainerConfig(trainer: TrainerName, config: Record<string, 
       return MADPOConfig(config as MADPOConfigInput);
   }
 }
-
-const resolvePath = (p: string, baseDir: string) => (path.isAbsolute(p) ? p : path.resolve(baseDir, p));
 
 /** A dataset file: JSONL (one object per line) or JSON (an array of objects). */
 export function readDataset(file: string, key: string): TaskItem[] {
@@ -140,10 +154,7 @@ export function templateFormatter(template: string): Formatter {
     });
 }
 
-const isModulePath = (s: string) => /\.(m?js|cjs)$/.test(s);
-
-async function importModule(spec: string, baseDir: string, key: string): Promise<Record<string, unknown>> {
-  const file = resolvePath(spec, baseDir);
+async function importModule(file: string, key: string): Promise<Record<string, unknown>> {
   if (!existsSync(file)) throw new UsageError(`${key}: module ${file} not found`);
   return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
 }
@@ -159,7 +170,7 @@ export interface ResolvedRun {
 }
 
 /** Turns the run keys into what the trainer takes: loaded data, formatters and reward. */
-export async function resolveRun(run: Record<string, unknown>, baseDir: string): Promise<ResolvedRun> {
+export async function resolveRun(run: Record<string, unknown>): Promise<ResolvedRun> {
   const str = (key: string): string | undefined => {
     const v = run[key];
     if (v === undefined || v === null) return undefined;
@@ -174,7 +185,7 @@ export async function resolveRun(run: Record<string, unknown>, baseDir: string):
   let builtinFormatters: Formatter[] | undefined;
   let builtinData: { train: TaskItem[]; eval: TaskItem[] } | undefined;
   if (isModulePath(rewardSpec)) {
-    const mod = await importModule(rewardSpec, baseDir, "reward_func");
+    const mod = await importModule(rewardSpec, "reward_func");
     const f = mod["reward_func"] ?? mod["default"];
     if (typeof f !== "function") throw new UsageError(`reward_func: ${rewardSpec} exports no function named reward_func (or a default export)`);
     rewardFunc = f as RewardFunc;
@@ -191,7 +202,7 @@ export async function resolveRun(run: Record<string, unknown>, baseDir: string):
   }
   const procSpec = str("reward_processor");
   if (procSpec !== undefined) {
-    const mod = await importModule(procSpec, baseDir, "reward_processor");
+    const mod = await importModule(procSpec, "reward_processor");
     const f = mod["reward_processor"] ?? mod["default"];
     if (typeof f !== "function") throw new UsageError(`reward_processor: ${procSpec} exports no function named reward_processor (or a default export)`);
     rewardProcessor = f as RewardProcessor;
@@ -201,7 +212,7 @@ export async function resolveRun(run: Record<string, unknown>, baseDir: string):
   let formatters: Formatter | Formatter[] | undefined = builtinFormatters;
   const fSpec = run["formatters"];
   if (typeof fSpec === "string" && isModulePath(fSpec)) {
-    const mod = await importModule(fSpec, baseDir, "formatters");
+    const mod = await importModule(fSpec, "formatters");
     const f = mod["formatters"] ?? mod["default"];
     if (typeof f !== "function" && !(Array.isArray(f) && f.every((x) => typeof x === "function"))) throw new UsageError(`formatters: ${fSpec} exports no function or list of functions named formatters`);
     formatters = f as Formatter | Formatter[];
@@ -215,19 +226,18 @@ export async function resolveRun(run: Record<string, unknown>, baseDir: string):
 
   const trainPath = str("train_dataset");
   const evalPath = str("eval_dataset");
-  const trainDataset = trainPath !== undefined ? readDataset(resolvePath(trainPath, baseDir), "train_dataset") : builtinData?.train;
+  const trainDataset = trainPath !== undefined ? readDataset(trainPath, "train_dataset") : builtinData?.train;
   if (trainDataset === undefined) throw new UsageError("train_dataset is required (a JSONL or JSON file)");
-  const evalDataset = evalPath !== undefined ? readDataset(resolvePath(evalPath, baseDir), "eval_dataset") : trainPath === undefined ? builtinData?.eval : undefined;
+  const evalDataset = evalPath !== undefined ? readDataset(evalPath, "eval_dataset") : trainPath === undefined ? builtinData?.eval : undefined;
 
   const agentModel = str("agent_model");
   const agentsRaw = run["agents"];
   if (agentsRaw !== undefined && agentsRaw !== null && !(Array.isArray(agentsRaw) && agentsRaw.every((a) => typeof a === "string" && a !== ""))) {
     throw new UsageError(`agents: expected a list of checkpoint folders or hub ids, got ${JSON.stringify(agentsRaw)}`);
   }
-  const local = (s: string) => (s.startsWith(".") || s.startsWith("/") || existsSync(resolvePath(s, baseDir)) ? resolvePath(s, baseDir) : s);
   const out: ResolvedRun = { trainDataset, rewardFunc };
-  if (agentModel !== undefined) out.agentModel = local(agentModel);
-  if (Array.isArray(agentsRaw)) out.agents = (agentsRaw as string[]).map(local);
+  if (agentModel !== undefined) out.agentModel = agentModel;
+  if (Array.isArray(agentsRaw)) out.agents = agentsRaw as string[];
   if (out.agentModel === undefined && out.agents === undefined) throw new UsageError("give agent_model (one checkpoint for every agent) or agents (one per agent)");
   if (evalDataset !== undefined) out.evalDataset = evalDataset;
   if (formatters !== undefined) out.formatters = formatters;

@@ -60,7 +60,7 @@ describe("pbrl train", () => {
   it("names bad data, templates and reward modules", async () => {
     const dir = project();
     writeFileSync(path.join(dir, "bad.jsonl"), '{"topic": "x"}\n{not json\n');
-    const a = await runCli(["train", "--config", path.join(dir, "run.yaml"), "train_dataset=bad.jsonl"]);
+    const a = await runCli(["train", "--config", path.join(dir, "run.yaml"), `train_dataset=${path.join(dir, "bad.jsonl")}`]);
     expect(a.err).toMatch(/train_dataset: .*bad\.jsonl line 2 is not valid JSON/);
     const b = await runCli(["train", "--config", path.join(dir, "run.yaml"), "reward_func=sumary_expansion"]);
     expect(b.err).toMatch(/no built-in named "sumary_expansion" \(did you mean "summary_expansion"\?\)/);

@@ -18,7 +18,8 @@ Trains with a run file (YAML or JSON) whose keys are:
   reward_processor a .mjs module exporting \`reward_processor\`
 and any field of the trainer's config (MADPOConfig: num_train_epochs, dpo_beta, seed,
 output_dir, …). key=value arguments override the file, e.g. num_train_epochs=3 top_k=null.
-Relative paths in the file are resolved against the file's folder.
+Relative paths in the file are resolved against the file's folder, relative paths in key=value
+arguments against the current directory.
 `;
 
 export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
@@ -30,7 +31,7 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
   const trainer = trainerName(file.values["trainer"] ?? "madpo");
   const { config, run } = splitRunFile(file.values, trainer);
   const args = buildTrainerConfig(trainer, config);
-  const resolved = await resolveRun(run, file.baseDir);
+  const resolved = await resolveRun(run);
   const { result, trainer: t } = await runMadpo(resolved, args, io);
   io.out(`${evalLine("eval reward before", result.evalBefore)}\n${evalLine("eval reward after ", result.evalAfter)}\n`);
   io.out(`${result.numPairs} pairs, ${result.updates} updates; outputs in ${result.outputDir}\n`);
