@@ -8,11 +8,11 @@ import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 
 const ROOT = path.resolve(import.meta.dirname, "../../..");
-const PACKAGES = [
-  { name: "@pbrl/core-tensor", dir: "packages/core-tensor" },
-  { name: "@pbrl/models", dir: "packages/models" },
-  { name: "pbrl", dir: "apps/cli" },
-];
+/** Every publishable package of the workspace: packages/* and the CLI. */
+const PACKAGES = [...readdirSync(path.join(ROOT, "packages")).map((d) => `packages/${d}`), "apps/cli"].map((dir) => ({
+  dir,
+  name: (JSON.parse(readFileSync(path.join(ROOT, dir, "package.json"), "utf8")) as { name: string }).name,
+}));
 const FIXTURE = path.join(ROOT, "packages/models/test/fixtures/tiny-llama");
 const reference = JSON.parse(readFileSync(path.join(ROOT, "packages/models/test/fixtures/tiny-llama.reference.json"), "utf8")) as {
   greedy: { results: { text_prompt: string; input_ids: number[]; new_token_ids: number[] }[] };
@@ -55,12 +55,15 @@ describe("packed packages in a project outside the workspace", () => {
     }
   });
 
-  it("type-check and run a TypeScript consumer: load, generate greedily, score", () => {
+  it("type-check and run a TypeScript consumer of every package", () => {
     const r = reference.greedy.results[0]!;
     writeFileSync(
       path.join(scratch, "use.ts"),
       `import { useBackend, RngStream } from "@pbrl/core-tensor";
 import { loadPretrained, generate, scoreCompletions, type Pretrained } from "@pbrl/models";
+import { selectPairs } from "@pbrl/preference-data";
+import { madpoLoss } from "@pbrl/dpo";
+import { MADPOConfig } from "@pbrl/trainers";
 
 await useBackend("wasm");
 const p: Pretrained = await loadPretrained(${JSON.stringify(FIXTURE)});
@@ -68,7 +71,9 @@ const ids: number[] = p.tokenizer!.encode(${JSON.stringify(r.text_prompt)});
 const [out] = generate(p.model, [ids], { maxNewTokens: ${r.new_token_ids.length}, greedy: true });
 const sampled = generate(p.model, [ids], { maxNewTokens: 4, rng: RngStream.fromSeed(1, "x") });
 const score = scoreCompletions(p.model, [{ promptIds: ids, completionIds: out!.tokens }]);
-console.log(JSON.stringify({ ids, tokens: out!.tokens, sampled: sampled[0]!.tokens.length, sum: score.sums[0] }));
+const cfg = MADPOConfig({ num_agents: 2, dpo_beta: 0.2 });
+const pairs = selectPairs([0.1, 0.9, 0.5], "reward_gap", 2);
+console.log(JSON.stringify({ ids, tokens: out!.tokens, sampled: sampled[0]!.tokens.length, sum: score.sums[0], beta: cfg.dpo_beta, pairs, loss: madpoLoss([0], 1) }));
 `,
     );
     writeFileSync(
@@ -76,7 +81,10 @@ console.log(JSON.stringify({ ids, tokens: out!.tokens, sampled: sampled[0]!.toke
       JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, outDir: "out", types: ["node"], skipLibCheck: true } }),
     );
     run(path.join(scratch, "node_modules/.bin/tsc"), ["-p", "tsconfig.json"], scratch);
-    const result = JSON.parse(run(process.execPath, ["out/use.js"], scratch)) as { ids: number[]; tokens: number[]; sampled: number; sum: number };
+    const result = JSON.parse(run(process.execPath, ["out/use.js"], scratch)) as { ids: number[]; tokens: number[]; sampled: number; sum: number; beta: number; pairs: number[][]; loss: number };
+    expect(result.beta).toBe(0.2);
+    expect(result.pairs).toEqual([[1, 0], [1, 2]]);
+    expect(result.loss).toBeCloseTo(Math.log(2), 12);
     expect(result.ids).toEqual(r.input_ids);
     expect(result.tokens).toEqual(r.new_token_ids);
     expect(result.sampled).toBe(4);
