@@ -20,7 +20,7 @@ export interface BenchReport {
     load_average_at_start: number[];
     load_average_at_end?: number[];
   };
-  /** Sizes each result ran with (the cpu backend's are smaller). */
+  /** Sizes each result ran with (the cpu backend generates fewer tokens). */
   workloads: Record<string, Workloads>;
   results: Record<string, Outcome>;
   ratios: Record<string, Ratios>;
@@ -129,7 +129,7 @@ export function formatTable(report: BenchReport): string {
     else if (n === "pytorch") out.push(`pytorch: torch ${String(r["torch_version"])}, transformers ${String(r["transformers_version"])}, ${String(r["threads"])} threads, attention ${String(r["attn_implementation"])}`);
     else out.push(`${n}: ${String(r["description"])}, ${String(r["isolation"])}`);
   }
-  if (ratioNames.length > 0) out.push(`ratios: ${RATIO_MEANING}${Object.values(report.ratios).some((r) => !r.same_workloads) ? " (pbrl_cpu ran smaller workloads)" : ""}`);
+  if (ratioNames.length > 0) out.push(`ratios: ${RATIO_MEANING}${Object.values(report.ratios).some((r) => !r.same_workloads) ? " (pbrl_cpu generated fewer tokens and timed one training step)" : ""}`);
   out.push(`total wall time: ${report.wall_s.toFixed(1)} s`, "");
   return out.join("\n");
 }
