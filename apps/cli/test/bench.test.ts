@@ -109,7 +109,7 @@ describe("pbrl bench", () => {
         expect(r["pid"]).not.toBe(process.pid);
       }
       expect(wasm!["pid"]).not.toBe(cpu!["pid"]);
-      expect(report.workloads["pbrl_cpu"]).toMatchObject({ train_batch: 1, train_seq_len: 32, gen_new_tokens: 16 });
+      expect(report.workloads["pbrl_cpu"]).toMatchObject({ train_batch: 8, train_seq_len: 128, train_steps: 1, gen_new_tokens: 16 });
       expect(pytorch!["skipped"]).toMatch(/\/nonexistent\/python: not found \(from --python\)/);
     } finally {
       rmSync(out, { recursive: true, force: true });
