@@ -41,6 +41,7 @@ export class CausalLM {
   private readonly invFreq: Float32Array;
   private readonly id = nextModelId++;
   private disposed = false;
+  private transposed: Map<string, tf.Tensor> | undefined;
 
   private constructor(
     readonly config: CausalLMConfig,
@@ -94,8 +95,33 @@ export class CausalLM {
     return v;
   }
 
+  /** x · Wᵀ for a [out, in] weight, from the transposed copy while inference weights are frozen. */
+  private project(x: tf.Tensor2D, weight: string): tf.Tensor2D {
+    const frozen = this.transposed?.get(weight);
+    return (frozen !== undefined ? tf.matMul(x, frozen) : matMul(x, this.w(weight), false, true)) as tf.Tensor2D;
+  }
+
+  /**
+   * Runs `fn` with transposed copies of the projection weights, made once: for many small
+   * forward passes without gradients (token-by-token generation) this saves a transpose per
+   * weight per step. The weights must not change inside `fn`.
+   */
+  withFrozenWeights<T>(fn: () => T): T {
+    if (this.transposed !== undefined) return fn();
+    const c = this.config;
+    const names = [...this.params.keys()].filter((n) => n.endsWith("_proj.weight"));
+    names.push(c.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+    this.transposed = new Map(names.map((n) => [n, tf.transpose(this.w(n))]));
+    try {
+      return fn();
+    } finally {
+      for (const t of this.transposed.values()) t.dispose();
+      this.transposed = undefined;
+    }
+  }
+
   private linear(x: tf.Tensor2D, prefix: string, bias: boolean): tf.Tensor2D {
-    const y = matMul(x, this.w(`${prefix}.weight`), false, true) as tf.Tensor2D;
+    const y = this.project(x, `${prefix}.weight`);
     return bias ? (tf.add(y, this.w(`${prefix}.bias`)) as tf.Tensor2D) : y;
   }
 
@@ -177,7 +203,7 @@ export class CausalLM {
 
   /** Logits for hidden states [N, hidden] → [N, vocab]. */
   logits(hidden: tf.Tensor2D): tf.Tensor2D {
-    return matMul(hidden, this.lmHeadWeight(), false, true) as tf.Tensor2D;
+    return this.project(hidden, this.config.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight");
   }
 
   /** Logits for every position, [batch·length, vocab]. */

@@ -38,6 +38,10 @@ export interface GeneratedSequence {
  * with a KV cache, positions counted from the padding mask as transformers does.
  */
 export function generate(model: CausalLM, prompts: readonly (readonly number[])[], options: GenerateOptions): GeneratedSequence[] {
+  return model.withFrozenWeights(() => generateWith(model, prompts, options));
+}
+
+function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], options: GenerateOptions): GeneratedSequence[] {
   const n = options.numReturnSequences ?? 1;
   const sampling: SamplingOptions = {
     greedy: options.greedy ?? false,
