@@ -80,7 +80,12 @@ export async function useBackend(name: BackendName = "wasm"): Promise<BackendInf
   if (!ok) throw new BackendUnavailableError(`backend=${name} failed to initialise`);
   await tf.ready();
   if (name === "wasm") detail = " (WebAssembly SIMD, single-threaded)";
-  if (name === "cpu") detail = " (pure JavaScript kernels; slow, for reference)";
+  if (name === "cpu") {
+    detail = " (pure JavaScript kernels; slow, for reference)";
+    // The cpu backend greets its first write in Node with a banner recommending tfjs-node;
+    // pbrl's own line above says which backend runs, so the banner is suppressed.
+    (tf.backend() as { firstUse?: boolean }).firstUse = false;
+  }
   current = { name, device, description: `tensor backend: ${name}${detail}, tfjs ${tf.version_core}` };
   return current;
 }
