@@ -94,6 +94,9 @@ export async function collectPreferencePairs(o: CollectOptions): Promise<Collect
             winner_reward: processed[w]!,
             loser_reward: processed[l]!,
             candidate_reward_mean: mean,
+            prompt_token_ids: agents.map((a) => a.promptIds),
+            winner_token_ids: agents.map((a) => a.tokens[w]!),
+            loser_token_ids: agents.map((a) => a.tokens[l]!),
           },
           tokens: agents.map((a) => ({ promptIds: a.promptIds, winnerIds: a.tokens[w]!, loserIds: a.tokens[l]! })),
         });

@@ -9,6 +9,7 @@ import { writeFileAtomic } from "@pbrl/core-tensor";
 import { z } from "zod";
 
 const finite = z.number().refine(Number.isFinite, "must be a finite number");
+const tokenIdLists = z.array(z.array(z.number().int().min(0))).optional();
 
 export const PairRecordSchema = z
   .looseObject({
@@ -21,11 +22,17 @@ export const PairRecordSchema = z
     raw_rewards: z.array(finite).length(2).nullable().optional(),
     target_raw_reward: finite.nullable().optional(),
     comparator_raw_reward: finite.nullable().optional(),
+    // pbrl's own: the exact token ids that were scored, so a replayed pair trains on the same
+    // tokens (EOS included) instead of a re-encoding of decoded text.
+    prompt_token_ids: tokenIdLists,
+    winner_token_ids: tokenIdLists,
+    loser_token_ids: tokenIdLists,
   })
   .superRefine((r, ctx) => {
     const n = r.prompts.length;
-    for (const key of ["winner_completions", "loser_completions"] as const) {
-      if (r[key].length !== n) ctx.addIssue({ code: "custom", path: [key], message: `has ${r[key].length} entries but prompts has ${n}; one per agent` });
+    for (const key of ["winner_completions", "loser_completions", "prompt_token_ids", "winner_token_ids", "loser_token_ids"] as const) {
+      const v = r[key];
+      if (v !== undefined && v.length !== n) ctx.addIssue({ code: "custom", path: [key], message: `has ${v.length} entries but prompts has ${n}; one per agent` });
     }
   });
 

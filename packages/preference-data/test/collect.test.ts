@@ -49,6 +49,9 @@ describe("collecting pairs", () => {
       winner_reward: 3,
       loser_reward: 1,
       candidate_reward_mean: 2,
+      prompt_token_ids: [[0], [1]],
+      winner_token_ids: [[0, 1], [1, 1]],
+      loser_token_ids: [[0, 0], [1, 0]],
     });
     expect(r.pairs[0]!.tokens[1]).toEqual({ promptIds: [1], winnerIds: [1, 1], loserIds: [1, 0] });
     expect(r.candidateRewards).toEqual([[1, 3, 2], [5, 5, 5], [0, 1, 0]]);

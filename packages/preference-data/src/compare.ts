@@ -1,0 +1,116 @@
+import type { RngStream } from "@pbrl/core-tensor";
+import pLimit from "p-limit";
+import type { CollectedPair } from "./collect.js";
+import { selectComparisons, type ComparisonSelectionMode } from "./comparison-selection.js";
+import { formatPrompts } from "./formatters.js";
+import type { CandidateSet, Comparator } from "./interfaces.js";
+import { candidateTokens, type AgentTokenizing } from "./retokenize.js";
+import { scoreJointCandidates, type ScoredCandidates } from "./reward.js";
+import type { CandidateSampler } from "./sampler.js";
+import type { Formatter, RewardFunc, RewardProcessor, TaskItem } from "./types.js";
+
+export interface CompareOptions {
+  items: readonly TaskItem[];
+  formatters: readonly Formatter[];
+  /** The current agents. */
+  sampler: CandidateSampler;
+  /** How each agent tokenizes texts that come without ids (comparator samples). */
+  agents: readonly AgentTokenizing[];
+  comparator: Comparator;
+  rewardFunc: RewardFunc;
+  rewardProcessor?: RewardProcessor | undefined;
+  /** preference_num_candidates (target side). */
+  numCandidates: number;
+  /** comparator_num_candidates (comparator side). */
+  comparatorNumCandidates: number;
+  pairSelection: ComparisonSelectionMode;
+  pairsPerSample: number | null;
+  selectionRng: RngStream;
+  rewardConcurrency: number;
+  itemsPerBatch: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface CompareResult {
+  pairs: CollectedPair[];
+  /** Raw rewards of every valid candidate of the round, per side. */
+  rawRewards: { target: number[]; comparator: number[] };
+  /** Candidates that could not be used (unparseable joint completions), per side. */
+  invalid: { target: number; comparator: number };
+  /** Index-aligned comparisons with a winner, by winning side. */
+  wins: { target: number; comparator: number };
+  itemsWithPairs: number;
+}
+
+function fromSamples(samples: { tokens: number[][]; texts: string[] }[]): CandidateSet {
+  return { texts: samples.map((a) => a.texts), tokens: samples.map((a) => a.tokens), valid: samples[0]!.texts.map(() => true) };
+}
+
+/**
+ * One round of iterative collection: the current agents and the comparator answer the same
+ * items, the oracle scores each side's joint candidates, and every index-aligned comparison
+ * with a clear winner is a candidate pair — whichever side wins.
+ */
+export async function collectComparisons(o: CompareOptions): Promise<CompareResult> {
+  const limit = pLimit(Math.max(1, o.rewardConcurrency));
+  const result: CompareResult = { pairs: [], rawRewards: { target: [], comparator: [] }, invalid: { target: 0, comparator: 0 }, wins: { target: 0, comparator: 0 }, itemsWithPairs: 0 };
+  for (let start = 0; start < o.items.length; start += o.itemsPerBatch) {
+    const items = o.items.slice(start, start + o.itemsPerBatch);
+    const prompts = items.map((item, k) => formatPrompts(o.formatters, item, start + k));
+    const targetSamples = o.sampler.sample(prompts, o.numCandidates);
+    const target = targetSamples.map(fromSamples);
+    const comparator = await o.comparator.sample(items, prompts, o.comparatorNumCandidates);
+    if (comparator.length !== items.length) throw new Error(`comparator ${o.comparator.description} returned ${comparator.length} candidate sets for ${items.length} items`);
+    const score = (set: CandidateSet, k: number): Promise<ScoredCandidates> =>
+      limit(() => scoreJointCandidates(o.rewardFunc, set.texts.map((t) => [...t]), { item: items[k]!, itemIndex: start + k, prompts: prompts[k]! }, o.rewardProcessor));
+    const scored = await Promise.all(items.map(async (_, k) => ({ target: await score(target[k]!, k), comparator: await score(comparator[k]!, k) })));
+    items.forEach((_, k) => {
+      const sides = { target: target[k]!, comparator: comparator[k]! };
+      const rewards = scored[k]!;
+      const processedValid: number[] = [];
+      for (const side of ["target", "comparator"] as const) {
+        sides[side].valid.forEach((ok, j) => {
+          if (!ok) {
+            result.invalid[side] += 1;
+            return;
+          }
+          result.rawRewards[side].push(rewards[side].raw[j]!);
+          processedValid.push(rewards[side].processed[j]!);
+        });
+      }
+      const mean = processedValid.length === 0 ? 0 : processedValid.reduce((a, b) => a + b, 0) / processedValid.length;
+      const chosen = selectComparisons(rewards.target.processed, rewards.comparator.processed, { target: sides.target.valid, comparator: sides.comparator.valid }, o.pairSelection, o.pairsPerSample, o.selectionRng);
+      if (chosen.length > 0) result.itemsWithPairs += 1;
+      for (const c of chosen) {
+        result.wins[c.winner] += 1;
+        const w = c.winner;
+        const l = w === "target" ? "comparator" : "target";
+        const j = c.index;
+        const ids = (side: "target" | "comparator") => o.agents.map((agent, a) => candidateTokens(sides[side].texts[a]![j]!, sides[side].tokens?.[a]?.[j], sides[side].stopped?.[a]?.[j], agent));
+        const promptIds = targetSamples[k]!.map((a) => a.promptIds);
+        const winnerIds = ids(w);
+        const loserIds = ids(l);
+        result.pairs.push({
+          itemIndex: start + k,
+          record: {
+            prompts: [...prompts[k]!],
+            winner_completions: sides[w].texts.map((t) => t[j]!),
+            loser_completions: sides[l].texts.map((t) => t[j]!),
+            winner_reward: rewards[w].processed[j]!,
+            loser_reward: rewards[l].processed[j]!,
+            candidate_reward_mean: mean,
+            raw_rewards: [rewards[w].raw[j]!, rewards[l].raw[j]!],
+            target_raw_reward: rewards.target.raw[j]!,
+            comparator_raw_reward: rewards.comparator.raw[j]!,
+            prompt_token_ids: promptIds,
+            winner_token_ids: winnerIds,
+            loser_token_ids: loserIds,
+          },
+          tokens: o.agents.map((_, a) => ({ promptIds: promptIds[a]!, winnerIds: winnerIds[a]!, loserIds: loserIds[a]! })),
+        });
+      }
+    });
+    o.onProgress?.(Math.min(start + o.itemsPerBatch, o.items.length), o.items.length);
+  }
+  return result;
+}
