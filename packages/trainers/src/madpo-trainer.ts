@@ -1,14 +1,12 @@
 import { writeFileSync, mkdirSync } from "node:fs";
 import * as path from "node:path";
 import { AdamW, RngStreams, useBackend, type BackendInfo } from "@pbrl/core-tensor";
-import { madpoUpdate, type MarginMetrics, type TrainableAgent } from "@pbrl/dpo";
 import { savePretrained, type Tokenizer } from "@pbrl/models";
 import {
   collectPreferencePairs,
   PolicySampler,
   resolveFormatters,
   writePairsFile,
-  type CollectedPair,
   type Formatter,
   type GenerationSettings,
   type RewardFunc,
@@ -18,6 +16,7 @@ import {
 import { resolveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
+import { runMadpoEpochs, type TrainingCounters } from "./madpo-epochs.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 
@@ -159,41 +158,31 @@ export class MADPOTrainer {
 
     // 2. MADPO epochs over the fixed pairs.
     this.optimizers = agents.map((ag) => new AdamW(ag.model.params, { lr: a.agent_learning_rate }));
-    const trainable: TrainableAgent[] = agents.map((ag, i) => ({ model: ag.model, optimizer: this.optimizers[i]!, padTokenId: ag.padTokenId }));
     const evalRng = streams.get(STREAMS.eval);
-    const shuffleRng = streams.get(STREAMS.shuffle);
-    const batchesPerEpoch = Math.ceil(pairs.length / a.train_batch_size);
-    let lastLogged: number | undefined;
+    const counters: TrainingCounters = { updates: 0, envStep: 0, lastLogged: undefined };
     const runEval = async (): Promise<EvalResult | undefined> => {
       const r = await this.evaluate(evalRng);
       if (r !== undefined) {
-        metrics.write({ kind: "eval", step: result.envStep, update: result.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
-        this.log(`pbrl: eval after ${result.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);
+        metrics.write({ kind: "eval", step: counters.envStep, update: counters.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
+        this.log(`pbrl: eval after ${counters.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);
       }
       return r;
     };
-    for (let epoch = 0; epoch < a.num_train_epochs; epoch++) {
-      const order = shuffleRng.permutation(pairs.length);
-      const bar = new ProgressBar(`MADPO epoch ${epoch + 1}/${a.num_train_epochs}`, batchesPerEpoch, progressOn);
-      for (let b = 0; b < batchesPerEpoch; b++) {
-        if (a.eval_interval > 0 && result.updates % a.eval_interval === 0) {
-          const r = await runEval();
-          result.evalBefore ??= r;
-        }
-        const batch: CollectedPair[] = order.slice(b * a.train_batch_size, (b + 1) * a.train_batch_size).map((k) => pairs[k]!);
-        const m = madpoUpdate(trainable, batch.map((p) => p.tokens), { beta: a.dpo_beta, scoreLastToken: a.madpo_score_last_token, where: `epoch ${epoch + 1}, batch ${b + 1}` });
-        result.updates += 1;
-        result.envStep += a.use_environment_step ? a.environment_steps_per_pair * batch.length : 0;
-        const step = a.use_environment_step ? result.envStep : result.updates;
-        const rewardMean = batch.reduce((s, p) => s + p.record.candidate_reward_mean, 0) / batch.length;
-        if (a.logging_steps <= 1 || lastLogged === undefined || step - lastLogged >= a.logging_steps) {
-          lastLogged = step;
-          metrics.write({ kind: "train", step, epoch: epoch + 1, update: result.updates, ...(m as MarginMetrics), "turn_1/reward_mean": rewardMean, "turn_1/expected_return": rewardMean });
-        }
-        bar.update(b + 1, `loss ${m.loss.toFixed(4)} acc ${m["joint/accuracy"].toFixed(2)}`);
-      }
-      bar.finish();
-    }
+    await runMadpoEpochs(pairs, {
+      args: a,
+      agents: agents.map((ag, i) => ({ model: ag.model, optimizer: this.optimizers[i]!, padTokenId: ag.padTokenId })),
+      counters,
+      shuffleRng: streams.get(STREAMS.shuffle),
+      metrics,
+      evaluate: async () => {
+        const r = await runEval();
+        result.evalBefore ??= r;
+      },
+      progress: progressOn,
+      label: "",
+    });
+    result.updates = counters.updates;
+    result.envStep = counters.envStep;
     result.trained = true;
     if (a.eval_interval > 0) result.evalAfter = await runEval();
 

@@ -1,0 +1,59 @@
+import type { RngStream } from "@pbrl/core-tensor";
+import { madpoUpdate, type TrainableAgent } from "@pbrl/dpo";
+import type { CollectedPair } from "@pbrl/preference-data";
+import type { MADPOConfig } from "./config/madpo-config.js";
+import type { MetricsLog } from "./metrics-log.js";
+import { ProgressBar } from "./progress.js";
+
+/** Counters that run across epochs (and rounds): what the logs and the eval schedule count. */
+export interface TrainingCounters {
+  updates: number;
+  envStep: number;
+  /** Step of the last train metrics line, for the logging_steps gate. */
+  lastLogged: number | undefined;
+}
+
+export interface EpochsContext {
+  args: MADPOConfig;
+  agents: readonly TrainableAgent[];
+  counters: TrainingCounters;
+  shuffleRng: RngStream;
+  metrics: MetricsLog;
+  /** Runs before an update whenever updates % eval_interval == 0. */
+  evaluate: () => Promise<void>;
+  progress: boolean;
+  /** Prefix for progress labels and error locations, e.g. "round 3, ". */
+  label: string;
+  /** Extra fields on every train metrics line (e.g. the round). */
+  extra?: Record<string, number>;
+}
+
+/**
+ * MADPO over a fixed set of pairs for num_train_epochs: a seeded shuffle per epoch, batches of
+ * train_batch_size, one update per batch, evaluation on the eval_interval schedule (counted in
+ * updates across the whole run), train metrics through the logging_steps gate.
+ */
+export async function runMadpoEpochs(pairs: readonly CollectedPair[], ctx: EpochsContext): Promise<void> {
+  const a = ctx.args;
+  const c = ctx.counters;
+  const batches = Math.ceil(pairs.length / a.train_batch_size);
+  for (let epoch = 0; epoch < a.num_train_epochs; epoch++) {
+    const order = ctx.shuffleRng.permutation(pairs.length);
+    const bar = new ProgressBar(`${ctx.label}MADPO epoch ${epoch + 1}/${a.num_train_epochs}`, batches, ctx.progress);
+    for (let b = 0; b < batches; b++) {
+      if (a.eval_interval > 0 && c.updates % a.eval_interval === 0) await ctx.evaluate();
+      const batch = order.slice(b * a.train_batch_size, (b + 1) * a.train_batch_size).map((k) => pairs[k]!);
+      const m = madpoUpdate(ctx.agents, batch.map((p) => p.tokens), { beta: a.dpo_beta, scoreLastToken: a.madpo_score_last_token, where: `${ctx.label}epoch ${epoch + 1}, batch ${b + 1}` });
+      c.updates += 1;
+      if (a.use_environment_step) c.envStep += a.environment_steps_per_pair * batch.length;
+      const step = a.use_environment_step ? c.envStep : c.updates;
+      const rewardMean = batch.reduce((s, p) => s + p.record.candidate_reward_mean, 0) / batch.length;
+      if (a.logging_steps <= 1 || c.lastLogged === undefined || step - c.lastLogged >= a.logging_steps) {
+        c.lastLogged = step;
+        ctx.metrics.write({ kind: "train", step, ...ctx.extra, epoch: epoch + 1, update: c.updates, ...m, "turn_1/reward_mean": rewardMean, "turn_1/expected_return": rewardMean });
+      }
+      bar.update(b + 1, `loss ${m.loss.toFixed(4)} acc ${m["joint/accuracy"].toFixed(2)}`);
+    }
+    bar.finish();
+  }
+}
