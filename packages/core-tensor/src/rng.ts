@@ -189,7 +189,22 @@ export class RngStreams {
 
   static fromState(state: RngStreamsState): RngStreams {
     const r = new RngStreams(state.seed);
-    for (const [name, s] of Object.entries(state.streams)) r.streams.set(name, RngStream.fromState(s));
+    r.setState(state);
     return r;
+  }
+
+  /**
+   * Restores every stream in place, so objects already holding a stream (a comparator, a
+   * replay buffer) continue from the saved state. Streams absent from the state restart from
+   * their seed.
+   */
+  setState(state: RngStreamsState): void {
+    if (state.seed !== this.seed) throw new Error(`RNG state was saved with seed ${state.seed}, but these streams use seed ${this.seed}`);
+    for (const [name, s] of Object.entries(state.streams)) {
+      const existing = this.streams.get(name);
+      if (existing !== undefined) existing.setState(s);
+      else this.streams.set(name, RngStream.fromState(s));
+    }
+    for (const [name, stream] of this.streams) if (!(name in state.streams)) stream.setState(RngStream.fromSeed(this.seed, name).getState());
   }
 }

@@ -99,4 +99,18 @@ describe("RngStreams", () => {
     expect(state.seed).toBe(1);
     expect(Object.keys(state.streams)).toEqual(["x", "y"]);
   });
+
+  it("restores in place, so holders of a stream continue from the saved state", () => {
+    const a = new RngStreams(4);
+    const held = a.get("replay");
+    draws(held, 5);
+    draws(a.get("fresh"), 2);
+    const saved = a.getState();
+    const expected = draws(held, 3);
+    draws(a.get("later"), 4); // a stream created after the save restarts from its seed
+    a.setState(saved);
+    expect(draws(held, 3)).toEqual(expected);
+    expect(draws(a.get("later"), 4)).toEqual(draws(new RngStreams(4).get("later"), 4));
+    expect(() => new RngStreams(5).setState(saved)).toThrow(/saved with seed 4/);
+  });
 });
