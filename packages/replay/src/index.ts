@@ -1,0 +1,10 @@
+export { OnDiskReplayBuffer } from "./on-disk-buffer.js";
+export { REPLAY_MODES, checkBufferOptions } from "./options.js";
+export type { ReplayMode, OnDiskReplayBufferOptions } from "./options.js";
+export { lambdaWeights, uniformWeights } from "./weights.js";
+export { allocateDraws } from "./allocate.js";
+export { sampleIndices } from "./sample-indices.js";
+export { defaultSampleSize } from "./sample-size.js";
+export { readIndexedRound, entryPath } from "./round-files.js";
+export { parseReplayState } from "./state.js";
+export { ReplayError } from "./errors.js";

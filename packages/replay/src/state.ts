@@ -1,0 +1,26 @@
+import type { ReplayIndexEntry } from "@pbrl/preference-data";
+import { ReplayError } from "./errors.js";
+
+const isPositiveInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 1;
+
+/**
+ * Checks the shape of a saved replay index (it comes from a checkpoint file, so from outside the
+ * type system) and returns copies of its entries.
+ */
+export function parseReplayState(state: unknown): ReplayIndexEntry[] {
+  const entries = (state as { entries?: unknown } | null | undefined)?.entries;
+  if (!Array.isArray(entries)) throw new ReplayError("replay state must be an object with an entries array");
+  let previous = 0;
+  return entries.map((raw: unknown, i) => {
+    const e = raw as Partial<ReplayIndexEntry> | null;
+    const where = `replay state entry ${i}`;
+    if (e === null || typeof e !== "object") throw new ReplayError(`${where} is not an object`);
+    if (!isPositiveInt(e.iteration)) throw new ReplayError(`${where}: iteration must be an integer ≥ 1, got ${JSON.stringify(e.iteration)}`);
+    if (typeof e.file !== "string" || e.file.length === 0) throw new ReplayError(`${where}: file must be a non-empty path, got ${JSON.stringify(e.file)}`);
+    // The index holds non-empty rounds only.
+    if (!isPositiveInt(e.num_pairs)) throw new ReplayError(`${where} (${e.file}): num_pairs must be an integer ≥ 1, got ${JSON.stringify(e.num_pairs)}`);
+    if (e.iteration <= previous) throw new ReplayError(`${where} (${e.file}): iterations must increase, got ${e.iteration} after ${previous}`);
+    previous = e.iteration;
+    return { iteration: e.iteration, file: e.file, num_pairs: e.num_pairs };
+  });
+}
