@@ -13,8 +13,14 @@ export interface TrainingCounters {
   lastLogged: number | undefined;
 }
 
+/** The settings the epoch loop reads (shared by the MADPO configs). */
+export type EpochSettings = Pick<
+  MADPOConfig,
+  "num_train_epochs" | "train_batch_size" | "eval_interval" | "dpo_beta" | "madpo_score_last_token" | "use_environment_step" | "environment_steps_per_pair" | "logging_steps"
+>;
+
 export interface EpochsContext {
-  args: MADPOConfig;
+  args: EpochSettings;
   agents: readonly TrainableAgent[];
   counters: TrainingCounters;
   shuffleRng: RngStream;

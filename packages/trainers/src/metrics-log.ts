@@ -1,23 +1,43 @@
-import { appendFileSync, mkdirSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync, renameSync } from "node:fs";
 import * as path from "node:path";
 
-export type MetricsRecord = { kind: "collect" | "train" | "eval"; step: number } & Record<string, number | string>;
+export type MetricsRecord = { kind: "collect" | "train" | "eval" | "round"; step: number } & Record<string, number | string>;
 
 /**
  * The run's metrics, one JSON object per line in `metrics.jsonl`. Lines are appended
- * synchronously, so a crash loses at most the line being written.
+ * synchronously, so a crash loses at most the line being written; `lines` is the cursor a
+ * checkpoint stores, and a resumed run cuts the file back to it.
  */
 export class MetricsLog {
   readonly records: MetricsRecord[] = [];
   readonly file: string;
+  private count = 0;
 
-  constructor(outputDir: string) {
+  constructor(outputDir: string, options: { resumeAtLine?: number } = {}) {
     mkdirSync(outputDir, { recursive: true });
     this.file = path.join(outputDir, "metrics.jsonl");
+    if (options.resumeAtLine === undefined) {
+      writeFileSync(this.file, "");
+      return;
+    }
+    const kept = existsSync(this.file) ? readFileSync(this.file, "utf8").split("\n").filter((l) => l !== "").slice(0, options.resumeAtLine) : [];
+    if (kept.length !== options.resumeAtLine) {
+      throw new Error(`${this.file} has ${kept.length} lines but the checkpoint was taken after line ${options.resumeAtLine}; the metrics log does not belong to this checkpoint`);
+    }
+    const tmp = `${this.file}.tmp-${process.pid}`;
+    writeFileSync(tmp, kept.map((l) => `${l}\n`).join(""));
+    renameSync(tmp, this.file);
+    for (const l of kept) this.records.push(JSON.parse(l) as MetricsRecord);
+    this.count = kept.length;
+  }
+
+  get lines(): number {
+    return this.count;
   }
 
   write(record: MetricsRecord): void {
     this.records.push(record);
     appendFileSync(this.file, JSON.stringify(record) + "\n");
+    this.count += 1;
   }
 }

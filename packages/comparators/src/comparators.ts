@@ -1,0 +1,91 @@
+import type { RngStream } from "@pbrl/core-tensor";
+import type { GenerationSettings, Policy } from "@pbrl/preference-data";
+import { comparatorDevicesDiffer, type DeviceSpec } from "./devices.js";
+import { FrozenModels } from "./frozen-models.js";
+import { HistoryWeights, type WeightsAt } from "./history-weights.js";
+import { LocalComparator } from "./local-comparator.js";
+import { decentralizedModelSources, type ModelSource } from "./model-sources.js";
+import { LiveAgents } from "./policy-source.js";
+import { RoundCopies } from "./round-copies.js";
+
+/** What every local comparator needs: the run's agents, the sampling settings and its own stream. */
+export interface LocalComparatorOptions {
+  /** The live agents, the same objects the trainer trains. */
+  agents: readonly Policy[];
+  generation: GenerationSettings;
+  /** The comparator's stream, distinct from the agents' policy stream. */
+  rng: RngStream;
+}
+
+/** `current`: self-play against the live agents, sampled from a separate stream. */
+export class CurrentComparator extends LocalComparator {
+  constructor(o: LocalComparatorOptions) {
+    super(new LiveAgents(o.agents), o.generation, o.rng, "current");
+  }
+}
+
+export interface CurrentCopyOptions extends LocalComparatorOptions {
+  /** comparator_devices (falls back to agentDevices). */
+  devices?: DeviceSpec;
+  /** agent_devices. */
+  agentDevices?: DeviceSpec;
+}
+
+/**
+ * `current_copy`: frozen copies of the agents made at each round start when comparator_devices
+ * differ from agent_devices (by name). pbrl keeps every tensor on the backend's one device, so
+ * with equal or unspecified devices it samples the live agents, like `current`.
+ */
+export class CurrentCopyComparator extends LocalComparator {
+  constructor(o: CurrentCopyOptions) {
+    const copy = comparatorDevicesDiffer(o.devices, o.agentDevices, o.agents.length, o.agents.map((_, i) => i));
+    super(new RoundCopies(o.agents, copy), o.generation, o.rng, copy ? "current_copy (frozen copies)" : "current_copy (live agents: same devices)");
+  }
+}
+
+export interface ModelComparatorOptions extends LocalComparatorOptions {
+  /** comparator_model_name: one model for every agent. */
+  modelName?: ModelSource | null;
+  /** comparator_agents: one model per agent; wins over modelName. */
+  comparatorAgents?: readonly ModelSource[] | null;
+}
+
+/**
+ * `model`: separately loaded frozen models, loaded once on the first round (or up front with
+ * `ModelComparator.load`), each using its agent's tokenizer (checked to be the same). Models
+ * passed in as objects stay the caller's to free.
+ */
+export class ModelComparator extends LocalComparator {
+  private readonly models: FrozenModels;
+
+  constructor(o: ModelComparatorOptions) {
+    const models = new FrozenModels(decentralizedModelSources(o.modelName, o.comparatorAgents, o.agents.length), o.agents);
+    super(models, o.generation, o.rng, `model (${models.description})`);
+    this.models = models;
+  }
+
+  /** Builds the comparator and loads its models now. */
+  static async load(o: ModelComparatorOptions): Promise<ModelComparator> {
+    const c = new ModelComparator(o);
+    try {
+      await c.models.load();
+    } catch (err) {
+      c.dispose();
+      throw err;
+    }
+    return c;
+  }
+}
+
+export interface HistoryComparatorOptions extends LocalComparatorOptions {
+  /** comparator_history_k (≥ 1). */
+  k: number;
+  weightsAt: WeightsAt;
+}
+
+/** `history`: round t answers with the weights round t − k started from (the initial policy while t ≤ k). */
+export class HistoryComparator extends LocalComparator {
+  constructor(o: HistoryComparatorOptions) {
+    super(new HistoryWeights({ k: o.k, weightsAt: o.weightsAt, agents: o.agents }), o.generation, o.rng, `history (k=${o.k})`);
+  }
+}

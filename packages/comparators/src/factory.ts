@@ -1,0 +1,94 @@
+import type { RngStream } from "@pbrl/core-tensor";
+import type { CentralizedAdapter, Comparator, GenerationSettings, Policy } from "@pbrl/preference-data";
+import { CentralizedComparator } from "./centralized.js";
+import { CurrentComparator, CurrentCopyComparator, HistoryComparator, ModelComparator } from "./comparators.js";
+import { comparatorDevicesDiffer, type DeviceSpec } from "./devices.js";
+import { FrozenModels } from "./frozen-models.js";
+import { HistoryWeights, type WeightsAt } from "./history-weights.js";
+import { centralizedModelSource, type ModelSource } from "./model-sources.js";
+import { LiveAgents, pickAgents, type PolicySource } from "./policy-source.js";
+import { RoundCopies } from "./round-copies.js";
+import { TaggedCentralizedAdapter } from "./tagged-adapter.js";
+
+export type ComparatorPolicy = "current" | "current_copy" | "model" | "history" | "api";
+export type ComparatorGenerationMode = "decentralized" | "centralized";
+
+/** Normalized comparator_* config values plus what the trainer owns. */
+export interface ComparatorOptions {
+  /** comparator_policy */
+  policy: ComparatorPolicy;
+  /** comparator_generation_mode (default decentralized) */
+  generationMode?: ComparatorGenerationMode;
+  /** comparator_centralized_agent_index (default 0) */
+  centralizedAgentIndex?: number;
+  /** comparator_model_name */
+  modelName?: ModelSource | null;
+  /** comparator_agents */
+  comparatorAgents?: readonly ModelSource[] | null;
+  /** comparator_history_k (default 1) */
+  historyK?: number | null;
+  /** comparator_devices */
+  devices?: DeviceSpec;
+  /** agent_devices */
+  agentDevices?: DeviceSpec;
+  /** The live agents, the same objects the trainer trains. */
+  agents: readonly Policy[];
+  generation: GenerationSettings;
+  /** The comparator's own stream. */
+  rng: RngStream;
+  /** Centralized mode's adapter (default TaggedCentralizedAdapter). */
+  adapter?: CentralizedAdapter;
+  /** Required by policy "history": where each round's starting weights are. */
+  weightsAt?: WeightsAt;
+}
+
+/** Builds the comparator the config asks for. Nothing is loaded until the first beginRound. */
+export function createComparator(o: ComparatorOptions): Comparator {
+  if (o.policy === "api") throw new Error('comparator_policy="api" is not available in @pbrl/comparators (local comparators only); the API comparator comes from its own package');
+  if (o.agents.length === 0) throw new RangeError("a comparator needs at least one agent");
+  const k = o.historyK ?? 1;
+  const weightsAt = (): WeightsAt => {
+    if (o.weightsAt === undefined) throw new Error('comparator_policy="history" needs weightsAt: where the weights each round started from are saved');
+    return o.weightsAt;
+  };
+  if ((o.generationMode ?? "decentralized") === "decentralized") {
+    const base = { agents: o.agents, generation: o.generation, rng: o.rng };
+    switch (o.policy) {
+      case "current":
+        return new CurrentComparator(base);
+      case "current_copy":
+        return new CurrentCopyComparator({ ...base, devices: o.devices, agentDevices: o.agentDevices });
+      case "model":
+        return new ModelComparator({ ...base, modelName: o.modelName, comparatorAgents: o.comparatorAgents });
+      case "history":
+        return new HistoryComparator({ ...base, k, weightsAt: weightsAt() });
+      default:
+        return unknownPolicy(o.policy);
+    }
+  }
+  const index = o.centralizedAgentIndex ?? 0;
+  const [agent] = pickAgents(o.agents, [index], "comparator_centralized_agent_index");
+  let generator: PolicySource;
+  switch (o.policy) {
+    case "current":
+      generator = new LiveAgents([agent!]);
+      break;
+    case "current_copy":
+      generator = new RoundCopies([agent!], comparatorDevicesDiffer(o.devices, o.agentDevices, o.agents.length, [index]));
+      break;
+    case "model":
+      generator = new FrozenModels([centralizedModelSource(o.modelName, o.comparatorAgents, index)], [agent!], [index]);
+      break;
+    case "history":
+      generator = new HistoryWeights({ k, weightsAt: weightsAt(), agents: o.agents, agentIndices: [index] });
+      break;
+    default:
+      return unknownPolicy(o.policy);
+  }
+  const policy = o.policy === "history" ? `history (k=${k})` : o.policy;
+  return new CentralizedComparator({ generator, adapter: o.adapter ?? new TaggedCentralizedAdapter(), generation: o.generation, rng: o.rng, description: `centralized ${policy} (agent ${index} writes every role)` });
+}
+
+function unknownPolicy(policy: never): never {
+  throw new Error(`comparator_policy: unknown value ${JSON.stringify(policy)}; expected current, current_copy, model, history or api`);
+}

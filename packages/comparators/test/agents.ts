@@ -1,0 +1,39 @@
+// Real tiny checkpoints from @pbrl/models' fixtures, wrapped as the trainer wraps its agents.
+import * as path from "node:path";
+import { tf } from "@pbrl/core-tensor";
+import { loadPretrained, type CausalLM } from "@pbrl/models";
+import type { GenerationSettings, Policy, TaskItem } from "@pbrl/preference-data";
+
+export const FIXTURES = path.join(import.meta.dirname, "../../models/test/fixtures");
+export const LLAMA = path.join(FIXTURES, "tiny-llama");
+export const LLAMA_BF16 = path.join(FIXTURES, "tiny-llama-bf16");
+export const QWEN = path.join(FIXTURES, "tiny-qwen2");
+
+export const GEN: GenerationSettings = { maxNewTokens: 6, temperature: 1, topP: 1, topK: null, maxBatchRows: 16 };
+
+export const ITEMS: TaskItem[] = [{ prompt: "The cat" }, { prompt: "We drink tea and" }];
+/** prompts[item][agent] for two agents. */
+export const PROMPTS = [
+  ["The cat", "A dog"],
+  ["We drink tea and", "Birds sing"],
+];
+
+export function policyOf(model: CausalLM, tokenizer: Policy["tokenizer"], eos: readonly number[], pad: number): Policy {
+  return { model, tokenizer, eosTokenIds: eos, padTokenId: pad };
+}
+
+export async function loadAgent(dir = LLAMA): Promise<Policy> {
+  const p = await loadPretrained(dir);
+  return policyOf(p.model, p.tokenizer!, p.generation.eosTokenIds, p.generation.padTokenId ?? 0);
+}
+
+/** Moves every weight by seeded noise, so the model answers clearly differently. */
+export function perturb(model: CausalLM, seed: number, scale = 0.3): void {
+  let s = seed;
+  for (const v of model.params.values()) {
+    s += 1;
+    const noise = tf.tidy(() => tf.add(v, tf.randomNormal(v.shape, 0, scale, "float32", s)));
+    v.assign(noise);
+    noise.dispose();
+  }
+}

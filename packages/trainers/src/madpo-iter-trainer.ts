@@ -1,0 +1,291 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import { AdamW, RngStreams, useBackend, writeFileAtomic } from "@pbrl/core-tensor";
+import { loadPretrained, savePretrained } from "@pbrl/models";
+import {
+  collectComparisons,
+  pairTokensFromRecord,
+  PolicySampler,
+  resolveFormatters,
+  roundFileName,
+  type CentralizedAdapter,
+  type Comparator,
+  type Formatter,
+  type GenerationSettings,
+  type ReplayBuffer,
+} from "@pbrl/preference-data";
+import { OnDiskReplayBuffer } from "@pbrl/replay";
+import { resolveAgents, type ResolvedAgent } from "./agents.js";
+import { buildComparator } from "./comparator-factory.js";
+import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-config.js";
+import { evaluatePolicies, type EvalResult } from "./evaluation.js";
+import { runMadpoEpochs, type TrainingCounters } from "./madpo-epochs.js";
+import type { MADPOTrainerOptions } from "./madpo-trainer.js";
+import { MetricsLog } from "./metrics-log.js";
+import { ProgressBar } from "./progress.js";
+import { distributionFile, rewardRange } from "./reward-distribution.js";
+import { StopSignals } from "./stop-signals.js";
+import { loadTrainingCheckpoint, policiesAtStartOf, saveInitialPolicies, saveTrainingCheckpoint, type TrainingState } from "./training-checkpoint.js";
+
+export interface MADPOIterTrainerOptions extends Omit<MADPOTrainerOptions, "args"> {
+  args?: MADPOIterConfig | MADPOIterConfigInput;
+  /** Replaces the comparator the config describes (any implementation of the interface). */
+  comparator?: Comparator;
+  /** Replaces the on-disk replay buffer the config describes. */
+  replayBuffer?: ReplayBuffer;
+  /** Builds and splits joint prompts in centralized generation (default: the tagged adapter). */
+  centralizedAdapter?: CentralizedAdapter;
+  /** [min, max] of raw rewards for the distribution histograms (default: reward_func.reward_range, else observed). */
+  rewardRange?: [number, number];
+  /** Finish the current round, checkpoint and stop on SIGINT/SIGTERM (default true). */
+  handleSignals?: boolean;
+}
+
+export interface RoundSummary {
+  round: number;
+  pairs: number;
+  trainPairs: number;
+  comparatorWinRate: number | null;
+  invalidCandidates: { target: number; comparator: number };
+  targetRewardMean: number | null;
+  comparatorRewardMean: number | null;
+}
+
+export interface IterTrainResult {
+  rounds: RoundSummary[];
+  updates: number;
+  envStep: number;
+  evalBefore: EvalResult | undefined;
+  evalAfter: EvalResult | undefined;
+  outputDir: string;
+  /** The round a resumed run continued after, if it resumed. */
+  resumedAfterRound: number | undefined;
+  /** True when a signal stopped the run after a completed round. */
+  stopped: boolean;
+}
+
+const STREAMS = { policy: "policy_sampling", comparator: "comparator_sampling", eval: "eval_sampling", pairs: "pair_selection", shuffle: "epoch_shuffle", replay: "replay" } as const;
+
+const mean = (xs: readonly number[]) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
+
+/**
+ * Iterative MADPO: for num_iterations rounds, the current agents and a comparator answer every
+ * task item, index-aligned comparisons with a clear winner become pairs, the replay buffer
+ * chooses the training pairs from this round and earlier ones, and MADPO trains on them. After
+ * every round a checkpoint holds everything needed to continue exactly where the run stopped.
+ */
+export class MADPOIterTrainer {
+  readonly args: MADPOIterConfig;
+  private readonly formatters: Formatter[];
+  private readonly log: (line: string) => void;
+  private resolved: ResolvedAgent[] | undefined;
+  private agentsPromise: Promise<ResolvedAgent[]> | undefined;
+  private optimizers: AdamW[] = [];
+  private comparator: Comparator | undefined;
+
+  constructor(private readonly options: MADPOIterTrainerOptions) {
+    this.args = isBuilt(options.args) ? options.args : MADPOIterConfig(options.args ?? {});
+    if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
+    if (this.args.collaboration_mode === "centralized") throw new Error('collaboration_mode="centralized" is not available yet in this version of pbrl; use "decentralized"');
+    if (this.args.parallel_training === "mp") throw new Error('parallel_training="mp" is not available yet in this version of pbrl; use "none"');
+    if (this.args.comparator_policy === "api" && options.comparator === undefined) throw new Error('comparator_policy="api" is not available yet in this version of pbrl');
+    this.formatters = resolveFormatters(options.formatters, this.args.num_agents);
+    const verbose = this.args.verbose;
+    this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
+  }
+
+  async agents(): Promise<ResolvedAgent[]> {
+    this.agentsPromise ??= (async () => {
+      const backend = await useBackend(this.args.backend);
+      if (this.args.verbose) this.log(`pbrl: ${backend.description}`);
+      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.args.num_agents });
+      this.resolved = agents;
+      return agents;
+    })();
+    return this.agentsPromise;
+  }
+
+  private generationSettings(): GenerationSettings {
+    const a = this.args;
+    return { maxNewTokens: a.max_new_tokens, temperature: a.temperature, topP: a.top_p, topK: a.top_k, maxBatchRows: a.generation_batch_size };
+  }
+
+  async train(): Promise<IterTrainResult> {
+    const a = this.args;
+    const agents = await this.agents();
+    const outputDir = a.output_dir;
+    const ckptRoot = a.policy_checkpoint_dir ?? path.join(outputDir, "checkpoints");
+    const replayDir = a.preference_replay_dir ?? path.join(outputDir, "preference_replay");
+    const distDir = path.join(outputDir, "reward_distributions");
+    mkdirSync(outputDir, { recursive: true });
+    const streams = new RngStreams(a.seed);
+    this.optimizers = agents.map((ag) => new AdamW(ag.model.params, { lr: a.agent_learning_rate }));
+    const counters: TrainingCounters = { updates: 0, envStep: 0, lastLogged: undefined };
+    const replay = this.options.replayBuffer ?? new OnDiskReplayBuffer({ mode: a.preference_replay_mode, k: a.preference_replay_k, lambda: a.preference_replay_lambda, sampleSize: a.preference_replay_sample_size, dir: replayDir, rng: streams.get(STREAMS.replay) });
+
+    // Resume: weights, optimizer moments, every stream (in place), the replay index, the metrics cursor.
+    let startRound = 1;
+    let metrics: MetricsLog;
+    let resumedAfterRound: number | undefined;
+    if (a.resume_from_checkpoint !== null && a.resume_from_checkpoint !== false) {
+      const ckpt = await loadTrainingCheckpoint(a.resume_from_checkpoint, ckptRoot);
+      const s = ckpt.state;
+      if (s.numAgents !== agents.length || s.seed !== a.seed) throw new Error(`resume_from_checkpoint: ${ckpt.dir} was written by a run with ${s.numAgents} agents and seed ${s.seed}; this run has ${agents.length} and ${a.seed}`);
+      for (const [i, ag] of agents.entries()) {
+        const saved = await loadPretrained(path.join(ckpt.agentsDir, `agent_${i}`));
+        ag.model.copyWeightsFrom(saved.model);
+        saved.model.dispose();
+        this.optimizers[i]!.setState(ckpt.optimizers[i]!);
+      }
+      streams.setState(s.rng);
+      await replay.restore(s.replay);
+      Object.assign(counters, s.counters);
+      metrics = new MetricsLog(outputDir, { resumeAtLine: s.metricsLines });
+      startRound = s.round + 1;
+      resumedAfterRound = s.round;
+      this.log(`pbrl: resumed from ${ckpt.dir} after round ${s.round}`);
+    } else {
+      writeFileSync(path.join(outputDir, "config.json"), JSON.stringify({ trainer: "madpo_iter", ...a }, null, 2) + "\n");
+      metrics = new MetricsLog(outputDir);
+      await saveInitialPolicies(ckptRoot, agents);
+    }
+
+    this.comparator = this.options.comparator ?? (await buildComparator({ args: a, agents, rng: streams.get(STREAMS.comparator), generation: this.generationSettings(), adapter: this.options.centralizedAdapter, weightsAt: (round) => policiesAtStartOf(ckptRoot, round) }));
+    const comparator = this.comparator;
+    this.log(`pbrl: ${a.num_iterations} rounds against comparator ${comparator.description}, replay ${a.preference_replay_mode}`);
+
+    const evalRng = streams.get(STREAMS.eval);
+    const result: IterTrainResult = { rounds: [], updates: 0, envStep: 0, evalBefore: undefined, evalAfter: undefined, outputDir, resumedAfterRound, stopped: false };
+    const runEval = async (): Promise<EvalResult | undefined> => {
+      const items = (this.options.evalDataset ?? []).slice(0, a.eval_num_samples);
+      if (items.length === 0) return undefined;
+      const r = await evaluatePolicies({ policies: agents, items, formatters: this.formatters, rewardFunc: this.options.rewardFunc, rewardProcessor: this.options.rewardProcessor, settings: this.generationSettings(), rng: evalRng, concurrency: a.reward_concurrency });
+      metrics.write({ kind: "eval", step: counters.envStep, update: counters.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
+      this.log(`pbrl: eval after ${counters.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);
+      return r;
+    };
+    const progress = ProgressBar.enabledFor(a.verbose);
+    const declaredRange = this.options.rewardRange ?? (this.options.rewardFunc as { reward_range?: [number, number] }).reward_range;
+    const signals = this.options.handleSignals === false ? undefined : new StopSignals((sig) => this.log(`pbrl: ${sig} received; finishing round and checkpoint, then stopping (send it again to exit at once)`));
+    const tokenizing = agents.map((ag) => ({ tokenizer: ag.tokenizer, eosTokenIds: ag.eosTokenIds }));
+
+    try {
+      for (let round = startRound; round <= a.num_iterations; round++) {
+        const label = `round ${round}/${a.num_iterations}, `;
+        // 1. Both sides answer every item; comparisons with a clear winner become pairs.
+        const bar = new ProgressBar(`round ${round}/${a.num_iterations} collection`, this.options.trainDataset.length, progress);
+        await comparator.beginRound(round);
+        let collected;
+        try {
+          collected = await collectComparisons({
+            items: this.options.trainDataset,
+            formatters: this.formatters,
+            sampler: new PolicySampler(agents, this.generationSettings(), streams.get(STREAMS.policy)),
+            agents: tokenizing,
+            comparator,
+            rewardFunc: this.options.rewardFunc,
+            rewardProcessor: this.options.rewardProcessor,
+            numCandidates: a.preference_num_candidates,
+            comparatorNumCandidates: a.comparator_num_candidates ?? a.preference_num_candidates,
+            pairSelection: a.pair_selection,
+            pairsPerSample: a.preference_pairs_per_sample,
+            selectionRng: streams.get(STREAMS.pairs),
+            rewardConcurrency: a.reward_concurrency,
+            itemsPerBatch: Math.max(1, Math.floor(a.generation_batch_size / a.preference_num_candidates)),
+            onProgress: (done) => bar.update(done),
+          });
+        } finally {
+          await comparator.endRound();
+        }
+        bar.finish();
+
+        // 2. The round's file first, then the replay's choice of training pairs.
+        await replay.addRound(round, collected.pairs);
+        const train = await replay.select(round, collected.pairs, (record) => pairTokensFromRecord(record, tokenizing, `a replayed pair`));
+        const wins = collected.wins.target + collected.wins.comparator;
+        const summary: RoundSummary = {
+          round,
+          pairs: collected.pairs.length,
+          trainPairs: train.length,
+          comparatorWinRate: wins === 0 ? null : collected.wins.comparator / wins,
+          invalidCandidates: collected.invalid,
+          targetRewardMean: mean(collected.rawRewards.target),
+          comparatorRewardMean: mean(collected.rawRewards.comparator),
+        };
+        result.rounds.push(summary);
+        const selected = { target: train.flatMap((p) => (typeof p.record.target_raw_reward === "number" ? [p.record.target_raw_reward] : [])), comparator: train.flatMap((p) => (typeof p.record.comparator_raw_reward === "number" ? [p.record.comparator_raw_reward] : [])) };
+        const range = rewardRange(declaredRange, [...collected.rawRewards.target, ...collected.rawRewards.comparator]);
+        await writeFileAtomic(path.join(distDir, roundFileName(round)), JSON.stringify(distributionFile(round, range, collected.rawRewards, selected), null, 2) + "\n");
+        metrics.write({
+          kind: "round",
+          step: counters.envStep,
+          "iter/current_iteration": round,
+          "iter/current_preference_pairs": summary.pairs,
+          "iter/total_preference_pairs": replay.getState().entries.reduce((s, e) => s + e.num_pairs, 0),
+          "iter/train_preference_pairs": summary.trainPairs,
+          "iter/comparator_win_rate": summary.comparatorWinRate ?? Number.NaN,
+          "iter/invalid_target_candidates": collected.invalid.target,
+          "iter/invalid_comparator_candidates": collected.invalid.comparator,
+          "iter/target_reward_mean": summary.targetRewardMean ?? Number.NaN,
+          "iter/comparator_reward_mean": summary.comparatorRewardMean ?? Number.NaN,
+        });
+        this.log(`pbrl: round ${round}: ${summary.pairs} new pairs (comparator won ${summary.comparatorWinRate === null ? "—" : `${(summary.comparatorWinRate * 100).toFixed(0)}%`}), training on ${summary.trainPairs}`);
+
+        // 3. MADPO on the selected pairs, with the optimizers that persist across rounds.
+        if (train.length === 0) {
+          this.log(`pbrl: round ${round}: no preference pairs to train on (this round produced ${summary.pairs}); the policies are unchanged this round`);
+        } else {
+          await runMadpoEpochs(train, {
+            args: a,
+            agents: agents.map((ag, i) => ({ model: ag.model, optimizer: this.optimizers[i]!, padTokenId: ag.padTokenId })),
+            counters,
+            shuffleRng: streams.get(STREAMS.shuffle),
+            metrics,
+            evaluate: async () => {
+              const r = await runEval();
+              result.evalBefore ??= r;
+            },
+            progress,
+            label,
+            extra: { round },
+          });
+        }
+
+        // 4. Everything needed to continue after this round.
+        const state: TrainingState = { format: "pbrl-training-checkpoint/1", trainer: "madpo_iter", round, counters: { ...counters }, rng: streams.getState(), replay: replay.getState(), metricsLines: metrics.lines, numAgents: agents.length, seed: a.seed };
+        await saveTrainingCheckpoint(ckptRoot, state, agents, this.optimizers);
+        if (signals?.requested && round < a.num_iterations) {
+          result.stopped = true;
+          this.log(`pbrl: stopped after round ${round}; resume with resume_from_checkpoint=true`);
+          break;
+        }
+      }
+    } finally {
+      signals?.dispose();
+    }
+    result.updates = counters.updates;
+    result.envStep = counters.envStep;
+    if (!result.stopped) {
+      if (a.eval_interval > 0) result.evalAfter = await runEval();
+      const dir = path.join(outputDir, "agents");
+      for (const [i, ag] of agents.entries()) await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation });
+      this.log(`pbrl: ${counters.updates} updates over ${a.num_iterations} rounds; agents saved under ${dir}`);
+    }
+    return result;
+  }
+
+  dispose(): void {
+    this.comparator?.dispose();
+    for (const o of this.optimizers) o.dispose();
+    const seen = new Set<unknown>();
+    for (const ag of this.resolved ?? []) {
+      if (seen.has(ag.model)) continue;
+      seen.add(ag.model);
+      ag.model.dispose();
+    }
+  }
+}
+
+function isBuilt(args: MADPOIterConfig | MADPOIterConfigInput | undefined): args is MADPOIterConfig {
+  return args !== undefined && Object.isFrozen(args) && "num_iterations" in args && typeof args.train_batch_size === "number";
+}

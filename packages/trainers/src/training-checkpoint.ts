@@ -1,0 +1,140 @@
+/**
+ * Training checkpoints of the iterative trainers, one folder per completed round:
+ *
+ *   <root>/round_NNNN/agents/agent_<i>/   the agent weights (Hugging Face checkpoint)
+ *   <root>/round_NNNN/optimizer_<i>.safetensors   AdamW moments and step counts
+ *   <root>/round_NNNN/state.json          round, counters, every RNG stream, replay index, metrics cursor
+ *   <root>/latest.json                    which round folder is the newest complete one
+ *   <root>/initial/agents/agent_<i>/      the weights before round 1 (for the history comparator)
+ *
+ * A round folder is assembled beside its final name and renamed into place, then latest.json
+ * is replaced atomically, so a crash at any moment leaves the previous checkpoint usable.
+ */
+import { existsSync, promises as fs } from "node:fs";
+import * as path from "node:path";
+import { readSafetensors, replaceDirAtomic, writeFileAtomic, writeSafetensors, type AdamW, type AdamWState, type RngStreamsState, type TensorToWrite } from "@pbrl/core-tensor";
+import { savePretrained } from "@pbrl/models";
+import type { ReplayState } from "@pbrl/preference-data";
+import type { ResolvedAgent } from "./agents.js";
+import type { TrainingCounters } from "./madpo-epochs.js";
+
+export interface TrainingState {
+  format: "pbrl-training-checkpoint/1";
+  trainer: string;
+  /** The last completed round (1-based). */
+  round: number;
+  counters: TrainingCounters;
+  rng: RngStreamsState;
+  replay: ReplayState;
+  /** Lines of metrics.jsonl written when the round completed. */
+  metricsLines: number;
+  numAgents: number;
+  seed: number;
+}
+
+export class CheckpointError extends Error {
+  override name = "CheckpointError";
+}
+
+export const roundDirName = (round: number) => `round_${String(round).padStart(4, "0")}`;
+
+async function saveAgents(dir: string, agents: readonly ResolvedAgent[]): Promise<void> {
+  for (const [i, ag] of agents.entries()) await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation });
+}
+
+async function saveOptimizer(file: string, state: AdamWState): Promise<void> {
+  const tensors = new Map<string, TensorToWrite>();
+  for (const [name, m] of state.expAvg) tensors.set(`exp_avg.${name}`, { tensor: { dtype: "float32", shape: [m.length], data: m }, dtype: "F32" });
+  for (const [name, v] of state.expAvgSq) tensors.set(`exp_avg_sq.${name}`, { tensor: { dtype: "float32", shape: [v.length], data: v }, dtype: "F32" });
+  const meta = { lr: state.lr, betas: state.betas, eps: state.eps, weightDecay: state.weightDecay, steps: state.steps };
+  await writeSafetensors(file, tensors, { pbrl_adamw: JSON.stringify(meta) });
+}
+
+async function loadOptimizer(file: string): Promise<AdamWState> {
+  const f = await readSafetensors(file);
+  const metaText = f.metadata["pbrl_adamw"];
+  if (metaText === undefined) throw new CheckpointError(`${file} is not a pbrl optimizer state (no pbrl_adamw metadata)`);
+  const meta = JSON.parse(metaText) as Omit<AdamWState, "expAvg" | "expAvgSq">;
+  const expAvg = new Map<string, Float32Array>();
+  const expAvgSq = new Map<string, Float32Array>();
+  for (const [key, t] of f.tensors) {
+    const data = t.tensor.data as Float32Array;
+    if (key.startsWith("exp_avg_sq.")) expAvgSq.set(key.slice("exp_avg_sq.".length), data);
+    else if (key.startsWith("exp_avg.")) expAvg.set(key.slice("exp_avg.".length), data);
+  }
+  return { ...meta, expAvg, expAvgSq };
+}
+
+/** The weights before round 1, kept for the history comparator. Written once per run. */
+export async function saveInitialPolicies(root: string, agents: readonly ResolvedAgent[]): Promise<void> {
+  await replaceDirAtomic(path.join(root, "initial"), async (tmp) => saveAgents(path.join(tmp, "agents"), agents));
+}
+
+/** Folder holding agent_<i> with the weights round `round` started from. */
+export function policiesAtStartOf(root: string, round: number): string {
+  return round <= 1 ? path.join(root, "initial", "agents") : path.join(root, roundDirName(round - 1), "agents");
+}
+
+export async function saveTrainingCheckpoint(root: string, state: TrainingState, agents: readonly ResolvedAgent[], optimizers: readonly AdamW[]): Promise<string> {
+  const name = roundDirName(state.round);
+  await replaceDirAtomic(path.join(root, name), async (tmp) => {
+    await saveAgents(path.join(tmp, "agents"), agents);
+    for (const [i, o] of optimizers.entries()) await saveOptimizer(path.join(tmp, `optimizer_${i}.safetensors`), o.getState());
+    await writeFileAtomic(path.join(tmp, "state.json"), JSON.stringify(state, null, 2) + "\n");
+  });
+  await writeFileAtomic(path.join(root, "latest.json"), JSON.stringify({ round: state.round, dir: name }, null, 2) + "\n");
+  return path.join(root, name);
+}
+
+export interface LoadedCheckpoint {
+  dir: string;
+  state: TrainingState;
+  /** agent_<i> folders with the weights. */
+  agentsDir: string;
+  optimizers: AdamWState[];
+}
+
+async function readJson(file: string, what: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, "utf8");
+  } catch {
+    throw new CheckpointError(`${what}: ${file} is missing`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new CheckpointError(`${what}: ${file} is not valid JSON (${(err as Error).message})`);
+  }
+}
+
+/**
+ * Finds and reads a checkpoint: `true` means the newest one under `root`; a string is a round
+ * folder, or a checkpoints root (then its newest round).
+ */
+export async function loadTrainingCheckpoint(spec: string | true, root: string): Promise<LoadedCheckpoint> {
+  let dir: string;
+  const latestOf = async (r: string): Promise<string> => {
+    const latest = (await readJson(path.join(r, "latest.json"), "resume_from_checkpoint").catch(() => {
+      throw new CheckpointError(`resume_from_checkpoint: no checkpoint under ${r} (latest.json is missing); nothing to resume — start without resume_from_checkpoint`);
+    })) as { dir?: unknown };
+    if (typeof latest.dir !== "string") throw new CheckpointError(`resume_from_checkpoint: ${path.join(r, "latest.json")} names no checkpoint folder`);
+    return path.join(r, latest.dir);
+  };
+  if (spec === true) dir = await latestOf(root);
+  else if (!existsSync(spec)) throw new CheckpointError(`resume_from_checkpoint: ${spec} does not exist`);
+  else if (existsSync(path.join(spec, "latest.json"))) dir = await latestOf(spec);
+  else dir = spec;
+  if (!existsSync(path.join(dir, "state.json"))) throw new CheckpointError(`resume_from_checkpoint: ${dir} is not a pbrl training checkpoint (it has no state.json)`);
+  const state = (await readJson(path.join(dir, "state.json"), "resume_from_checkpoint")) as TrainingState;
+  if (state.format !== "pbrl-training-checkpoint/1") throw new CheckpointError(`resume_from_checkpoint: ${dir}/state.json has format ${JSON.stringify(state.format)}, expected "pbrl-training-checkpoint/1"`);
+  const optimizers: AdamWState[] = [];
+  for (let i = 0; i < state.numAgents; i++) {
+    const file = path.join(dir, `optimizer_${i}.safetensors`);
+    if (!existsSync(file)) throw new CheckpointError(`resume_from_checkpoint: ${file} is missing`);
+    optimizers.push(await loadOptimizer(file));
+  }
+  const agentsDir = path.join(dir, "agents");
+  for (let i = 0; i < state.numAgents; i++) if (!existsSync(path.join(agentsDir, `agent_${i}`))) throw new CheckpointError(`resume_from_checkpoint: ${path.join(agentsDir, `agent_${i}`)} is missing`);
+  return { dir, state, agentsDir, optimizers };
+}

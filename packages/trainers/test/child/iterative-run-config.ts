@@ -1,0 +1,31 @@
+import * as path from "node:path";
+import type { MADPOIterTrainerOptions } from "../../src/index.js";
+
+const items = ["The cat", "We drink", "A bird", "Snow falls", "The river", "Old trees"].map((prompt, i) => ({ id: `q${i}`, prompt }));
+
+/** One small iterative run, shared by the in-process tests and the child processes. */
+export const ITERATIVE_RUN = {
+  agentModel: path.join(import.meta.dirname, "../../../models/test/fixtures/tiny-llama"),
+  trainDataset: items,
+  evalDataset: items.slice(0, 3),
+  rewardFunc: (c: string[][]) => c[0]!.map((a, j) => (a + c[1]![j]!).split("e").length - 1),
+  args: {
+    num_iterations: 4,
+    preference_num_candidates: 4,
+    max_new_tokens: 6,
+    temperature: 1.0,
+    top_p: 1.0,
+    comparator_policy: "history",
+    comparator_history_k: 1,
+    preference_replay_mode: "lambda_decay",
+    preference_replay_lambda: 0.7,
+    preference_replay_sample_size: 8,
+    train_batch_size: 4,
+    eval_interval: 3,
+    eval_num_samples: 3,
+    logging_steps: 1,
+    agent_learning_rate: 1e-3,
+    seed: 11,
+    verbose: true,
+  },
+} satisfies Omit<MADPOIterTrainerOptions, "args"> & { args: Record<string, unknown> };

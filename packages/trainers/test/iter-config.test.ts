@@ -1,0 +1,109 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, MADPOIterConfig } from "../src/index.js";
+
+function problems(input: Record<string, unknown>): string[] {
+  try {
+    MADPOIterConfig(input as never);
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+  return [];
+}
+
+describe("MADPOIterConfig", () => {
+  it("builds the seed's example and has the iterative defaults", () => {
+    const c = MADPOIterConfig({ num_agents: 2, preference_replay_mode: "lambda_decay", preference_replay_lambda: 0.8, preference_replay_sample_size: 256 });
+    expect(c).toMatchObject({
+      num_agents: 2,
+      preference_replay_mode: "lambda_decay",
+      preference_replay_lambda: 0.8,
+      preference_replay_sample_size: 256,
+      num_iterations: 6,
+      num_train_epochs: 1,
+      preference_num_candidates: 20,
+      preference_pairs_per_sample: 4,
+      pair_selection: "comparator_reward",
+      comparator_policy: "current",
+      comparator_generation_mode: "decentralized",
+      comparator_centralized_agent_index: 0,
+      comparator_history_k: null,
+      resume_from_checkpoint: null,
+      dpo_beta: 0.1,
+    });
+  });
+
+  it("normalises aliases as CoMLRL does", () => {
+    expect(MADPOIterConfig({ preference_replay_mode: " Latest " }).preference_replay_mode).toBe("current");
+    expect(MADPOIterConfig({ preference_replay_mode: "recent_k", preference_replay_k: 2 }).preference_replay_mode).toBe("nearest_k");
+    expect(MADPOIterConfig({ preference_replay_mode: "td-lambda", preference_replay_lambda: 0.5 }).preference_replay_mode).toBe("lambda_decay");
+    expect(MADPOIterConfig({ comparator_policy: "self" }).comparator_policy).toBe("current");
+    expect(MADPOIterConfig({ comparator_policy: "current-offload" }).comparator_policy).toBe("current_copy");
+    expect(MADPOIterConfig({ comparator_policy: "ref", comparator_model_name: "m" }).comparator_policy).toBe("model");
+    expect(MADPOIterConfig({ comparator_policy: "previous_iteration" }).comparator_policy).toBe("history");
+    expect(MADPOIterConfig({ comparator_policy: "endpoint", comparator_api_url: "http://x" }).comparator_policy).toBe("api");
+    expect(MADPOIterConfig({ comparator_generation_mode: "single-agent" }).comparator_generation_mode).toBe("centralized");
+    expect(MADPOIterConfig({ comparator_generation_mode: "decentralised" }).comparator_generation_mode).toBe("decentralized");
+  });
+
+  it("fills history k = 1 and forces centralized comparator generation for a centralized actor", () => {
+    expect(MADPOIterConfig({ comparator_policy: "history" }).comparator_history_k).toBe(1);
+    expect(MADPOIterConfig({ comparator_policy: "history", comparator_history_k: 3 }).comparator_history_k).toBe(3);
+    expect(MADPOIterConfig({ collaboration_mode: "centralized" }).comparator_generation_mode).toBe("centralized");
+  });
+
+  it.each<[Record<string, unknown>, RegExp]>([
+    [{ num_iterations: 0 }, /^num_iterations: got 0; expected an integer ≥ 1$/],
+    // replay mode "current" (the default)
+    [{ preference_replay_k: 2 }, /^preference_replay_k: got 2; preference_replay_mode="current" accepts preference_replay_k only unset or 1$/],
+    [{ preference_replay_lambda: 0.5 }, /^preference_replay_lambda: got 0.5; preference_replay_lambda is only valid with preference_replay_mode="lambda_decay"$/],
+    [{ preference_replay_sample_size: 8 }, /^preference_replay_sample_size: got 8; preference_replay_mode="current" trains on this round's pairs without sampling/],
+    // nearest_k
+    [{ preference_replay_mode: "nearest_k" }, /^preference_replay_k: is required with preference_replay_mode="nearest_k"/],
+    [{ preference_replay_mode: "nearest_k", preference_replay_k: 0 }, /^preference_replay_k: got 0; expected an integer ≥ 1, or null$/],
+    [{ preference_replay_mode: "nearest_k", preference_replay_k: 2, preference_replay_lambda: 0.5 }, /^preference_replay_lambda: got 0.5; .*only valid with preference_replay_mode="lambda_decay"$/],
+    [{ preference_replay_mode: "nearest_k", preference_replay_k: 2, preference_replay_sample_size: 0 }, /^preference_replay_sample_size: got 0; expected an integer ≥ 1, or null$/],
+    // all_history
+    [{ preference_replay_mode: "all_history", preference_replay_k: 2 }, /^preference_replay_k: got 2; preference_replay_k is only valid with preference_replay_mode="nearest_k"$/],
+    // lambda_decay
+    [{ preference_replay_mode: "lambda_decay" }, /^preference_replay_lambda: is required with preference_replay_mode="lambda_decay"/],
+    [{ preference_replay_mode: "lambda_decay", preference_replay_lambda: 1.5 }, /^preference_replay_lambda: got 1.5; expected a number in \[0, 1\], or null$/],
+    [{ preference_replay_mode: "lambda_decay", preference_replay_lambda: -0.1 }, /^preference_replay_lambda: got -0.1/],
+    [{ preference_replay_mode: "lambda_decay", preference_replay_lambda: Number.NaN }, /^preference_replay_lambda: got NaN; expected a number in \[0, 1\], or null$/],
+    [{ preference_replay_mode: "lambda_decay", preference_replay_lambda: 0.5, preference_replay_k: 3 }, /^preference_replay_k: got 3; .*only valid with preference_replay_mode="nearest_k"$/],
+    [{ preference_replay_mode: "nearset_k" }, /^preference_replay_mode: got "nearset_k"; expected one of "current", "nearest_k", "all_history", "lambda_decay", "latest"/],
+    // comparator
+    [{ comparator_policy: "mdoel" }, /^comparator_policy: got "mdoel"; expected one of "current", "current_copy", "model", "history", "api"/],
+    [{ comparator_policy: "model" }, /^comparator_model_name: comparator_policy="model" needs comparator_model_name or comparator_agents$/],
+    [{ comparator_model_name: "m" }, /^comparator_model_name: comparator_model_name and comparator_agents are only valid with comparator_policy="model" \(got comparator_policy="current"\)$/],
+    [{ comparator_policy: "history", comparator_agents: ["a", "b"] }, /^comparator_model_name: .*only valid with comparator_policy="model"/],
+    [{ comparator_policy: "model", comparator_agents: ["a", "b", "c"] }, /^comparator_agents: has 3 entries; give one per agent \(2\)$/],
+    [{ comparator_history_k: 2 }, /^comparator_history_k: got 2; comparator_history_k is only valid with comparator_policy="history"$/],
+    [{ comparator_policy: "history", comparator_history_k: 0 }, /^comparator_history_k: got 0; expected an integer ≥ 1, or null$/],
+    [{ comparator_policy: "api" }, /^comparator_api_url: is required with comparator_policy="api"$/],
+    [{ comparator_generation_mode: "centralized", comparator_centralized_agent_index: 2 }, /^comparator_centralized_agent_index: got 2; it must name one of the 2 agents \(0 … 1\)$/],
+    [{ collaboration_mode: "centralized", comparator_centralized_agent_index: 1 }, /^comparator_centralized_agent_index: got 1; collaboration_mode="centralized" has one actor, index 0$/],
+    [{ comparator_num_candidates: 0 }, /^comparator_num_candidates: got 0; expected an integer ≥ 1, or null$/],
+    [{ comparator_devices: ["a", "b", "c"] }, /^comparator_devices: has 3 entries; give one device or 2 \(one per agent\)$/],
+    [{ pair_selection: "all" }, /^preference_pairs_per_sample: got 4; pair_selection="all"/],
+    [{ pair_selection: "best" }, /^pair_selection: got "best"; expected one of "reward_gap", "all", "random", "comparator_reward"$/],
+    [{ resume_from_checkpoint: 3 }, /^resume_from_checkpoint: got 3; expected null, true \(the latest checkpoint of output_dir\), or a checkpoint path$/],
+    [{ num_turns: 2 }, /^num_turns: got 2; the preference trainers support single-turn training only/],
+  ])("%j", (input, message) => {
+    const p = problems(input);
+    expect(p, p.join("\n")).toHaveLength(1);
+    expect(p[0]).toMatch(message);
+  });
+
+  it("accepts what the rules allow", () => {
+    expect(problems({ preference_replay_k: 1 })).toEqual([]);
+    expect(problems({ preference_replay_mode: "nearest_k", preference_replay_k: 3, preference_replay_sample_size: 64 })).toEqual([]);
+    expect(problems({ preference_replay_mode: "lambda_decay", preference_replay_lambda: 0 })).toEqual([]);
+    expect(problems({ preference_replay_mode: "lambda_decay", preference_replay_lambda: 1 })).toEqual([]);
+    expect(problems({ comparator_policy: "model", comparator_agents: ["a", "b"] })).toEqual([]);
+    expect(problems({ comparator_policy: "model", comparator_agents: ["a"], comparator_generation_mode: "centralized" })).toEqual([]);
+    expect(problems({ num_agents: 3, comparator_generation_mode: "centralized", comparator_centralized_agent_index: 2 })).toEqual([]);
+    expect(problems({ pair_selection: "all", preference_pairs_per_sample: null })).toEqual([]);
+    expect(problems({ resume_from_checkpoint: true })).toEqual([]);
+  });
+});

@@ -1,0 +1,64 @@
+// A run killed with SIGKILL in the middle of round 3 and resumed ends with the same agent
+// weights, round files and metrics as an uninterrupted run with the same seed.
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const PKG = path.resolve(import.meta.dirname, "..");
+const VITEST = path.resolve(PKG, "node_modules/vitest/vitest.mjs");
+
+/** Runs the child program; resolves when it exits, or kills it when `killWhen` matches a line. */
+function runChild(out: string, resume: boolean, killWhen?: RegExp): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [VITEST, "run", "--config", "vitest.child.config.ts"], {
+      cwd: PKG,
+      env: { ...process.env, PBRL_TEST_OUT: out, PBRL_TEST_RESUME: resume ? "1" : "0", PBRL_BACKEND: "wasm" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      if (killWhen !== undefined && killWhen.test(stdout) && child.exitCode === null) child.kill("SIGKILL");
+    });
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("exit", (code, signal) => {
+      if (killWhen === undefined && code !== 0) reject(new Error(`child failed (${code}):\n${stdout}\n${stderr}`));
+      else resolve({ code, signal, stdout });
+    });
+  });
+}
+
+const files = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((f) => !f.startsWith(".")).sort() : []);
+const bytes = (f: string) => readFileSync(f);
+
+describe("kill and resume", () => {
+  it("SIGKILL mid round 3, then resume_from_checkpoint=true, equals the uninterrupted run", async () => {
+    const base = mkdtempSync(path.join(tmpdir(), "pbrl-resume-"));
+    const straight = path.join(base, "straight");
+    const killed = path.join(base, "killed");
+    const [full, cut] = await Promise.all([runChild(straight, false), runChild(killed, false, /PBRL pbrl: round 3: /)]);
+    expect(full.stdout).toMatch(/PBRL done straight/);
+    expect(cut.signal).toBe("SIGKILL");
+    expect(cut.stdout).not.toMatch(/PBRL done/);
+    expect(JSON.parse(readFileSync(path.join(killed, "checkpoints", "latest.json"), "utf8")).round).toBe(2);
+    const resumed = await runChild(killed, true);
+    expect(resumed.stdout).toMatch(/resumed from .*round_0002 after round 2/);
+
+    for (const i of [0, 1]) {
+      expect(bytes(path.join(killed, "agents", `agent_${i}`, "model.safetensors")).equals(bytes(path.join(straight, "agents", `agent_${i}`, "model.safetensors")))).toBe(true);
+    }
+    const rounds = files(path.join(straight, "preference_replay"));
+    expect(rounds).toEqual(["iteration_0001.json", "iteration_0002.json", "iteration_0003.json", "iteration_0004.json"]);
+    expect(files(path.join(killed, "preference_replay"))).toEqual(rounds);
+    for (const f of rounds) expect(readFileSync(path.join(killed, "preference_replay", f), "utf8")).toBe(readFileSync(path.join(straight, "preference_replay", f), "utf8"));
+    for (const f of files(path.join(straight, "reward_distributions"))) {
+      expect(readFileSync(path.join(killed, "reward_distributions", f), "utf8")).toBe(readFileSync(path.join(straight, "reward_distributions", f), "utf8"));
+    }
+    expect(readFileSync(path.join(killed, "metrics.jsonl"), "utf8")).toBe(readFileSync(path.join(straight, "metrics.jsonl"), "utf8"));
+    expect(bytes(path.join(killed, "checkpoints", "round_0004", "optimizer_1.safetensors")).equals(bytes(path.join(straight, "checkpoints", "round_0004", "optimizer_1.safetensors")))).toBe(true);
+  }, 300_000);
+});
