@@ -40,14 +40,24 @@ export interface CollectOptions {
   itemsPerBatch: number;
   /** Called after each batch of items with the number of items done. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Whether joint candidate j (its text per agent) can be used; invalid candidates (e.g. a joint
+   * completion that could not be split into roles) are counted and never form pairs.
+   */
+  isValid?: CandidateCheck | undefined;
 }
+
+/** Decides whether a joint candidate (one text per agent) is usable. */
+export type CandidateCheck = (texts: readonly string[], item: TaskItem) => boolean;
 
 export interface CollectResult {
   pairs: CollectedPair[];
-  /** Processed candidate rewards per item (all K joint candidates). */
+  /** Processed rewards of the valid joint candidates, per item. */
   candidateRewards: number[][];
   /** Items that produced at least one pair. */
   itemsWithPairs: number;
+  /** Joint candidates rejected by `isValid`. */
+  invalidCandidates: number;
 }
 
 /**
@@ -58,7 +68,7 @@ export interface CollectResult {
  */
 export async function collectPreferencePairs(o: CollectOptions): Promise<CollectResult> {
   const limit = pLimit(Math.max(1, o.rewardConcurrency));
-  const result: CollectResult = { pairs: [], candidateRewards: [], itemsWithPairs: 0 };
+  const result: CollectResult = { pairs: [], candidateRewards: [], itemsWithPairs: 0, invalidCandidates: 0 };
   for (let start = 0; start < o.items.length; start += o.itemsPerBatch) {
     const items = o.items.slice(start, start + o.itemsPerBatch);
     const prompts = items.map((item, k) => formatPrompts(o.formatters, item, start + k));
@@ -77,12 +87,16 @@ export async function collectPreferencePairs(o: CollectOptions): Promise<Collect
     );
     // Selection runs in item order after scoring, so the random stream is consumed identically
     // whatever order the oracle calls finished in.
-    items.forEach((_, k) => {
+    items.forEach((item, k) => {
       const { processed } = scored[k]!;
       const agents = samples[k]!;
-      const mean = processed.reduce((a, b) => a + b, 0) / processed.length;
-      result.candidateRewards.push(processed);
-      const chosen = selectPairs(processed, o.pairSelection, o.pairsPerSample, o.selectionRng);
+      // Invalid candidates drop out before selection; `valid` maps back to candidate indices.
+      const valid = processed.map((_, j) => j).filter((j) => o.isValid?.(agents.map((a) => a.texts[j]!), item) ?? true);
+      result.invalidCandidates += processed.length - valid.length;
+      const rewards = valid.map((j) => processed[j]!);
+      const mean = rewards.length === 0 ? 0 : rewards.reduce((a, b) => a + b, 0) / rewards.length;
+      result.candidateRewards.push(rewards);
+      const chosen = selectPairs(rewards, o.pairSelection, o.pairsPerSample, o.selectionRng).map(([w, l]) => [valid[w]!, valid[l]!] as const);
       if (chosen.length > 0) result.itemsWithPairs += 1;
       for (const [w, l] of chosen) {
         result.pairs.push({

@@ -1,6 +1,6 @@
 import type { RngStream } from "@pbrl/core-tensor";
 import pLimit from "p-limit";
-import type { CollectedPair } from "./collect.js";
+import type { CandidateCheck, CollectedPair } from "./collect.js";
 import { selectComparisons, type ComparisonSelectionMode } from "./comparison-selection.js";
 import { formatPrompts } from "./formatters.js";
 import type { CandidateSet, Comparator } from "./interfaces.js";
@@ -29,6 +29,8 @@ export interface CompareOptions {
   rewardConcurrency: number;
   itemsPerBatch: number;
   onProgress?: (done: number, total: number) => void;
+  /** Marks joint candidates of either side unusable (see CollectOptions.isValid). */
+  isValid?: CandidateCheck | undefined;
 }
 
 export interface CompareResult {
@@ -64,8 +66,11 @@ export async function collectComparisons(o: CompareOptions): Promise<CompareResu
     const score = (set: CandidateSet, k: number): Promise<ScoredCandidates> =>
       limit(() => scoreJointCandidates(o.rewardFunc, set.texts.map((t) => [...t]), { item: items[k]!, itemIndex: start + k, prompts: prompts[k]! }, o.rewardProcessor));
     const scored = await Promise.all(items.map(async (_, k) => ({ target: await score(target[k]!, k), comparator: await score(comparator[k]!, k) })));
-    items.forEach((_, k) => {
+    items.forEach((item, k) => {
       const sides = { target: target[k]!, comparator: comparator[k]! };
+      if (o.isValid !== undefined) {
+        for (const side of [sides.target, sides.comparator]) side.valid = side.valid.map((ok, j) => ok && o.isValid!(side.texts.map((t) => t[j]!), item));
+      }
       const rewards = scored[k]!;
       const processedValid: number[] = [];
       for (const side of ["target", "comparator"] as const) {

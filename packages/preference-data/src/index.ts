@@ -19,7 +19,7 @@ export type { PairRecord, RoundFile, PairsFile } from "./pair-record.js";
 export { PolicySampler } from "./sampler.js";
 export type { AgentSamples, CandidateSampler, Policy, GenerationSettings } from "./sampler.js";
 export { collectPreferencePairs } from "./collect.js";
-export type { AgentPairTokens, CollectedPair, CollectOptions, CollectResult } from "./collect.js";
+export type { AgentPairTokens, CollectedPair, CollectOptions, CollectResult, CandidateCheck } from "./collect.js";
 export type { CandidateSet, Comparator, CentralizedAdapter, ReplayIndexEntry, ReplayState, PairTokenizer, ReplayBuffer } from "./interfaces.js";
 export { CentralizedParseError } from "./interfaces.js";
 export { pairTokensFromRecord, candidateTokens, RetokenizeError } from "./retokenize.js";

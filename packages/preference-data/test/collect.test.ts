@@ -57,6 +57,15 @@ describe("collecting pairs", () => {
     expect(r.candidateRewards).toEqual([[1, 3, 2], [5, 5, 5], [0, 1, 0]]);
   });
 
+  it("never pairs invalid candidates, counts them, and averages rewards over the valid ones", async () => {
+    // item a: rewards [1, 3, 2] with candidate 1 invalid → only (2, 0) remains
+    const r = await collectPreferencePairs({ ...base, items: [items[0]!], sampler: new ScriptedSampler(), isValid: (texts) => !texts[0]!.endsWith(":1") });
+    expect(r.invalidCandidates).toBe(1);
+    expect(r.pairs.map((p) => [p.record.winner_completions[0], p.record.loser_completions[0]])).toEqual([["p0:0:2", "p0:0:0"]]);
+    expect(r.pairs[0]!.record.candidate_reward_mean).toBe(1.5);
+    expect(r.candidateRewards).toEqual([[1, 2]]);
+  });
+
   it("does not depend on the order async oracle calls finish in", async () => {
     const slowFirst = async (c: string[][], ctx: { item: Record<string, unknown>; itemIndex: number }) => {
       await new Promise((r) => setTimeout(r, ctx.itemIndex === 0 ? 30 : 1));

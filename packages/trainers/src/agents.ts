@@ -33,8 +33,18 @@ function asResolved(p: { model: CausalLM; tokenizer: Tokenizer | undefined; gene
  * own weights) or `agents` (one source per agent). Model objects need `tokenizer` (one shared,
  * or one per agent).
  */
-export async function resolveAgents(options: { agents?: readonly AgentSource[] | undefined; agentModel?: string | undefined; tokenizer?: Tokenizer | readonly Tokenizer[] | undefined; numAgents: number }): Promise<ResolvedAgent[]> {
+export async function resolveAgents(options: {
+  agents?: readonly AgentSource[] | undefined;
+  agentModel?: string | undefined;
+  tokenizer?: Tokenizer | readonly Tokenizer[] | undefined;
+  numAgents: number;
+  /** One actor writes every role (collaboration_mode="centralized"). */
+  centralized?: boolean;
+}): Promise<ResolvedAgent[]> {
   const { agents, agentModel, numAgents } = options;
+  if (options.centralized === true && agents !== undefined && agents.length !== 1) {
+    throw new AgentSourceError(`agents: got ${agents.length} agent sources, but collaboration_mode="centralized" trains exactly one actor model that writes every role; pass one source (or agentModel)`);
+  }
   if ((agents === undefined) === (agentModel === undefined)) throw new AgentSourceError("pass exactly one of `agentModel` (a checkpoint for every agent) or `agents` (one source per agent)");
   const tokenizerFor = (i: number): Tokenizer | undefined => {
     const t = options.tokenizer;

@@ -6,16 +6,14 @@ import {
   collectComparisons,
   pairTokensFromRecord,
   PolicySampler,
-  resolveFormatters,
   roundFileName,
-  type CentralizedAdapter,
   type Comparator,
-  type Formatter,
   type GenerationSettings,
   type ReplayBuffer,
 } from "@pbrl/preference-data";
 import { OnDiskReplayBuffer } from "@pbrl/replay";
 import { resolveAgents, type ResolvedAgent } from "./agents.js";
+import { taskSetup, type TaskSetup } from "./collaboration.js";
 import { buildComparator } from "./comparator-factory.js";
 import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
@@ -28,13 +26,12 @@ import { StopSignals } from "./stop-signals.js";
 import { loadTrainingCheckpoint, policiesAtStartOf, saveInitialPolicies, saveTrainingCheckpoint, type TrainingState } from "./training-checkpoint.js";
 
 export interface MADPOIterTrainerOptions extends Omit<MADPOTrainerOptions, "args"> {
+  // centralizedAdapter (from MADPOTrainerOptions) also builds and splits the centralized comparator's prompts
   args?: MADPOIterConfig | MADPOIterConfigInput;
   /** Replaces the comparator the config describes (any implementation of the interface). */
   comparator?: Comparator;
   /** Replaces the on-disk replay buffer the config describes. */
   replayBuffer?: ReplayBuffer;
-  /** Builds and splits joint prompts in centralized generation (default: the tagged adapter). */
-  centralizedAdapter?: CentralizedAdapter;
   /** [min, max] of raw rewards for the distribution histograms (default: reward_func.reward_range, else observed). */
   rewardRange?: [number, number];
   /** Finish the current round, checkpoint and stop on SIGINT/SIGTERM (default true). */
@@ -76,7 +73,7 @@ const mean = (xs: readonly number[]) => (xs.length === 0 ? null : xs.reduce((a, 
  */
 export class MADPOIterTrainer {
   readonly args: MADPOIterConfig;
-  private readonly formatters: Formatter[];
+  private readonly task: TaskSetup;
   private readonly log: (line: string) => void;
   private resolved: ResolvedAgent[] | undefined;
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
@@ -86,10 +83,9 @@ export class MADPOIterTrainer {
   constructor(private readonly options: MADPOIterTrainerOptions) {
     this.args = isBuilt(options.args) ? options.args : MADPOIterConfig(options.args ?? {});
     if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
-    if (this.args.collaboration_mode === "centralized") throw new Error('collaboration_mode="centralized" is not available yet in this version of pbrl; use "decentralized"');
     if (this.args.parallel_training === "mp") throw new Error('parallel_training="mp" is not available yet in this version of pbrl; use "none"');
     if (this.args.comparator_policy === "api" && options.comparator === undefined) throw new Error('comparator_policy="api" is not available yet in this version of pbrl');
-    this.formatters = resolveFormatters(options.formatters, this.args.num_agents);
+    this.task = taskSetup({ collaborationMode: this.args.collaboration_mode, numAgents: this.args.num_agents, formatters: options.formatters, rewardFunc: options.rewardFunc, adapter: options.centralizedAdapter, scoreLastToken: this.args.madpo_score_last_token });
     const verbose = this.args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
   }
@@ -98,7 +94,7 @@ export class MADPOIterTrainer {
     this.agentsPromise ??= (async () => {
       const backend = await useBackend(this.args.backend);
       if (this.args.verbose) this.log(`pbrl: ${backend.description}`);
-      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.args.num_agents });
+      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized" });
       this.resolved = agents;
       return agents;
     })();
@@ -150,7 +146,10 @@ export class MADPOIterTrainer {
       await saveInitialPolicies(ckptRoot, agents);
     }
 
-    this.comparator = this.options.comparator ?? (await buildComparator({ args: a, agents, rng: streams.get(STREAMS.comparator), generation: this.generationSettings(), adapter: this.options.centralizedAdapter, weightsAt: (round) => policiesAtStartOf(ckptRoot, round) }));
+    // One actor writing every role answers the joint prompt itself, so its comparator samples
+    // that prompt directly rather than splitting and re-joining roles.
+    const comparatorArgs = a.collaboration_mode === "centralized" ? { ...a, comparator_generation_mode: "decentralized" as const } : a;
+    this.comparator = this.options.comparator ?? (await buildComparator({ args: comparatorArgs, agents, rng: streams.get(STREAMS.comparator), generation: this.generationSettings(), adapter: this.options.centralizedAdapter, weightsAt: (round) => policiesAtStartOf(ckptRoot, round) }));
     const comparator = this.comparator;
     this.log(`pbrl: ${a.num_iterations} rounds against comparator ${comparator.description}, replay ${a.preference_replay_mode}`);
 
@@ -159,7 +158,7 @@ export class MADPOIterTrainer {
     const runEval = async (): Promise<EvalResult | undefined> => {
       const items = (this.options.evalDataset ?? []).slice(0, a.eval_num_samples);
       if (items.length === 0) return undefined;
-      const r = await evaluatePolicies({ policies: agents, items, formatters: this.formatters, rewardFunc: this.options.rewardFunc, rewardProcessor: this.options.rewardProcessor, settings: this.generationSettings(), rng: evalRng, concurrency: a.reward_concurrency });
+      const r = await evaluatePolicies({ policies: agents, items, formatters: this.task.formatters, rewardFunc: this.task.rewardFunc, rewardProcessor: this.options.rewardProcessor, settings: this.generationSettings(), rng: evalRng, concurrency: a.reward_concurrency });
       metrics.write({ kind: "eval", step: counters.envStep, update: counters.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
       this.log(`pbrl: eval after ${counters.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);
       return r;
@@ -179,11 +178,12 @@ export class MADPOIterTrainer {
         try {
           collected = await collectComparisons({
             items: this.options.trainDataset,
-            formatters: this.formatters,
+            formatters: this.task.formatters,
             sampler: new PolicySampler(agents, this.generationSettings(), streams.get(STREAMS.policy)),
+            isValid: this.task.isValid,
             agents: tokenizing,
             comparator,
-            rewardFunc: this.options.rewardFunc,
+            rewardFunc: this.task.rewardFunc,
             rewardProcessor: this.options.rewardProcessor,
             numCandidates: a.preference_num_candidates,
             comparatorNumCandidates: a.comparator_num_candidates ?? a.preference_num_candidates,
@@ -236,7 +236,7 @@ export class MADPOIterTrainer {
           this.log(`pbrl: round ${round}: no preference pairs to train on (this round produced ${summary.pairs}); the policies are unchanged this round`);
         } else {
           await runMadpoEpochs(train, {
-            args: a,
+            args: { ...a, madpo_score_last_token: this.task.scoreLastToken },
             agents: agents.map((ag, i) => ({ model: ag.model, optimizer: this.optimizers[i]!, padTokenId: ag.padTokenId })),
             counters,
             shuffleRng: streams.get(STREAMS.shuffle),

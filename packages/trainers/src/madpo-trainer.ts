@@ -5,8 +5,8 @@ import { savePretrained, type Tokenizer } from "@pbrl/models";
 import {
   collectPreferencePairs,
   PolicySampler,
-  resolveFormatters,
   writePairsFile,
+  type CentralizedAdapter,
   type Formatter,
   type GenerationSettings,
   type RewardFunc,
@@ -14,6 +14,7 @@ import {
   type TaskItem,
 } from "@pbrl/preference-data";
 import { resolveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
+import { taskSetup, type TaskSetup } from "./collaboration.js";
 import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
 import { runMadpoEpochs, type TrainingCounters } from "./madpo-epochs.js";
@@ -31,9 +32,11 @@ export interface MADPOTrainerOptions {
   evalDataset?: readonly TaskItem[];
   rewardFunc: RewardFunc;
   rewardProcessor?: RewardProcessor;
-  /** One formatter per agent, or one shared; default: the item's `prompt` field. */
+  /** One formatter per agent (per role when centralized), or one shared; default: the item's `prompt` field. */
   formatters?: Formatter | readonly Formatter[];
   args?: MADPOConfig | MADPOConfigInput;
+  /** collaboration_mode="centralized": builds the joint prompt and splits the joint completion (default: the tagged adapter). */
+  centralizedAdapter?: CentralizedAdapter;
   /** Where progress lines go when verbose (default: stderr). */
   log?: (line: string) => void;
 }
@@ -59,7 +62,7 @@ const STREAMS = { policy: "policy_sampling", eval: "eval_sampling", pairs: "pair
  */
 export class MADPOTrainer {
   readonly args: MADPOConfig;
-  private readonly formatters: Formatter[];
+  private readonly task: TaskSetup;
   private readonly log: (line: string) => void;
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private resolved: ResolvedAgent[] | undefined;
@@ -69,9 +72,8 @@ export class MADPOTrainer {
   constructor(private readonly options: MADPOTrainerOptions) {
     this.args = isBuilt(options.args) ? options.args : MADPOConfig(options.args ?? {});
     if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
-    if (this.args.collaboration_mode === "centralized") throw new Error('collaboration_mode="centralized" is not available yet in this version of pbrl; use "decentralized"');
     if (this.args.parallel_training === "mp") throw new Error('parallel_training="mp" is not available yet in this version of pbrl; use "none"');
-    this.formatters = resolveFormatters(options.formatters, this.args.num_agents);
+    this.task = taskSetup({ collaborationMode: this.args.collaboration_mode, numAgents: this.args.num_agents, formatters: options.formatters, rewardFunc: options.rewardFunc, adapter: options.centralizedAdapter, scoreLastToken: this.args.madpo_score_last_token });
     const verbose = this.args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
   }
@@ -82,7 +84,7 @@ export class MADPOTrainer {
       this.backend = await useBackend(this.args.backend);
       if (this.args.verbose) this.log(`pbrl: ${this.backend.description}`);
       if (this.args.reference_kl_enabled) this.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
-      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.args.num_agents });
+      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized" });
       this.resolved = agents;
       return agents;
     })();
@@ -101,8 +103,8 @@ export class MADPOTrainer {
     return evaluatePolicies({
       policies: await this.agents(),
       items,
-      formatters: this.formatters,
-      rewardFunc: this.options.rewardFunc,
+      formatters: this.task.formatters,
+      rewardFunc: this.task.rewardFunc,
       rewardProcessor: this.options.rewardProcessor,
       settings: this.generationSettings(),
       rng,
@@ -125,9 +127,10 @@ export class MADPOTrainer {
     const collectBar = new ProgressBar("MADPO preference rollout", items.length, progressOn);
     const collected = await collectPreferencePairs({
       items,
-      formatters: this.formatters,
+      formatters: this.task.formatters,
       sampler: new PolicySampler(agents, this.generationSettings(), streams.get(STREAMS.policy)),
-      rewardFunc: this.options.rewardFunc,
+      rewardFunc: this.task.rewardFunc,
+      isValid: this.task.isValid,
       rewardProcessor: this.options.rewardProcessor,
       numCandidates: a.preference_num_candidates,
       pairSelection: a.pair_selection,
@@ -147,6 +150,7 @@ export class MADPOTrainer {
       "preference/num_pairs": pairs.length,
       "preference/items_with_pairs": collected.itemsWithPairs,
       "preference/items": items.length,
+      "preference/invalid_candidates": collected.invalidCandidates,
       "preference/candidate_reward_mean": allRewards.length ? allRewards.reduce((s, x) => s + x, 0) / allRewards.length : 0,
     });
     this.log(`pbrl: collected ${pairs.length} preference pairs from ${collected.itemsWithPairs} of ${items.length} items`);
@@ -169,7 +173,7 @@ export class MADPOTrainer {
       return r;
     };
     await runMadpoEpochs(pairs, {
-      args: a,
+      args: { ...a, madpo_score_last_token: this.task.scoreLastToken },
       agents: agents.map((ag, i) => ({ model: ag.model, optimizer: this.optimizers[i]!, padTokenId: ag.padTokenId })),
       counters,
       shuffleRng: streams.get(STREAMS.shuffle),

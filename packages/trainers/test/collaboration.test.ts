@@ -1,0 +1,101 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { CentralizedParseError, type CentralizedAdapter, type TaskItem } from "@pbrl/preference-data";
+import { MADPOIterTrainer, MADPOTrainer } from "../src/index.js";
+import { taskSetup } from "../src/collaboration.js";
+
+const TINY = path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama");
+const items: TaskItem[] = ["cats", "rivers", "snow", "bread"].map((topic, i) => ({ id: `t${i}`, topic }));
+const roles = [(x: TaskItem) => `Left about ${String(x["topic"])}:`, (x: TaskItem) => `Right about ${String(x["topic"])}:`];
+
+/** Splits a joint completion into two halves; completions containing "q" are unparseable. */
+const halves: CentralizedAdapter = {
+  buildPrompt: (_item, prompts) => `JOINT ${prompts.join(" | ")}`,
+  parseCompletion: (text) => {
+    if (text.includes("q")) throw new CentralizedParseError("no sections");
+    const mid = Math.floor(text.length / 2);
+    return [text.slice(0, mid), text.slice(mid)];
+  },
+};
+
+describe("centralized collaboration: one actor writes every role", () => {
+  it("builds the joint prompt, splits for the reward with the role prompts, flags unparseable completions", async () => {
+    const seen: { roles: string[][]; prompts: readonly string[] }[] = [];
+    const t = taskSetup({
+      collaborationMode: "centralized",
+      numAgents: 2,
+      formatters: roles,
+      rewardFunc: (c, ctx) => {
+        seen.push({ roles: c, prompts: ctx.prompts });
+        return c[0]!.map((a, j) => a.length + 2 * c[1]![j]!.length);
+      },
+      adapter: undefined,
+      scoreLastToken: false,
+    });
+    expect(t.actors).toBe(1);
+    expect(t.scoreLastToken).toBe(true);
+    const prompt = t.formatters[0]!(items[0]!);
+    expect(prompt).toContain("Agent 0 original prompt:\nLeft about cats:");
+    expect(prompt).toContain("<agent_1>");
+    const joint = ["<agent_0>ab</agent_0>\n<agent_1>xyz</agent_1>", "no tags at all"];
+    const rewards = await t.rewardFunc([joint], { item: items[0]!, itemIndex: 0, prompts: [prompt] });
+    expect(seen[0]).toEqual({ roles: [["ab", ""], ["xyz", ""]], prompts: ["Left about cats:", "Right about cats:"] });
+    expect(rewards).toEqual([2 + 6, 0]);
+    expect(t.isValid!([joint[0]!], items[0]!)).toBe(true);
+    expect(t.isValid!([joint[1]!], items[0]!)).toBe(false);
+    const plain = taskSetup({ collaborationMode: "decentralized", numAgents: 2, formatters: roles, rewardFunc: () => [], adapter: undefined, scoreLastToken: false });
+    expect(plain).toMatchObject({ actors: 2, isValid: undefined, scoreLastToken: false });
+  });
+
+  const args = (over: Record<string, unknown> = {}) => ({
+    collaboration_mode: "centralized" as const,
+    num_agents: 2,
+    preference_num_candidates: 6,
+    max_new_tokens: 8,
+    temperature: 1.2,
+    top_p: 1,
+    num_train_epochs: 1,
+    agent_learning_rate: 1e-3,
+    eval_interval: 2,
+    eval_num_samples: 2,
+    verbose: false,
+    output_dir: mkdtempSync(path.join(tmpdir(), "pbrl-collab-")),
+    ...over,
+  });
+  const reward = (c: string[][]) => c[0]!.map((l, j) => (l + c[1]![j]!).split("e").length);
+
+  it("MADPOTrainer trains the single actor on joint texts and never pairs an unparseable one", async () => {
+    const t = new MADPOTrainer({ agentModel: TINY, trainDataset: items, evalDataset: items, formatters: roles, rewardFunc: reward, centralizedAdapter: halves, args: args() });
+    const [actor] = await t.agents();
+    expect(await t.agents()).toHaveLength(1);
+    const before = actor!.model.hostWeights().get("model.norm.weight")!.data.slice();
+    const r = await t.train();
+    expect(r.trained).toBe(true);
+    expect(Array.from(actor!.model.hostWeights().get("model.norm.weight")!.data)).not.toEqual(Array.from(before));
+    const pairs = JSON.parse(readFileSync(path.join(r.outputDir, "preference_pairs.json"), "utf8")) as { pairs: { prompts: string[]; winner_completions: string[]; loser_completions: string[] }[] };
+    for (const p of pairs.pairs) {
+      expect(p.prompts).toHaveLength(1);
+      expect(p.prompts[0]).toMatch(/^JOINT Left about .* \| Right about .*:$/);
+      expect(p.winner_completions[0]!.includes("q") || p.loser_completions[0]!.includes("q")).toBe(false);
+    }
+    const collect = readFileSync(path.join(r.outputDir, "metrics.jsonl"), "utf8").split("\n")[0]!;
+    expect(JSON.parse(collect)["preference/invalid_candidates"]).toBeGreaterThan(0);
+    t.dispose();
+  });
+
+  it("MADPOIterTrainer: the comparator answers the joint prompt too", async () => {
+    const t = new MADPOIterTrainer({ agentModel: TINY, trainDataset: items, formatters: roles, rewardFunc: reward, centralizedAdapter: halves, args: { ...args(), num_iterations: 2, preference_num_candidates: 4 } });
+    const r = await t.train();
+    expect(r.rounds).toHaveLength(2);
+    const round = JSON.parse(readFileSync(path.join(r.outputDir, "preference_replay", "iteration_0001.json"), "utf8")) as { pairs: { prompts: string[] }[] };
+    for (const p of round.pairs) expect(p.prompts[0]).toMatch(/^JOINT /);
+    t.dispose();
+  });
+
+  it("rejects more than one actor source", async () => {
+    const t = new MADPOTrainer({ agents: [TINY, TINY], trainDataset: items, formatters: roles, rewardFunc: reward, args: args() });
+    await expect(t.agents()).rejects.toThrow(/got 2 agent sources, but collaboration_mode="centralized" trains exactly one actor model/);
+  });
+});
