@@ -6,12 +6,25 @@
 import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
-import { ConfigError, closestName, MADPO_FIELDS, MADPOConfig, type Formatter, type MADPOConfigInput, type RewardFunc, type RewardProcessor, type TaskItem } from "@pbrl/trainers";
+import {
+  ConfigError,
+  closestName,
+  MADPO_FIELDS,
+  MADPO_ITER_FIELDS,
+  MADPOConfig,
+  MADPOIterConfig,
+  type Formatter,
+  type MADPOConfigInput,
+  type MADPOIterConfigInput,
+  type RewardFunc,
+  type RewardProcessor,
+  type TaskItem,
+} from "@pbrl/trainers";
 import YAML from "yaml";
 import { BUILTIN_TASKS } from "./builtins.js";
 import { UsageError } from "./io.js";
 
-export const TRAINERS = ["madpo"] as const;
+export const TRAINERS = ["madpo", "madpo_iter"] as const;
 export type TrainerName = (typeof TRAINERS)[number];
 
 /** Keys of a run file besides the trainer's config fields. */
@@ -79,7 +92,7 @@ export function readRunFile(file: string | undefined, overrides: readonly string
 
 /** Splits a run file into the trainer's config fields and the run keys; unknown keys are errors. */
 export function splitRunFile(values: Record<string, unknown>, trainer: TrainerName): { config: Record<string, unknown>; run: Record<string, unknown> } {
-  const fields = Object.keys(MADPO_FIELDS);
+  const fields = Object.keys(trainer === "madpo" ? MADPO_FIELDS : MADPO_ITER_FIELDS);
   const config: Record<string, unknown> = {};
   const run: Record<string, unknown> = {};
   const unknown: string[] = [];
@@ -103,10 +116,14 @@ export function trainerName(value: unknown): TrainerName {
   return name as TrainerName;
 }
 
-export function buildTrainerConfig(trainer: TrainerName, config: Record<string, unknown>): ReturnType<typeof MADPOConfig> {
+export type TrainerConfig = { trainer: "madpo"; args: MADPOConfig } | { trainer: "madpo_iter"; args: MADPOIterConfig };
+
+export function buildTrainerConfig(trainer: TrainerName, config: Record<string, unknown>): TrainerConfig {
   switch (trainer) {
     case "madpo":
-      return MADPOConfig(config as MADPOConfigInput);
+      return { trainer, args: MADPOConfig(config as MADPOConfigInput) };
+    case "madpo_iter":
+      return { trainer, args: MADPOIterConfig(config as MADPOIterConfigInput) };
   }
 }
 

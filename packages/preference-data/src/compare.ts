@@ -84,10 +84,11 @@ export async function collectComparisons(o: CompareOptions): Promise<CompareResu
         });
       }
       const mean = processedValid.length === 0 ? 0 : processedValid.reduce((a, b) => a + b, 0) / processedValid.length;
-      const chosen = selectComparisons(rewards.target.processed, rewards.comparator.processed, { target: sides.target.valid, comparator: sides.comparator.valid }, o.pairSelection, o.pairsPerSample, o.selectionRng);
+      const valid = { target: sides.target.valid, comparator: sides.comparator.valid };
+      for (const c of selectComparisons(rewards.target.processed, rewards.comparator.processed, valid, "all", null)) result.wins[c.winner] += 1;
+      const chosen = selectComparisons(rewards.target.processed, rewards.comparator.processed, valid, o.pairSelection, o.pairsPerSample, o.selectionRng);
       if (chosen.length > 0) result.itemsWithPairs += 1;
       for (const c of chosen) {
-        result.wins[c.winner] += 1;
         const w = c.winner;
         const l = w === "target" ? "comparator" : "target";
         const j = c.index;

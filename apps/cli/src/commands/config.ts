@@ -4,7 +4,7 @@ import { buildTrainerConfig, readRunFile, splitRunFile, trainerName } from "../r
 
 export const CONFIG_HELP = `pbrl config validate TRAINER [FILE] [key=value …]
 
-Validates a configuration for TRAINER (madpo) from an optional YAML/JSON FILE plus key=value
+Validates a configuration for TRAINER (madpo or madpo_iter) from an optional YAML/JSON FILE plus key=value
 overrides, and prints the normalized config as JSON with every default filled in — or every
 problem at once (exit code 2).
 `;
@@ -19,7 +19,7 @@ export async function configCommand(argv: string[], io: CliIO): Promise<number> 
   try {
     const file = readRunFile(files[0], overrides);
     const { config, run } = splitRunFile(file.values, trainer);
-    const args = buildTrainerConfig(trainer, config);
+    const { args } = buildTrainerConfig(trainer, config);
     io.out(JSON.stringify({ trainer, ...run, ...args }, null, 2) + "\n");
     return 0;
   } catch (err) {

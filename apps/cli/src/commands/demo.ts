@@ -1,23 +1,28 @@
 import * as path from "node:path";
-import { MADPOConfig, type EvalResult, type MADPOConfigInput } from "@pbrl/trainers";
+import { MADPOIterConfig, type EvalResult, type MADPOIterConfigInput } from "@pbrl/trainers";
 import { BUILTIN_TASKS } from "../builtins.js";
 import type { CliIO } from "../io.js";
 import { readRunFile, splitRunFile } from "../run-config.js";
 import { ASSETS_DIR } from "../tasks/summary-expansion.js";
-import { evalLine, runMadpo } from "./run-trainer.js";
+import { evalLine, runTrainer } from "./run-trainer.js";
 
 export const DEMO_MODEL_DIR = path.join(ASSETS_DIR, "demo-model");
 
 /**
- * The demo's settings: the embedded task, sized to finish within minutes on two CPU cores.
- * Any of them can be overridden with key=value.
+ * The demo's settings: iterative MADPO on the embedded task, sized to finish within minutes on
+ * two CPU cores. Any MADPOIterConfig field can be overridden with key=value.
  */
-export const DEMO_DEFAULTS: MADPOConfigInput = {
+export const DEMO_DEFAULTS: MADPOIterConfigInput = {
   output_dir: "pbrl-demo",
   seed: 0,
-  preference_num_candidates: 16,
-  preference_pairs_per_sample: 8,
-  pair_selection: "reward_gap",
+  num_iterations: 3,
+  comparator_policy: "history",
+  comparator_history_k: 1,
+  preference_replay_mode: "lambda_decay",
+  preference_replay_lambda: 0.5,
+  preference_num_candidates: 8,
+  preference_pairs_per_sample: 4,
+  pair_selection: "comparator_reward",
   max_new_tokens: 32,
   temperature: 1.0,
   top_p: 1.0,
@@ -34,12 +39,15 @@ export const DEMO_DEFAULTS: MADPOConfigInput = {
 
 export const DEMO_HELP = `pbrl demo [key=value …]
 
-Trains two agents with MADPO on the embedded task: from the same small pretrained Llama, agent 0
-learns to write a short faithful summary of a text and agent 1 a longer faithful expansion of
-it, rewarded jointly (scores, length ratio, faithfulness). Prints the eval reward before and
-after training with example outputs. Defaults: ${Object.entries(DEMO_DEFAULTS)
+Trains two agents with iterative MADPO on the embedded task: from the same small pretrained
+Llama, agent 0 learns to write a short faithful summary of a text and agent 1 a longer faithful
+expansion of it, rewarded jointly (faithfulness, coverage, brevity, length ratio). Each round
+the agents answer every text, a comparator (the weights of the previous round's start) answers
+too, comparisons with a clear winner become preference pairs, a λ-decay replay buffer mixes
+them with earlier rounds', and MADPO trains both agents. Prints the eval reward before and after
+training with example outputs. Defaults: ${Object.entries(DEMO_DEFAULTS)
   .map(([k, v]) => `${k}=${v === null ? "null" : String(v)}`)
-  .join(" ")}; any MADPOConfig field can be overridden, e.g. pbrl demo seed=1 num_train_epochs=3.
+  .join(" ")}; any MADPOIterConfig field can be overridden, e.g. pbrl demo seed=1 num_iterations=4.
 `;
 
 function examples(r: EvalResult | undefined, n: number): string {
@@ -52,23 +60,23 @@ function examples(r: EvalResult | undefined, n: number): string {
 
 export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const file = readRunFile(undefined, argv);
-  const { config } = splitRunFile(file.values, "madpo");
-  const args = MADPOConfig({ ...DEMO_DEFAULTS, ...config } as MADPOConfigInput);
+  const { config } = splitRunFile(file.values, "madpo_iter");
+  const args = MADPOIterConfig({ ...DEMO_DEFAULTS, ...config } as MADPOIterConfigInput);
   const task = BUILTIN_TASKS["summary_expansion"]!;
   const data = task.load();
   const started = Date.now();
-  io.err(`pbrl demo: MADPO, 2 agents from ${DEMO_MODEL_DIR}, ${data.train.length} training texts, ${args.eval_num_samples} eval texts, seed ${args.seed}\n`);
-  const { result, trainer } = await runMadpo(
+  io.err(`pbrl demo: iterative MADPO, 2 agents from ${DEMO_MODEL_DIR}, ${data.train.length} training texts, ${args.eval_num_samples} eval texts, ${args.num_iterations} rounds, seed ${args.seed}\n`);
+  const outcome = await runTrainer(
     { agentModel: DEMO_MODEL_DIR, trainDataset: data.train, evalDataset: data.eval, rewardFunc: task.rewardFunc, formatters: task.formatters },
-    args,
+    { trainer: "madpo_iter", args },
     io,
   );
   const minutes = ((Date.now() - started) / 60000).toFixed(1);
-  io.out(`\n${evalLine("eval reward before", result.evalBefore)}\n${evalLine("eval reward after ", result.evalAfter)}\n`);
-  if (result.evalBefore !== undefined && result.evalAfter !== undefined) {
-    io.out(`\nexamples before training:\n${examples(result.evalBefore, 2)}\n\nexamples after training:\n${examples(result.evalAfter, 2)}\n`);
+  io.out(`\n${evalLine("eval reward before", outcome.evalBefore)}\n${evalLine("eval reward after ", outcome.evalAfter)}\n`);
+  if (outcome.evalBefore !== undefined && outcome.evalAfter !== undefined) {
+    io.out(`\nexamples before training:\n${examples(outcome.evalBefore, 2)}\n\nexamples after training:\n${examples(outcome.evalAfter, 2)}\n`);
   }
-  io.out(`\n${result.numPairs} preference pairs, ${result.updates} updates in ${minutes} min; metrics, pairs and trained agents in ${result.outputDir}\n`);
-  trainer.dispose();
+  io.out(`\n${outcome.summary} in ${minutes} min; metrics, round files, checkpoints and trained agents in ${outcome.outputDir}\n`);
+  outcome.dispose();
   return 0;
 }

@@ -1,10 +1,20 @@
-import { MADPOTrainer, type EvalResult, type MADPOConfig, type TrainResult } from "@pbrl/trainers";
+import { MADPOIterTrainer, MADPOTrainer, type EvalResult, type MADPOTrainerOptions } from "@pbrl/trainers";
 import type { CliIO } from "../io.js";
-import type { ResolvedRun } from "../run-config.js";
+import type { ResolvedRun, TrainerConfig } from "../run-config.js";
 
-/** Trains with the resolved run and prints the outcome. */
-export async function runMadpo(run: ResolvedRun, args: MADPOConfig, io: CliIO): Promise<{ result: TrainResult; trainer: MADPOTrainer }> {
-  const trainer = new MADPOTrainer({
+/** What the commands print about a finished run, whichever trainer ran it. */
+export interface RunOutcome {
+  evalBefore: EvalResult | undefined;
+  evalAfter: EvalResult | undefined;
+  updates: number;
+  outputDir: string;
+  summary: string;
+  dispose: () => void;
+}
+
+/** Trains with the resolved run and the trainer the config names. */
+export async function runTrainer(run: ResolvedRun, cfg: TrainerConfig, io: CliIO): Promise<RunOutcome> {
+  const common: Omit<MADPOTrainerOptions, "args"> = {
     ...(run.agentModel !== undefined ? { agentModel: run.agentModel } : {}),
     ...(run.agents !== undefined ? { agents: run.agents } : {}),
     trainDataset: run.trainDataset,
@@ -12,11 +22,18 @@ export async function runMadpo(run: ResolvedRun, args: MADPOConfig, io: CliIO): 
     rewardFunc: run.rewardFunc,
     ...(run.rewardProcessor !== undefined ? { rewardProcessor: run.rewardProcessor } : {}),
     ...(run.formatters !== undefined ? { formatters: run.formatters } : {}),
-    args,
-    log: (line) => args.verbose && io.err(`${line}\n`),
-  });
-  const result = await trainer.train();
-  return { result, trainer };
+    log: (line) => cfg.args.verbose && io.err(`${line}\n`),
+  };
+  if (cfg.trainer === "madpo") {
+    const t = new MADPOTrainer({ ...common, args: cfg.args });
+    const r = await t.train();
+    return { evalBefore: r.evalBefore, evalAfter: r.evalAfter, updates: r.updates, outputDir: r.outputDir, summary: `${r.numPairs} preference pairs, ${r.updates} updates`, dispose: () => t.dispose() };
+  }
+  const t = new MADPOIterTrainer({ ...common, args: cfg.args });
+  const r = await t.train();
+  const pairs = r.rounds.reduce((s, x) => s + x.pairs, 0);
+  const summary = r.stopped ? `stopped after round ${r.rounds.at(-1)?.round ?? "?"} (resume with resume_from_checkpoint=true)` : `${r.rounds.length} rounds, ${pairs} new preference pairs, ${r.updates} updates`;
+  return { evalBefore: r.evalBefore, evalAfter: r.evalAfter, updates: r.updates, outputDir: r.outputDir, summary, dispose: () => t.dispose() };
 }
 
 export function evalLine(label: string, r: EvalResult | undefined): string {

@@ -1,12 +1,12 @@
 import { parseFlags } from "../args.js";
 import { UsageError, type CliIO } from "../io.js";
 import { buildTrainerConfig, readRunFile, resolveRun, splitRunFile, trainerName } from "../run-config.js";
-import { evalLine, runMadpo } from "./run-trainer.js";
+import { evalLine, runTrainer } from "./run-trainer.js";
 
 export const TRAIN_HELP = `pbrl train --config FILE.yaml [key=value …]
 
 Trains with a run file (YAML or JSON) whose keys are:
-  trainer          madpo
+  trainer          madpo (collect once, then train) or madpo_iter (rounds against a comparator)
   agent_model      one checkpoint folder or hub id for every agent, or
   agents           a list with one per agent
   train_dataset    JSONL or JSON file of task items (objects)
@@ -16,8 +16,8 @@ Trains with a run file (YAML or JSON) whose keys are:
   reward_func      a built-in name (summary_expansion) or a .mjs module exporting \`reward_func\`
                    (and optionally \`reward_processor\`)
   reward_processor a .mjs module exporting \`reward_processor\`
-and any field of the trainer's config (MADPOConfig: num_train_epochs, dpo_beta, seed,
-output_dir, …). key=value arguments override the file, e.g. num_train_epochs=3 top_k=null.
+and any field of the trainer's config (MADPOConfig or MADPOIterConfig: num_train_epochs, dpo_beta,
+seed, output_dir, num_iterations, comparator_policy, preference_replay_mode, …). key=value arguments override the file, e.g. num_train_epochs=3 top_k=null.
 Relative paths in the file are resolved against the file's folder, relative paths in key=value
 arguments against the current directory.
 `;
@@ -30,11 +30,11 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
   const file = readRunFile(values.config, overrides);
   const trainer = trainerName(file.values["trainer"] ?? "madpo");
   const { config, run } = splitRunFile(file.values, trainer);
-  const args = buildTrainerConfig(trainer, config);
+  const cfg = buildTrainerConfig(trainer, config);
   const resolved = await resolveRun(run);
-  const { result, trainer: t } = await runMadpo(resolved, args, io);
-  io.out(`${evalLine("eval reward before", result.evalBefore)}\n${evalLine("eval reward after ", result.evalAfter)}\n`);
-  io.out(`${result.numPairs} pairs, ${result.updates} updates; outputs in ${result.outputDir}\n`);
-  t.dispose();
+  const outcome = await runTrainer(resolved, cfg, io);
+  io.out(`${evalLine("eval reward before", outcome.evalBefore)}\n${evalLine("eval reward after ", outcome.evalAfter)}\n`);
+  io.out(`${outcome.summary}; outputs in ${outcome.outputDir}\n`);
+  outcome.dispose();
   return 0;
 }
