@@ -1,17 +1,11 @@
 // `pbrl bench`: every metric is measured, no tensor leaks, clear usage errors.
-import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
-import * as path from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { computeRatios, formatTable, type BenchReport } from "../src/bench/report.js";
 import { PBRL_METRICS, RATE_METRICS, workloadsFor } from "../src/bench/workloads.js";
 import { runCli } from "./capture.js";
+import { compileCli, packagesBuilt, run } from "./compiled-cli.js";
 
 type Json = Record<string, unknown>;
-
-const run = (file: string, args: string[]) => promisify(execFile)(file, args, { maxBuffer: 1 << 24 });
 
 function expectMeasured(r: Json): void {
   for (const m of PBRL_METRICS) {
@@ -84,23 +78,11 @@ describe("pbrl bench", () => {
     expect(table).toMatch(/peak RSS MB +100 +400 +0\.250/);
   });
 
-  // The child-process path needs compiled JavaScript (node cannot run the TypeScript sources, and
-  // dist/ may be older than them): the CLI's sources are compiled with tsc into a private folder
-  // under node_modules/.cache and run from there. It needs the workspace packages built
-  // (packages/*/dist, which `pnpm test` builds first); without them the test is skipped.
-  const built = ["models", "core-tensor"].every((p) => existsSync(path.resolve(import.meta.dirname, `../../../packages/${p}/dist/index.js`)));
-  it.skipIf(!built)("runs each backend in its own child process from compiled JS, and reports a missing Python as skipped", async () => {
-    const cli = path.resolve(import.meta.dirname, "..");
-    const cache = path.join(cli, "node_modules", ".cache");
-    mkdirSync(cache, { recursive: true });
-    const out = mkdtempSync(path.join(cache, "pbrl-bench-test-"));
+  // Each backend in its own process needs the CLI as compiled JavaScript (see compiled-cli.ts).
+  it.skipIf(!packagesBuilt)("runs each backend in its own child process from compiled JS, and reports a missing Python as skipped", async () => {
+    const { main, cleanup } = await compileCli();
     try {
-      const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
-      // tsc emits even when some other file of the CLI has a type error (the typecheck task reports
-      // those); what matters here is that the JavaScript exists.
-      const compiled = await run(process.execPath, [tsc, "-p", path.join(cli, "tsconfig.build.json"), "--outDir", out, "--declaration", "false", "--declarationMap", "false", "--sourceMap", "false"]).catch((e: { stdout?: string }) => e);
-      expect(existsSync(path.join(out, "main.js")) && existsSync(path.join(out, "commands", "bench.js")), String(compiled.stdout)).toBe(true);
-      const { stdout } = await run(process.execPath, [path.join(out, "main.js"), "bench", "--preset", "tiny", "--backends", "wasm,cpu", "--json", "--steps", "1", "--python", "/nonexistent/python"]);
+      const { stdout } = await run(process.execPath, [main, "bench", "--preset", "tiny", "--backends", "wasm,cpu", "--json", "--steps", "1", "--python", "/nonexistent/python"]);
       const report = JSON.parse(stdout) as { results: Record<string, Json>; workloads: Record<string, Json> };
       const { pbrl_wasm: wasm, pbrl_cpu: cpu, pytorch } = report.results;
       for (const r of [wasm!, cpu!]) {
@@ -112,7 +94,7 @@ describe("pbrl bench", () => {
       expect(report.workloads["pbrl_cpu"]).toMatchObject({ train_batch: 8, train_seq_len: 128, train_steps: 1, gen_new_tokens: 16 });
       expect(pytorch!["skipped"]).toMatch(/\/nonexistent\/python: not found \(from --python\)/);
     } finally {
-      rmSync(out, { recursive: true, force: true });
+      cleanup();
     }
   });
 });
