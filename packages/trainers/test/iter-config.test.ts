@@ -107,3 +107,34 @@ describe("MADPOIterConfig", () => {
     expect(problems({ resume_from_checkpoint: true })).toEqual([]);
   });
 });
+
+describe("API comparator fields", () => {
+  it("normalises the format aliases and keeps the defaults of the native formats' key variables for the comparator", () => {
+    const c = MADPOIterConfig({ comparator_policy: "api", comparator_api_url: "https://api.anthropic.com/v1/messages", comparator_api_format: "Messages", comparator_api_model: "claude-sonnet-4-20250514", comparator_api_key_env: "ANTHROPIC_API_KEY" });
+    expect(c).toMatchObject({ comparator_api_format: "anthropic", comparator_api_timeout: 120, comparator_api_key_header: "Authorization", comparator_api_key_prefix: "Bearer", comparator_api_response_field: "completions", comparator_api_max_concurrency: 4, comparator_api_max_retries: 5, comparator_api_allow_partial: false });
+    expect(MADPOIterConfig({ comparator_policy: "api", comparator_api_url: "u", comparator_api_format: "codex" }).comparator_api_format).toBe("openai_responses");
+    expect(MADPOIterConfig({ comparator_policy: "api", comparator_api_url: "u", comparator_api_format: "chat" }).comparator_api_format).toBe("openai");
+  });
+
+  it.each<[Record<string, unknown>, RegExp]>([
+    [{ comparator_policy: "api", comparator_api_url: "u", comparator_api_format: "grpc" }, /^comparator_api_format: got "grpc"; expected one of "generic", "openai", "anthropic", "openai_responses", "openai_chat", "chat"/],
+    [{ comparator_policy: "api", comparator_api_url: "u", comparator_api_timeout: 0 }, /^comparator_api_timeout: got 0; expected a finite number > 0$/],
+    [{ comparator_policy: "api", comparator_api_url: "u", comparator_api_max_concurrency: 0 }, /^comparator_api_max_concurrency: got 0/],
+    [{ comparator_policy: "api", comparator_api_url: "u", comparator_api_max_retries: -1 }, /^comparator_api_max_retries: got -1; expected an integer ≥ 0$/],
+    [{ comparator_policy: "api", comparator_api_url: "u", comparator_api_max_n_per_request: 0 }, /^comparator_api_max_n_per_request: got 0/],
+    [{ comparator_policy: "api", comparator_api_url: "u", comparator_api_headers: { "x-a": 1 } }, /^comparator_api_headers: got \{"x-a":1\}; expected null, or a mapping of header names to string values$/],
+    [{ comparator_policy: "api", comparator_api_url: "u", comparator_api_extra_body: [1] }, /^comparator_api_extra_body: got \[1\]; expected null, or a JSON object/],
+    [{ comparator_api_model: "gpt-5" }, /^comparator_api_model: is only valid with comparator_policy="api" \(got comparator_policy="current"\)$/],
+    [{ comparator_policy: "history", comparator_api_url: "https://x" }, /^comparator_api_url: is only valid with comparator_policy="api"/],
+  ])("%j", (input, message) => {
+    const p = problems(input);
+    expect(p, p.join("\n")).toHaveLength(1);
+    expect(p[0]).toMatch(message);
+  });
+
+  it("never accepts a literal key, and never prints it", () => {
+    const p = problems({ comparator_policy: "api", comparator_api_url: "u", comparator_api_key: "sk-SECRET-123" });
+    expect(p).toEqual(["comparator_api_key: got a value (not shown); expected null: pbrl reads API keys only from the environment variable named by comparator_api_key_env"]);
+    expect(p.join("")).not.toContain("SECRET");
+  });
+});

@@ -25,6 +25,9 @@ export type Fields = Record<string, z.ZodType>;
 export type ConfigOf<F extends Fields> = { -readonly [K in keyof F]: z.output<F[K]> };
 export type ConfigInputOf<F extends Fields> = { [K in keyof F]?: z.input<F[K]> };
 
+/** Fields whose values are secrets: errors say a value was given, never which. */
+const SECRET_FIELD = /(^|_)key$/;
+
 function show(v: unknown): string {
   if (typeof v === "number" && !Number.isFinite(v)) return String(v);
   return JSON.stringify(v);
@@ -51,7 +54,7 @@ export function buildConfig<F extends Fields>(name: string, fields: F, rules: re
     if (r.success) {
       out[key] = r.data;
     } else {
-      problems.push(`${key}: got ${show(given[key])}; expected ${acceptsOf(schema)}`);
+      problems.push(`${key}: got ${SECRET_FIELD.test(key) ? "a value (not shown)" : show(given[key])}; expected ${acceptsOf(schema)}`);
       invalid.add(key);
       out[key] = schema.parse(undefined);
     }

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
-import { bool, choice, devices, int, intOrNull, textOrNull } from "./fields.js";
+import { bool, choice, devices, int, intOrNull, positive, text, textOrNull } from "./fields.js";
 import { MADPO_FIELDS, madpoRules } from "./madpo-config.js";
 
 const describe = <T extends z.ZodType>(schema: T, accepts: string): T => schema.meta({ accepts });
@@ -60,8 +60,32 @@ export const ITERATIVE_FIELDS = {
   comparator_num_candidates: intOrNull(1, null),
   comparator_history_k: intOrNull(1, null),
   comparator_api_url: textOrNull(null),
+  comparator_api_format: choice(["generic", "openai", "anthropic", "openai_responses"], "generic", {
+    openai_chat: "openai",
+    chat: "openai",
+    anthropic_messages: "anthropic",
+    messages: "anthropic",
+    responses: "openai_responses",
+    codex: "openai_responses",
+  }),
+  comparator_api_model: textOrNull(null),
+  comparator_api_max_n_per_request: intOrNull(1, null),
+  comparator_api_timeout: positive(120),
+  comparator_api_headers: describe(z.record(z.string(), z.string()).nullable().default(null), "null, or a mapping of header names to string values"),
+  comparator_api_key: describe(z.null().default(null), "null: pbrl reads API keys only from the environment variable named by comparator_api_key_env"),
+  comparator_api_key_env: textOrNull(null),
+  comparator_api_key_header: text("Authorization"),
+  comparator_api_key_prefix: describe(z.string().default("Bearer"), "a string (may be empty)"),
+  comparator_api_response_field: text("completions"),
+  comparator_api_extra_body: describe(z.record(z.string(), z.unknown()).nullable().default(null), "null, or a JSON object merged into every request body"),
+  comparator_api_max_concurrency: int(1, 4),
+  comparator_api_max_retries: int(0, 5),
+  comparator_api_allow_partial: bool(false),
   resume_from_checkpoint: describe(z.union([z.string().min(1), z.boolean()]).nullable().default(null), "null, true (the latest checkpoint of output_dir), or a checkpoint path"),
 };
+
+/** The API comparator's fields: set only with comparator_policy="api". */
+const API_FIELDS = Object.keys(ITERATIVE_FIELDS).filter((f) => f.startsWith("comparator_api_") && f !== "comparator_api_key");
 
 /** Iterative defaults that differ from MADPOConfig's. */
 const ITERATIVE_DEFAULTS = {
@@ -127,6 +151,13 @@ export function iterativeRules<C extends Fields>(): ConfigRule<C>[] {
       c.comparator_policy !== "history" && c.comparator_history_k !== null ? `got ${c.comparator_history_k}; comparator_history_k is only valid with comparator_policy="history"` : undefined,
     ),
     rule("comparator_api_url", ["comparator_policy"], (c) => (c.comparator_policy === "api" && c.comparator_api_url === null ? 'is required with comparator_policy="api"' : undefined)),
+    ...API_FIELDS.map((field) =>
+      rule(field as keyof C & string, ["comparator_policy"], (c) => {
+        const v = (c as Record<string, unknown>)[field];
+        const def = (ITERATIVE_FIELDS as Record<string, z.ZodType>)[field]!.parse(undefined);
+        return c.comparator_policy !== "api" && JSON.stringify(v) !== JSON.stringify(def) ? `is only valid with comparator_policy="api" (got comparator_policy="${c.comparator_policy}")` : undefined;
+      }),
+    ),
     rule("comparator_devices", ["num_agents"], (c) => {
       const d = c.comparator_devices;
       return Array.isArray(d) && d.length !== 1 && d.length !== c.num_agents ? `has ${d.length} entries; give one device or ${c.num_agents} (one per agent)` : undefined;
