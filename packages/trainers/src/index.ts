@@ -8,6 +8,8 @@ export { MADPOIterTrainer } from "./madpo-iter-trainer.js";
 export type { MADPOIterTrainerOptions, IterTrainResult, RoundSummary } from "./madpo-iter-trainer.js";
 export { MADPOIterConfig, MADPO_ITER_FIELDS, ITERATIVE_FIELDS, iterativeRules, finishIterative } from "./config/madpo-iter-config.js";
 export type { MADPOIterConfigInput } from "./config/madpo-iter-config.js";
+export { MARLHFConfig, MARLHFIterConfig, MARLHF_FIELDS, MARLHF_ITER_FIELDS, RL_ALGORITHMS, ADVANTAGE_MODE } from "./config/marlhf-config.js";
+export type { MARLHFConfigInput, MARLHFIterConfigInput, RlAlgorithm } from "./config/marlhf-config.js";
 export { loadTrainingCheckpoint, CheckpointError } from "./training-checkpoint.js";
 export type { TrainingState } from "./training-checkpoint.js";
 export type { MADPOTrainerOptions, TrainResult } from "./madpo-trainer.js";
