@@ -57,6 +57,8 @@ export interface ReplayIndexEntry {
   /** The round file, `iteration_NNNN.json` under the replay directory. */
   file: string;
   num_pairs: number;
+  /** SHA-256 of the file's bytes when it was written: a file rewritten since (even with as many pairs) is caught. */
+  sha256?: string;
 }
 
 /** What a checkpoint stores of a replay buffer, to restore it on resume. */

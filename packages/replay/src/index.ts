@@ -5,6 +5,6 @@ export { lambdaWeights, uniformWeights } from "./weights.js";
 export { allocateDraws } from "./allocate.js";
 export { sampleIndices } from "./sample-indices.js";
 export { defaultSampleSize } from "./sample-size.js";
-export { readIndexedRound, entryPath } from "./round-files.js";
+export { readIndexedRound, entryPath, fileSha256 } from "./round-files.js";
 export { parseReplayState } from "./state.js";
 export { ReplayError } from "./errors.js";

@@ -14,7 +14,7 @@ import {
 import { allocateDraws } from "./allocate.js";
 import { ReplayError } from "./errors.js";
 import { checkBufferOptions, type OnDiskReplayBufferOptions, type ReplayMode } from "./options.js";
-import { entryPath, readIndexedRound } from "./round-files.js";
+import { entryPath, fileSha256, readIndexedRound } from "./round-files.js";
 import { sampleIndices } from "./sample-indices.js";
 import { defaultSampleSize } from "./sample-size.js";
 import { parseReplayState } from "./state.js";
@@ -53,7 +53,7 @@ export class OnDiskReplayBuffer implements ReplayBuffer {
     const file = roundFileName(iteration);
     await writeRoundFile(path.join(this.dir, file), iteration, pairs.map((p) => p.record));
     this.lastIteration = iteration;
-    if (pairs.length > 0) this.entries.push({ iteration, file, num_pairs: pairs.length });
+    if (pairs.length > 0) this.entries.push({ iteration, file, num_pairs: pairs.length, sha256: await fileSha256(path.join(this.dir, file)) });
   }
 
   async select(iteration: number, current: readonly CollectedPair[], tokenize: PairTokenizer): Promise<CollectedPair[]> {

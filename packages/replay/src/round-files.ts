@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+import { promises as fs } from "node:fs";
 import * as path from "node:path";
 import { readRoundFile, type ReplayIndexEntry, type RoundFile } from "@pbrl/preference-data";
 import { ReplayError } from "./errors.js";
@@ -5,6 +7,11 @@ import { ReplayError } from "./errors.js";
 /** Where an index entry's file lives: entries name files relative to the replay directory. */
 export function entryPath(dir: string, entry: ReplayIndexEntry): string {
   return path.resolve(dir, entry.file);
+}
+
+/** SHA-256 of a file's bytes, hex. */
+export async function fileSha256(file: string): Promise<string> {
+  return createHash("sha256").update(await fs.readFile(file)).digest("hex");
 }
 
 /**
@@ -24,6 +31,9 @@ export async function readIndexedRound(dir: string, entry: ReplayIndexEntry): Pr
   }
   if (round.num_pairs !== entry.num_pairs) {
     throw new ReplayError(`replay round file ${file} holds ${round.num_pairs} pairs but the replay index expects ${entry.num_pairs}`);
+  }
+  if (entry.sha256 !== undefined && (await fileSha256(file)) !== entry.sha256) {
+    throw new ReplayError(`replay round file ${file} was rewritten after the replay index recorded it (its SHA-256 differs); it no longer holds the pairs of round ${entry.iteration}`);
   }
   return round;
 }

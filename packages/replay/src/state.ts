@@ -20,7 +20,8 @@ export function parseReplayState(state: unknown): ReplayIndexEntry[] {
     // The index holds non-empty rounds only.
     if (!isPositiveInt(e.num_pairs)) throw new ReplayError(`${where} (${e.file}): num_pairs must be an integer ≥ 1, got ${JSON.stringify(e.num_pairs)}`);
     if (e.iteration <= previous) throw new ReplayError(`${where} (${e.file}): iterations must increase, got ${e.iteration} after ${previous}`);
+    if (e.sha256 !== undefined && !(typeof e.sha256 === "string" && /^[0-9a-f]{64}$/.test(e.sha256))) throw new ReplayError(`${where} (${e.file}): sha256 must be 64 hex digits, got ${JSON.stringify(e.sha256)}`);
     previous = e.iteration;
-    return { iteration: e.iteration, file: e.file, num_pairs: e.num_pairs };
+    return { iteration: e.iteration, file: e.file, num_pairs: e.num_pairs, ...(e.sha256 !== undefined ? { sha256: e.sha256 } : {}) };
   });
 }

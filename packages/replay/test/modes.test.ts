@@ -38,9 +38,9 @@ describe("round files and index", () => {
     }
     expect(buffer.getState()).toEqual({
       entries: [
-        { iteration: 1, file: "iteration_0001.json", num_pairs: 3 },
-        { iteration: 2, file: "iteration_0002.json", num_pairs: 4 },
-        { iteration: 4, file: "iteration_0004.json", num_pairs: 2 },
+        { iteration: 1, file: "iteration_0001.json", num_pairs: 3, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) },
+        { iteration: 2, file: "iteration_0002.json", num_pairs: 4, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) },
+        { iteration: 4, file: "iteration_0004.json", num_pairs: 2, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) },
       ],
     });
   });
@@ -50,7 +50,7 @@ describe("round files and index", () => {
     await addRounds(buffer, [2]);
     buffer.getState().entries[0]!.num_pairs = 99;
     buffer.getState().entries.pop();
-    expect(buffer.getState().entries).toEqual([{ iteration: 1, file: "iteration_0001.json", num_pairs: 2 }]);
+    expect(buffer.getState().entries).toEqual([{ iteration: 1, file: "iteration_0001.json", num_pairs: 2, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
   });
 
   it("does not import an earlier run's files from the same directory", async () => {

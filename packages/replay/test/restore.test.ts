@@ -59,6 +59,14 @@ describe("restore", () => {
     await expect(fresh().restore(state)).rejects.toThrow(/iteration_0003\.json holds 1 pairs but the replay index expects 4/);
   });
 
+  it("a file rewritten with as many pairs (another run in the same folder) is caught by its SHA-256", async () => {
+    const body = JSON.parse(contents.get(fileOf(3))!);
+    body.pairs[0].winner_completions = ["something else", "entirely"];
+    await fs.writeFile(fileOf(3), JSON.stringify(body));
+    await expect(fresh().restore(state)).rejects.toThrow(/iteration_0003\.json was rewritten after the replay index recorded it/);
+    await expectOthersIntact(3);
+  });
+
   it("a file holding another iteration is an error naming it", async () => {
     const body = JSON.parse(contents.get(fileOf(3))!);
     await fs.writeFile(fileOf(3), JSON.stringify({ ...body, iteration: 9 }));
