@@ -1,5 +1,6 @@
 import type { RngStream } from "@pbrl/core-tensor";
 import type { CentralizedAdapter, Comparator, GenerationSettings, Policy } from "@pbrl/preference-data";
+import { ApiComparator, type ApiComparatorSettings } from "./api/api-comparator.js";
 import { CentralizedComparator } from "./centralized.js";
 import { CurrentComparator, CurrentCopyComparator, HistoryComparator, ModelComparator } from "./comparators.js";
 import { comparatorDevicesDiffer, type DeviceSpec } from "./devices.js";
@@ -40,11 +41,19 @@ export interface ComparatorOptions {
   adapter?: CentralizedAdapter;
   /** Required by policy "history": where each round's starting weights are. */
   weightsAt?: WeightsAt;
+  /** Required by policy "api": the comparator_api_* settings (see apiSettingsFromConfig). */
+  api?: ApiComparatorSettings;
 }
 
 /** Builds the comparator the config asks for. Nothing is loaded until the first beginRound. */
 export function createComparator(o: ComparatorOptions): Comparator {
-  if (o.policy === "api") throw new Error('comparator_policy="api" is not available in @pbrl/comparators (local comparators only); the API comparator comes from its own package');
+  if (o.policy === "api") {
+    if (o.api === undefined) throw new Error('comparator_policy="api" is not available in @pbrl/comparators without ComparatorOptions.api (the comparator_api_* settings; see apiSettingsFromConfig)');
+    const mode = o.generationMode ?? "decentralized";
+    const index = o.centralizedAgentIndex ?? 0;
+    if (mode === "centralized" && o.agents.length > 0) pickAgents(o.agents, [index], "comparator_centralized_agent_index");
+    return new ApiComparator({ ...o.api, generation: o.generation, generationMode: mode, centralizedAgentIndex: index, ...(o.adapter !== undefined && { adapter: o.adapter }) });
+  }
   if (o.agents.length === 0) throw new RangeError("a comparator needs at least one agent");
   const k = o.historyK ?? 1;
   const weightsAt = (): WeightsAt => {

@@ -18,3 +18,5 @@ export { CentralizedComparator } from "./centralized.js";
 export type { CentralizedComparatorOptions } from "./centralized.js";
 export { createComparator } from "./factory.js";
 export type { ComparatorOptions, ComparatorPolicy, ComparatorGenerationMode } from "./factory.js";
+export { ApiComparator, apiSettingsFromConfig, ApiComparatorError, normalizeApiFormat, API_FORMAT_ALIASES } from "./api/index.js";
+export type { ApiComparatorOptions, ApiComparatorSettings, ApiComparatorStats, ApiConfigFields, ApiFormat, ApiFormatName, ApiGenerationSettings, ApiRetryEvent, SleepFn } from "./api/index.js";

@@ -1,0 +1,207 @@
+/**
+ * One JSON POST with a per-attempt timeout and retries: 429, 408 and 5xx responses, timeouts and
+ * connection failures are retried with exponential backoff and equal jitter, waiting at least
+ * what Retry-After (or retry-after-ms) asks; any other status, a redirect, or a 2xx body that is
+ * not JSON fails at once. The final error names the format, the display URL, the status or error
+ * kind, the attempts and the start of the body, with the key scrubbed.
+ */
+import { setTimeout as delay } from "node:timers/promises";
+import { ApiCallCancelled, ApiComparatorError, snippet } from "./errors.js";
+
+/** Waits `ms` milliseconds; rejects (or resolves early) when `signal` aborts. */
+export type SleepFn = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+export const defaultSleep: SleepFn = async (ms, signal) => {
+  await delay(ms, undefined, signal === undefined ? undefined : { signal });
+};
+
+/** Reported before each retry; carries no credentials. */
+export interface ApiRetryEvent {
+  format: string;
+  /** The display URL. */
+  url: string;
+  /** The attempt that failed (1-based). */
+  attempt: number;
+  maxRetries: number;
+  /** e.g. "HTTP 429", "timed out after 120 s", "connection error (ECONNRESET: …)". */
+  reason: string;
+  /** How long the comparator waits before the next attempt. */
+  delayMs: number;
+}
+
+export interface RetryPolicy {
+  maxRetries: number;
+  /** Backoff before retry r (0-based) is min(maxMs, baseMs·2^r), equal-jittered, at least Retry-After. */
+  baseMs: number;
+  maxMs: number;
+  /** A Retry-After longer than this fails at once instead of waiting. */
+  maxRetryAfterMs: number;
+}
+
+export interface PostJsonOptions {
+  format: string;
+  url: string;
+  displayUrl: string;
+  headers: Record<string, string>;
+  body: unknown;
+  timeoutMs: number;
+  retry: RetryPolicy;
+  /** Uniform [0, 1) for jitter. */
+  random: () => number;
+  sleep: SleepFn;
+  redact: (text: string) => string;
+  /** Aborts the call (another request of the same sample() failed): rejects with ApiCallCancelled. */
+  signal?: AbortSignal;
+  onRetry?: ((e: ApiRetryEvent) => void) | undefined;
+  /** Counts every HTTP attempt and every retry. */
+  counters?: { requests: number; retries: number };
+}
+
+export interface PostJsonResult {
+  json: unknown;
+  /** The raw body, for error messages about its content. */
+  text: string;
+  attempts: number;
+}
+
+type Attempt =
+  | { ok: true; json: unknown; text: string }
+  | { ok: false; retryable: boolean; kind: string; status?: number; detail?: string; retryAfterMs?: number };
+
+/** Network error codes that no retry can fix. */
+const PERMANENT_NETWORK_CODES = new Set([
+  "ENOTFOUND",
+  "ERR_INVALID_URL",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "CERT_HAS_EXPIRED",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "ERR_SSL_WRONG_VERSION_NUMBER",
+]);
+
+export async function postJson(o: PostJsonOptions): Promise<PostJsonResult> {
+  const bodyText = JSON.stringify(o.body);
+  for (let attempt = 1; ; attempt++) {
+    if (aborted(o.signal)) throw new ApiCallCancelled();
+    if (o.counters !== undefined) o.counters.requests += 1;
+    const a = await attemptOnce(o, bodyText);
+    if (a.ok) return { json: a.json, text: a.text, attempts: attempt };
+    const fail = (kind: string): never => {
+      throw new ApiComparatorError({ format: o.format, url: o.displayUrl, kind, status: a.status, attempts: attempt, detail: a.detail });
+    };
+    if (!a.retryable || attempt > o.retry.maxRetries) fail(a.kind);
+    if (a.retryAfterMs !== undefined && a.retryAfterMs > o.retry.maxRetryAfterMs) {
+      fail(`${a.kind} (Retry-After of ${(a.retryAfterMs / 1000).toFixed(0)} s exceeds the ${(o.retry.maxRetryAfterMs / 1000).toFixed(0)} s the comparator waits at most)`);
+    }
+    const wait = backoffMs(attempt - 1, o.retry, o.random, a.retryAfterMs);
+    if (o.counters !== undefined) o.counters.retries += 1;
+    o.onRetry?.({ format: o.format, url: o.displayUrl, attempt, maxRetries: o.retry.maxRetries, reason: a.kind, delayMs: wait });
+    try {
+      await o.sleep(wait, o.signal);
+    } catch (err) {
+      if (aborted(o.signal)) throw new ApiCallCancelled();
+      throw err;
+    }
+  }
+}
+
+/** A function, so that TypeScript does not narrow `aborted` across awaits. */
+function aborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
+}
+
+/** Equal jitter: half the exponential step fixed, half uniform; never less than Retry-After. */
+export function backoffMs(retryIndex: number, p: Pick<RetryPolicy, "baseMs" | "maxMs">, random: () => number, retryAfterMs?: number): number {
+  const step = Math.min(p.maxMs, p.baseMs * 2 ** retryIndex);
+  const jittered = step / 2 + random() * (step / 2);
+  return Math.max(jittered, retryAfterMs ?? 0);
+}
+
+/** Retry-After in milliseconds: `retry-after-ms`, or `retry-after` as seconds or an HTTP date. */
+export function parseRetryAfter(headers: Headers, now = Date.now()): number | undefined {
+  const ms = headers.get("retry-after-ms");
+  if (ms !== null && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Number(ms);
+  const ra = headers.get("retry-after");
+  if (ra === null) return undefined;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(ra)) return Number(ra) * 1000;
+  const t = Date.parse(ra);
+  return Number.isNaN(t) ? undefined : Math.max(0, t - now);
+}
+
+async function attemptOnce(o: PostJsonOptions, bodyText: string): Promise<Attempt> {
+  const ctrl = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ctrl.abort();
+  }, o.timeoutMs);
+  const onCancel = (): void => ctrl.abort();
+  o.signal?.addEventListener("abort", onCancel, { once: true });
+  try {
+    // redirect "manual": a redirect is reported, never followed, so the key header cannot travel
+    // to another host.
+    const res = await fetch(o.url, { method: "POST", headers: o.headers, body: bodyText, signal: ctrl.signal, redirect: "manual" });
+    const text = await res.text();
+    const status = res.status;
+    if (status >= 200 && status < 300) {
+      try {
+        return { ok: true, json: JSON.parse(text) as unknown, text };
+      } catch {
+        // Not retried: a 2xx body that is not JSON comes from a wrong URL (an HTML page, a proxy's
+        // login page, a streaming endpoint); the same request gets the same answer. A body cut
+        // short by a dropped connection surfaces as a network error instead, which is retried.
+        return { ok: false, retryable: false, kind: `HTTP ${status} with a body that is not JSON`, status, detail: snippet(text, o.redact) };
+      }
+    }
+    if (status >= 300 && status < 400) {
+      const location = res.headers.get("location");
+      const to = location === null ? "" : ` to ${o.redact(location)}`;
+      return { ok: false, retryable: false, kind: `HTTP ${status} redirect${to} (not followed; set comparator_api_url to the final address)`, status, detail: snippet(text, o.redact) };
+    }
+    const retryable = status === 429 || status === 408 || status >= 500;
+    return { ok: false, retryable, kind: `HTTP ${status}${hint(status)}`, status, detail: snippet(text, o.redact), retryAfterMs: retryable ? parseRetryAfter(res.headers) : undefined };
+  } catch (err) {
+    if (timedOut) return { ok: false, retryable: true, kind: `timed out after ${o.timeoutMs / 1000} s` };
+    if (aborted(o.signal)) throw new ApiCallCancelled();
+    const { code, message } = networkError(err);
+    if (code === undefined && !(err instanceof TypeError && err.message === "fetch failed")) {
+      // Not a transport failure (e.g. an invalid header value): nothing to retry.
+      return { ok: false, retryable: false, kind: `request error (${o.redact(message)})` };
+    }
+    const retryable = code === undefined || !PERMANENT_NETWORK_CODES.has(code);
+    return { ok: false, retryable, kind: `connection error (${code ?? "fetch failed"}: ${o.redact(message)})` };
+  } finally {
+    clearTimeout(timer);
+    o.signal?.removeEventListener("abort", onCancel);
+  }
+}
+
+function hint(status: number): string {
+  switch (status) {
+    case 401:
+    case 403:
+      return " (check the API key in the environment variable named by comparator_api_key_env, and the key header and prefix)";
+    case 402:
+      return " (payment required: the account's balance may be exhausted)";
+    case 404:
+      return " (check comparator_api_url and comparator_api_model)";
+    default:
+      return "";
+  }
+}
+
+/** The innermost error code and message of a fetch failure (undici nests the cause). */
+function networkError(err: unknown): { code: string | undefined; message: string } {
+  let code: string | undefined;
+  let message = err instanceof Error ? err.message : String(err);
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e instanceof Error; depth++) {
+    const c = (e as { code?: unknown }).code;
+    if (typeof c === "string") code = c;
+    if (e !== err && e.message !== "") message = e.message;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return { code, message };
+}
