@@ -1,4 +1,4 @@
-import { createComparator } from "@pbrl/comparators";
+import { apiSettingsFromConfig, createComparator } from "@pbrl/comparators";
 import type { RngStream } from "@pbrl/core-tensor";
 import type { CentralizedAdapter, Comparator, GenerationSettings, Policy } from "@pbrl/preference-data";
 import type { MADPOIterConfig } from "./config/madpo-iter-config.js";
@@ -8,9 +8,12 @@ export function buildComparator(o: {
   args: MADPOIterConfig;
   agents: readonly Policy[];
   rng: RngStream;
+  /** Jitter of the API comparator's retry backoff: a stream of its own, so retries never shift sampling. */
+  backoffRng: RngStream;
   generation: GenerationSettings;
   adapter: CentralizedAdapter | undefined;
   weightsAt: (round: number) => string;
+  log: (line: string) => void;
 }): Comparator {
   const a = o.args;
   return createComparator({
@@ -27,5 +30,12 @@ export function buildComparator(o: {
     rng: o.rng,
     ...(o.adapter !== undefined ? { adapter: o.adapter } : {}),
     weightsAt: o.weightsAt,
+    ...(a.comparator_policy === "api" && {
+      api: {
+        ...apiSettingsFromConfig(a),
+        rng: o.backoffRng,
+        onRetry: (e) => o.log(`pbrl: comparator API (${e.format}, ${e.url}) attempt ${e.attempt} failed: ${e.reason}; retry ${e.attempt}/${e.maxRetries} in ${(e.delayMs / 1000).toFixed(1)} s`),
+      },
+    }),
   });
 }

@@ -61,7 +61,7 @@ export interface IterTrainResult {
   stopped: boolean;
 }
 
-const STREAMS = { policy: "policy_sampling", comparator: "comparator_sampling", eval: "eval_sampling", pairs: "pair_selection", shuffle: "epoch_shuffle", replay: "replay" } as const;
+const STREAMS = { policy: "policy_sampling", comparator: "comparator_sampling", eval: "eval_sampling", pairs: "pair_selection", shuffle: "epoch_shuffle", replay: "replay", apiBackoff: "comparator_api_backoff" } as const;
 
 const mean = (xs: readonly number[]) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
 
@@ -84,7 +84,6 @@ export class MADPOIterTrainer {
     this.args = isBuilt(options.args) ? options.args : MADPOIterConfig(options.args ?? {});
     if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
     if (this.args.parallel_training === "mp") throw new Error('parallel_training="mp" is not available yet in this version of pbrl; use "none"');
-    if (this.args.comparator_policy === "api" && options.comparator === undefined) throw new Error('comparator_policy="api" is not available yet in this version of pbrl');
     this.task = taskSetup({ collaborationMode: this.args.collaboration_mode, numAgents: this.args.num_agents, formatters: options.formatters, rewardFunc: options.rewardFunc, adapter: options.centralizedAdapter, scoreLastToken: this.args.madpo_score_last_token });
     const verbose = this.args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
@@ -149,7 +148,7 @@ export class MADPOIterTrainer {
     // One actor writing every role answers the joint prompt itself, so its comparator samples
     // that prompt directly rather than splitting and re-joining roles.
     const comparatorArgs = a.collaboration_mode === "centralized" ? { ...a, comparator_generation_mode: "decentralized" as const } : a;
-    this.comparator = this.options.comparator ?? (await buildComparator({ args: comparatorArgs, agents, rng: streams.get(STREAMS.comparator), generation: this.generationSettings(), adapter: this.options.centralizedAdapter, weightsAt: (round) => policiesAtStartOf(ckptRoot, round) }));
+    this.comparator = this.options.comparator ?? (await buildComparator({ args: comparatorArgs, agents, rng: streams.get(STREAMS.comparator), backoffRng: streams.get(STREAMS.apiBackoff), log: this.log, generation: this.generationSettings(), adapter: this.options.centralizedAdapter, weightsAt: (round) => policiesAtStartOf(ckptRoot, round) }));
     const comparator = this.comparator;
     this.log(`pbrl: ${a.num_iterations} rounds against comparator ${comparator.description}, replay ${a.preference_replay_mode}`);
 
