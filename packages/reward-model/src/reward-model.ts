@@ -201,9 +201,14 @@ export class JointRewardModel {
     });
   }
 
-  /** Token ids of one joint response (or a ready text), truncated to keep its end. */
+  /**
+   * Token ids of one joint response (or a ready text), truncated to keep its end (see
+   * `encodeKeepEnd`). A joint response needs one prompt and one completion per agent, at least
+   * one agent: a mismatch is a caller's bug that CoMLRL would hide by scoring empty strings.
+   */
   encode(input: JointInput | string, maxLength: number | undefined = this.maxLength): number[] {
     if (maxLength !== undefined) checkMaxLength(maxLength);
+    if (typeof input !== "string") checkJointInput(input, "input");
     const text = typeof input === "string" ? input : jointText(input.prompts, input.completions);
     return encodeKeepEnd(this.tokenizer, text, maxLength);
   }
@@ -230,7 +235,10 @@ export class JointRewardModel {
     return tf.tidy(() => this.head.apply(this.lastHidden(padRows(rows, this.padTokenId, paddingSide))));
   }
 
-  /** Scores of token rows without gradients, in batches. */
+  /**
+   * Scores of token rows without gradients, in batches. A non-finite score throws
+   * `NonFiniteRewardError` (naming the row) instead of reaching a policy update as a reward.
+   */
   scoreIds(rows: readonly (readonly number[])[], options: Omit<ScoreOptions, "maxLength"> = {}): number[] {
     this.check();
     const size = options.batchSize ?? 8;
@@ -238,16 +246,39 @@ export class JointRewardModel {
     const out: number[] = [];
     for (let start = 0; start < rows.length; start += size) {
       const s = this.rewardsForIds(rows.slice(start, start + size), options.paddingSide ?? "right");
-      out.push(...s.dataSync());
+      const values = s.dataSync();
       s.dispose();
+      const bad = values.findIndex((v) => !Number.isFinite(v));
+      if (bad >= 0) throw new NonFiniteRewardError(`reward model: non-finite score (${values[bad]}) for row ${start + bad}; its weights hold NaN or Inf`);
+      out.push(...values);
     }
     return out;
   }
 
-  /** R̃ψ of each joint response: batched forward passes, no gradients. */
+  /** R̃ψ of each joint response: batched forward passes, no gradients. An empty batch gives []. */
   scores(batch: readonly JointInput[], options: ScoreOptions = {}): number[] {
-    const rows = batch.map((input) => this.encode(input, options.maxLength ?? this.maxLength));
+    const rows = batch.map((input, i) => {
+      checkJointInput(input, `batch[${i}]`);
+      return this.encode(input, options.maxLength ?? this.maxLength);
+    });
     return this.scoreIds(rows, options);
+  }
+
+  /**
+   * R̃ψ of the joint responses of one rollout item: `completions[agent][g]` is agent `agent`'s
+   * g-th sample, and joint response g is every agent's g-th sample (CoMLRL's aligned joint
+   * mode), read with the agents' `prompts`. Returns one score per g. Every agent must have the
+   * same number of samples: CoMLRL silently scores only the shortest count.
+   */
+  scoreRollouts(prompts: readonly string[], completions: readonly (readonly string[])[], options: ScoreOptions = {}): number[] {
+    if (completions.length !== prompts.length || prompts.length === 0) {
+      throw new RangeError(`scoreRollouts: completions has ${completions.length} agent(s) but prompts has ${prompts.length}; one list of samples per agent, at least one agent`);
+    }
+    const g = completions[0]!.length;
+    completions.forEach((c, i) => {
+      if (c.length !== g) throw new RangeError(`scoreRollouts: completions[${i}] has ${c.length} sample(s) but completions[0] has ${g}; joint responses pair samples by index`);
+    });
+    return this.scores(Array.from({ length: g }, (_, k) => ({ prompts, completions: completions.map((c) => c[k]!) })), options);
   }
 
   /**
@@ -275,10 +306,10 @@ export class JointRewardModel {
   async train(pairs: readonly PairRecord[], options: RewardTrainOptions): Promise<RewardTrainResult> {
     this.check();
     const { learningRate, epochs, batchSize } = options;
-    if (pairs.length === 0) throw new RangeError("no preference pairs to train the reward model on");
-    if (!(learningRate > 0) || !Number.isFinite(learningRate)) throw new RangeError(`learningRate must be a finite number > 0, got ${learningRate}`);
-    if (!Number.isInteger(epochs) || epochs < 1) throw new RangeError(`epochs must be an integer ≥ 1, got ${epochs}`);
-    if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be an integer ≥ 1, got ${batchSize}`);
+    if (pairs.length === 0) throw new RangeError("pairs is empty: no preference pairs to train the reward model on");
+    if (!(learningRate > 0) || !Number.isFinite(learningRate)) throw new RangeError(`learningRate (reward_learning_rate) must be a finite number > 0, got ${learningRate}`);
+    if (!Number.isInteger(epochs) || epochs < 1) throw new RangeError(`epochs (reward_num_train_epochs) must be an integer ≥ 1, got ${epochs}`);
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize (reward_train_batch_size) must be an integer ≥ 1, got ${batchSize}`);
     const tokens = this.encodePairs(pairs, options.maxLength ?? this.maxLength);
     const params = this.namedTrainableVariables();
     const optimizer = new AdamW(params, { lr: learningRate, ...(options.weightDecay !== undefined ? { weightDecay: options.weightDecay } : {}) });
@@ -343,7 +374,7 @@ export class JointRewardModel {
 
   /** Accuracy (s_w > s_l), mean margin and Bradley–Terry loss over pairs, without gradients. */
   evaluate(pairs: readonly PairRecord[], options: Omit<ScoreOptions, "paddingSide"> = {}): RewardEvalResult {
-    if (pairs.length === 0) throw new RangeError("no preference pairs to evaluate the reward model on");
+    if (pairs.length === 0) throw new RangeError("pairs is empty: no preference pairs to evaluate the reward model on");
     const tokens = this.encodePairs(pairs, options.maxLength ?? this.maxLength);
     const opts = options.batchSize !== undefined ? { batchSize: options.batchSize } : {};
     const w = this.scoreIds(tokens.winners, opts);
@@ -354,11 +385,15 @@ export class JointRewardModel {
   private encodePairs(pairs: readonly PairRecord[], maxLength: number | undefined): { winners: number[][]; losers: number[][] } {
     const winners: number[][] = [];
     const losers: number[][] = [];
+    const agents = pairs[0]!.prompts.length;
     pairs.forEach((p, i) => {
       const n = p.prompts.length;
+      if (n === 0) throw new RangeError(`pairs[${i}].prompts is empty: a pair needs one prompt per agent`);
       if (p.winner_completions.length !== n || p.loser_completions.length !== n) {
-        throw new RangeError(`pair ${i}: ${n} prompts but ${p.winner_completions.length} winner and ${p.loser_completions.length} loser completions; one per agent`);
+        throw new RangeError(`pairs[${i}]: ${n} prompts but ${p.winner_completions.length} winner_completions and ${p.loser_completions.length} loser_completions; one per agent`);
       }
+      // Pairs of one run share the agent count; a mix means records from different setups.
+      if (n !== agents) throw new RangeError(`pairs[${i}] has ${n} agents but pairs[0] has ${agents}; every pair must come from the same number of agents`);
       winners.push(this.encode({ prompts: p.prompts, completions: p.winner_completions }, maxLength));
       losers.push(this.encode({ prompts: p.prompts, completions: p.loser_completions }, maxLength));
     });
@@ -403,6 +438,13 @@ export class JointRewardModel {
 
   private check(): void {
     if (this.disposed) throw new RewardModelError("this reward model has been disposed");
+  }
+}
+
+function checkJointInput(input: JointInput, where: string): void {
+  const n = input.prompts.length;
+  if (n === 0 || input.completions.length !== n) {
+    throw new RangeError(`${where}: ${n} prompts but ${input.completions.length} completions; one prompt and one completion per agent, at least one agent`);
   }
 }
 
