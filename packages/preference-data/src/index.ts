@@ -14,8 +14,9 @@ export {
   readRoundFile,
   writePairsFile,
   readPairsFile,
+  PREFERENCE_SCORERS,
 } from "./pair-record.js";
-export type { PairRecord, RoundFile, PairsFile } from "./pair-record.js";
+export type { PairRecord, RoundFile, PairsFile, PreferenceScorer } from "./pair-record.js";
 export { PolicySampler } from "./sampler.js";
 export type { AgentSamples, CandidateSampler, Policy, GenerationSettings } from "./sampler.js";
 export { collectPreferencePairs } from "./collect.js";

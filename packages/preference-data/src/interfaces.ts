@@ -4,7 +4,7 @@
  * implementations depend only on this package.
  */
 import type { AgentPairTokens, CollectedPair } from "./collect.js";
-import type { PairRecord } from "./pair-record.js";
+import type { PairRecord, PreferenceScorer } from "./pair-record.js";
 import type { TaskItem } from "./types.js";
 
 /** One side's candidates for one item. */
@@ -71,8 +71,8 @@ export type PairTokenizer = (record: PairRecord) => AgentPairTokens[];
 
 /** Stores every round's pairs and chooses each round's training pairs. */
 export interface ReplayBuffer {
-  /** Writes round `iteration`'s file (atomically, also when empty) and indexes it if non-empty. */
-  addRound(iteration: number, pairs: readonly CollectedPair[]): Promise<void>;
+  /** Writes round `iteration`'s file (atomically, also when empty), recording `scorer` when given, and indexes it if non-empty. */
+  addRound(iteration: number, pairs: readonly CollectedPair[], scorer?: PreferenceScorer): Promise<void>;
   /** The training pairs for round `iteration`, from this round and earlier ones. */
   select(iteration: number, current: readonly CollectedPair[], tokenize: PairTokenizer): Promise<CollectedPair[]>;
   getState(): ReplayState;

@@ -38,9 +38,16 @@ export const PairRecordSchema = z
 
 export type PairRecord = z.infer<typeof PairRecordSchema>;
 
-/** `iteration_0001.json` …: one round of iterative training. */
+/** Which reward labelled a round's comparisons: the task reward, or MARLHF's latest fitted reward model. */
+export const PREFERENCE_SCORERS = ["task", "reward_model"] as const;
+export type PreferenceScorer = (typeof PREFERENCE_SCORERS)[number];
+
+/**
+ * `iteration_0001.json` …: one round of iterative training. `scorer` is pbrl's own (CoMLRL's
+ * files do not say, and read without it): which reward labelled the round's pairs.
+ */
 export const RoundFileSchema = z
-  .object({ iteration: z.number().int().min(1), num_pairs: z.number().int().min(0), pairs: z.array(PairRecordSchema) })
+  .object({ iteration: z.number().int().min(1), num_pairs: z.number().int().min(0), scorer: z.enum(PREFERENCE_SCORERS).optional(), pairs: z.array(PairRecordSchema) })
   .superRefine((f, ctx) => {
     if (f.num_pairs !== f.pairs.length) ctx.addIssue({ code: "custom", path: ["num_pairs"], message: `is ${f.num_pairs} but the file holds ${f.pairs.length} pairs` });
   });
@@ -94,8 +101,8 @@ export function roundFileName(iteration: number): string {
   return `iteration_${String(iteration).padStart(4, "0")}.json`;
 }
 
-export async function writeRoundFile(file: string, iteration: number, pairs: readonly PairRecord[]): Promise<void> {
-  const body = checked({ iteration, num_pairs: pairs.length, pairs }, RoundFileSchema, "round file");
+export async function writeRoundFile(file: string, iteration: number, pairs: readonly PairRecord[], scorer?: PreferenceScorer): Promise<void> {
+  const body = checked({ iteration, num_pairs: pairs.length, ...(scorer !== undefined && { scorer }), pairs }, RoundFileSchema, "round file");
   await writeFileAtomic(file, JSON.stringify(body));
 }
 

@@ -6,6 +6,7 @@ import {
   type AgentPairTokens,
   type CollectedPair,
   type PairRecord,
+  type PreferenceScorer,
   type PairTokenizer,
   type ReplayBuffer,
   type ReplayIndexEntry,
@@ -47,11 +48,11 @@ export class OnDiskReplayBuffer implements ReplayBuffer {
     this.rng = options.rng;
   }
 
-  async addRound(iteration: number, pairs: readonly CollectedPair[]): Promise<void> {
+  async addRound(iteration: number, pairs: readonly CollectedPair[], scorer?: PreferenceScorer): Promise<void> {
     if (!Number.isSafeInteger(iteration) || iteration < 1) throw new ReplayError(`addRound: iteration must be an integer ≥ 1, got ${iteration}`);
     if (iteration <= this.lastIteration) throw new ReplayError(`addRound: round ${iteration} comes after round ${this.lastIteration} was already stored; rounds must increase`);
     const file = roundFileName(iteration);
-    await writeRoundFile(path.join(this.dir, file), iteration, pairs.map((p) => p.record));
+    await writeRoundFile(path.join(this.dir, file), iteration, pairs.map((p) => p.record), scorer);
     this.lastIteration = iteration;
     if (pairs.length > 0) this.entries.push({ iteration, file, num_pairs: pairs.length, sha256: await fileSha256(path.join(this.dir, file)) });
   }
