@@ -9,6 +9,8 @@ export interface ResolvedAgent extends Policy {
   generation: GenerationDefaults | undefined;
   /** The source string, or a description of the object, for logs and errors. */
   source: string;
+  /** A checkpoint folder or hub id the agent was loaded from (undefined for a model object): where a reward model or critic can load the same backbone. */
+  checkpoint: string | undefined;
 }
 
 export class AgentSourceError extends Error {
@@ -23,9 +25,9 @@ function stopAndPad(model: CausalLM, tokenizer: Tokenizer, generation: Generatio
   return { eosTokenIds: eos, padTokenId: pad };
 }
 
-function asResolved(p: { model: CausalLM; tokenizer: Tokenizer | undefined; generation: GenerationDefaults | undefined }, source: string): ResolvedAgent {
+function asResolved(p: { model: CausalLM; tokenizer: Tokenizer | undefined; generation: GenerationDefaults | undefined }, source: string, checkpoint: string | undefined): ResolvedAgent {
   if (p.tokenizer === undefined) throw new AgentSourceError(`${source}: no tokenizer (the checkpoint has no tokenizer.json and none was passed)`);
-  return { model: p.model, tokenizer: p.tokenizer, generation: p.generation, source, ...stopAndPad(p.model, p.tokenizer, p.generation, source) };
+  return { model: p.model, tokenizer: p.tokenizer, generation: p.generation, source, checkpoint, ...stopAndPad(p.model, p.tokenizer, p.generation, source) };
 }
 
 /**
@@ -54,7 +56,7 @@ export async function resolveAgents(options: {
   };
   if (agentModel !== undefined) {
     const first = await loadPretrained(agentModel);
-    const out = [asResolved({ ...first, tokenizer: tokenizerFor(0) ?? first.tokenizer }, agentModel)];
+    const out = [asResolved({ ...first, tokenizer: tokenizerFor(0) ?? first.tokenizer }, agentModel, agentModel)];
     for (let i = 1; i < numAgents; i++) out.push({ ...out[0]!, model: first.model.clone(), tokenizer: tokenizerFor(i) ?? out[0]!.tokenizer });
     return out;
   }
@@ -63,11 +65,11 @@ export async function resolveAgents(options: {
   for (const [i, src] of agents!.entries()) {
     if (typeof src === "string") {
       const p = await loadPretrained(src);
-      out.push(asResolved({ ...p, tokenizer: tokenizerFor(i) ?? p.tokenizer }, src));
+      out.push(asResolved({ ...p, tokenizer: tokenizerFor(i) ?? p.tokenizer }, src, src));
     } else if (src instanceof CausalLM) {
-      out.push(asResolved({ model: src, tokenizer: tokenizerFor(i), generation: undefined }, `agents[${i}] (a ${src.config.modelType} model object)`));
+      out.push(asResolved({ model: src, tokenizer: tokenizerFor(i), generation: undefined }, `agents[${i}] (a ${src.config.modelType} model object)`, undefined));
     } else {
-      out.push(asResolved({ ...src, tokenizer: tokenizerFor(i) ?? src.tokenizer }, src.dir));
+      out.push(asResolved({ ...src, tokenizer: tokenizerFor(i) ?? src.tokenizer }, src.dir, src.dir));
     }
   }
   return out;

@@ -7,9 +7,12 @@ import {
   pairTokensFromRecord,
   PolicySampler,
   roundFileName,
+  type CollectedPair,
   type Comparator,
-  type GenerationSettings,
+  type PreferenceScorer,
   type ReplayBuffer,
+  type RewardFunc,
+  type RewardProcessor,
 } from "@pbrl/preference-data";
 import { OnDiskReplayBuffer } from "@pbrl/replay";
 import { resolveAgents, type ResolvedAgent } from "./agents.js";
@@ -17,10 +20,12 @@ import { taskSetup, type TaskSetup } from "./collaboration.js";
 import { buildComparator } from "./comparator-factory.js";
 import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
+import type { LearnContext } from "./learn-context.js";
 import { runMadpoEpochs, type TrainingCounters } from "./madpo-epochs.js";
 import type { MADPOTrainerOptions } from "./madpo-trainer.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
+import { samplingSettings } from "./sampling-settings.js";
 import { distributionFile, rewardRange } from "./reward-distribution.js";
 import { StopSignals } from "./stop-signals.js";
 import { loadTrainingCheckpoint, policiesAtStartOf, saveInitialPolicies, saveTrainingCheckpoint, type TrainingState } from "./training-checkpoint.js";
@@ -61,6 +66,22 @@ export interface IterTrainResult {
   stopped: boolean;
 }
 
+/** A round's learning step: the shared context plus the round number. */
+export interface RoundContext extends LearnContext {
+  round: number;
+  /** The pairs this round's comparisons produced (the training pairs may include earlier rounds'). */
+  newPairs: readonly CollectedPair[];
+  /** What labelled this round's comparisons. */
+  scorer: PreferenceScorer;
+}
+
+/** Labels a round's comparisons: a reward function and processor, and its name for the round file. */
+export interface PreferenceScoring {
+  scorer: PreferenceScorer;
+  rewardFunc: RewardFunc;
+  rewardProcessor: RewardProcessor | undefined;
+}
+
 const STREAMS = { policy: "policy_sampling", comparator: "comparator_sampling", eval: "eval_sampling", pairs: "pair_selection", shuffle: "epoch_shuffle", replay: "replay", apiBackoff: "comparator_api_backoff" } as const;
 
 const mean = (xs: readonly number[]) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
@@ -73,14 +94,16 @@ const mean = (xs: readonly number[]) => (xs.length === 0 ? null : xs.reduce((a, 
  */
 export class MADPOIterTrainer {
   readonly args: MADPOIterConfig;
-  private readonly task: TaskSetup;
-  private readonly log: (line: string) => void;
+  /** Names the trainer in config.json and checkpoints. */
+  protected readonly trainerName: string = "madpo_iter";
+  protected readonly task: TaskSetup;
+  protected readonly log: (line: string) => void;
   private resolved: ResolvedAgent[] | undefined;
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private optimizers: AdamW[] = [];
   private comparator: Comparator | undefined;
 
-  constructor(private readonly options: MADPOIterTrainerOptions) {
+  constructor(protected readonly options: MADPOIterTrainerOptions) {
     this.args = isBuilt(options.args) ? options.args : MADPOIterConfig(options.args ?? {});
     if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
     if (this.args.parallel_training === "mp") throw new Error('parallel_training="mp" is not available yet in this version of pbrl; use "none"');
@@ -100,10 +123,31 @@ export class MADPOIterTrainer {
     return this.agentsPromise;
   }
 
-  private generationSettings(): GenerationSettings {
-    const a = this.args;
-    return { maxNewTokens: a.max_new_tokens, temperature: a.temperature, topP: a.top_p, topK: a.top_k, maxBatchRows: a.generation_batch_size };
+  /** Labels round `round`'s comparisons (MADPO: always the task reward). */
+  protected preferenceScoring(_round: number): PreferenceScoring {
+    return { scorer: "task", rewardFunc: this.task.rewardFunc, rewardProcessor: this.options.rewardProcessor };
   }
+
+  /** Trains the agents on the round's selected pairs (MADPO for num_train_epochs). */
+  protected async learn(train: readonly CollectedPair[], ctx: RoundContext): Promise<void> {
+    await runMadpoEpochs(train, {
+      args: { ...this.args, madpo_score_last_token: this.task.scoreLastToken },
+      agents: ctx.agents.map((ag, i) => ({ model: ag.model, optimizer: ctx.optimizers[i]!, padTokenId: ag.padTokenId })),
+      counters: ctx.counters,
+      shuffleRng: ctx.streams.get(STREAMS.shuffle),
+      metrics: ctx.metrics,
+      evaluate: ctx.evaluate,
+      progress: ctx.progress,
+      label: ctx.label,
+      extra: ctx.extra,
+    });
+  }
+
+  /** Writes what the learning step keeps across rounds into a checkpoint folder being assembled (MADPO: nothing). */
+  protected async saveLearnerState(_dir: string): Promise<void> {}
+
+  /** Restores what {@link saveLearnerState} wrote. */
+  protected async restoreLearnerState(_dir: string): Promise<void> {}
 
   async train(): Promise<IterTrainResult> {
     const a = this.args;
@@ -125,6 +169,7 @@ export class MADPOIterTrainer {
     if (a.resume_from_checkpoint !== null && a.resume_from_checkpoint !== false) {
       const ckpt = await loadTrainingCheckpoint(a.resume_from_checkpoint, ckptRoot);
       const s = ckpt.state;
+      if (s.trainer !== this.trainerName) throw new Error(`resume_from_checkpoint: ${ckpt.dir} was written by trainer=${s.trainer}; this run is trainer=${this.trainerName}`);
       if (s.numAgents !== agents.length || s.seed !== a.seed) throw new Error(`resume_from_checkpoint: ${ckpt.dir} was written by a run with ${s.numAgents} agents and seed ${s.seed}; this run has ${agents.length} and ${a.seed}`);
       for (const [i, ag] of agents.entries()) {
         const saved = await loadPretrained(path.join(ckpt.agentsDir, `agent_${i}`));
@@ -134,13 +179,14 @@ export class MADPOIterTrainer {
       }
       streams.setState(s.rng);
       await replay.restore(s.replay);
+      await this.restoreLearnerState(ckpt.dir);
       Object.assign(counters, s.counters);
       metrics = new MetricsLog(outputDir, { resumeAtLine: s.metricsLines });
       startRound = s.round + 1;
       resumedAfterRound = s.round;
       this.log(`pbrl: resumed from ${ckpt.dir} after round ${s.round}`);
     } else {
-      writeFileSync(path.join(outputDir, "config.json"), JSON.stringify({ trainer: "madpo_iter", ...a }, null, 2) + "\n");
+      writeFileSync(path.join(outputDir, "config.json"), JSON.stringify({ trainer: this.trainerName, ...a }, null, 2) + "\n");
       metrics = new MetricsLog(outputDir);
       await saveInitialPolicies(ckptRoot, agents);
     }
@@ -148,7 +194,7 @@ export class MADPOIterTrainer {
     // One actor writing every role answers the joint prompt itself, so its comparator samples
     // that prompt directly rather than splitting and re-joining roles.
     const comparatorArgs = a.collaboration_mode === "centralized" ? { ...a, comparator_generation_mode: "decentralized" as const } : a;
-    this.comparator = this.options.comparator ?? (await buildComparator({ args: comparatorArgs, agents, rng: streams.get(STREAMS.comparator), backoffRng: streams.get(STREAMS.apiBackoff), log: this.log, generation: this.generationSettings(), adapter: this.options.centralizedAdapter, weightsAt: (round) => policiesAtStartOf(ckptRoot, round) }));
+    this.comparator = this.options.comparator ?? (await buildComparator({ args: comparatorArgs, agents, rng: streams.get(STREAMS.comparator), backoffRng: streams.get(STREAMS.apiBackoff), log: this.log, generation: samplingSettings(this.args), adapter: this.options.centralizedAdapter, weightsAt: (round) => policiesAtStartOf(ckptRoot, round) }));
     const comparator = this.comparator;
     this.log(`pbrl: ${a.num_iterations} rounds against comparator ${comparator.description}, replay ${a.preference_replay_mode}`);
 
@@ -157,7 +203,7 @@ export class MADPOIterTrainer {
     const runEval = async (): Promise<EvalResult | undefined> => {
       const items = (this.options.evalDataset ?? []).slice(0, a.eval_num_samples);
       if (items.length === 0) return undefined;
-      const r = await evaluatePolicies({ policies: agents, items, formatters: this.task.formatters, rewardFunc: this.task.rewardFunc, rewardProcessor: this.options.rewardProcessor, settings: this.generationSettings(), rng: evalRng, concurrency: a.reward_concurrency });
+      const r = await evaluatePolicies({ policies: agents, items, formatters: this.task.formatters, rewardFunc: this.task.rewardFunc, rewardProcessor: this.options.rewardProcessor, settings: samplingSettings(this.args), rng: evalRng, concurrency: a.reward_concurrency });
       metrics.write({ kind: "eval", step: counters.envStep, update: counters.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
       this.log(`pbrl: eval after ${counters.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);
       return r;
@@ -173,17 +219,18 @@ export class MADPOIterTrainer {
         // 1. Both sides answer every item; comparisons with a clear winner become pairs.
         const bar = new ProgressBar(`round ${round}/${a.num_iterations} collection`, this.options.trainDataset.length, progress);
         await comparator.beginRound(round);
+        const scoring = this.preferenceScoring(round);
         let collected;
         try {
           collected = await collectComparisons({
             items: this.options.trainDataset,
             formatters: this.task.formatters,
-            sampler: new PolicySampler(agents, this.generationSettings(), streams.get(STREAMS.policy)),
+            sampler: new PolicySampler(agents, samplingSettings(this.args), streams.get(STREAMS.policy)),
             isValid: this.task.isValid,
             agents: tokenizing,
             comparator,
-            rewardFunc: this.task.rewardFunc,
-            rewardProcessor: this.options.rewardProcessor,
+            rewardFunc: scoring.rewardFunc,
+            rewardProcessor: scoring.rewardProcessor,
             numCandidates: a.preference_num_candidates,
             comparatorNumCandidates: a.comparator_num_candidates ?? a.preference_num_candidates,
             pairSelection: a.pair_selection,
@@ -199,7 +246,7 @@ export class MADPOIterTrainer {
         bar.finish();
 
         // 2. The round's file first, then the replay's choice of training pairs.
-        await replay.addRound(round, collected.pairs);
+        await replay.addRound(round, collected.pairs, scoring.scorer);
         const train = await replay.select(round, collected.pairs, (record) => pairTokensFromRecord(record, tokenizing, `a replayed pair`));
         const wins = collected.wins.target + collected.wins.comparator;
         const summary: RoundSummary = {
@@ -230,29 +277,20 @@ export class MADPOIterTrainer {
         });
         this.log(`pbrl: round ${round}: ${summary.pairs} new pairs (comparator won ${summary.comparatorWinRate === null ? "—" : `${(summary.comparatorWinRate * 100).toFixed(0)}%`}), training on ${summary.trainPairs}`);
 
-        // 3. MADPO on the selected pairs, with the optimizers that persist across rounds.
+        // 3. Learning on the selected pairs, with the optimizers that persist across rounds.
         if (train.length === 0) {
           this.log(`pbrl: round ${round}: no preference pairs to train on (this round produced ${summary.pairs}); the policies are unchanged this round`);
         } else {
-          await runMadpoEpochs(train, {
-            args: { ...a, madpo_score_last_token: this.task.scoreLastToken },
-            agents: agents.map((ag, i) => ({ model: ag.model, optimizer: this.optimizers[i]!, padTokenId: ag.padTokenId })),
-            counters,
-            shuffleRng: streams.get(STREAMS.shuffle),
-            metrics,
-            evaluate: async () => {
-              const r = await runEval();
-              result.evalBefore ??= r;
-            },
-            progress,
-            label,
-            extra: { round },
-          });
+          const evaluate = async () => {
+            const r = await runEval();
+            result.evalBefore ??= r;
+          };
+          await this.learn(train, { round, newPairs: collected.pairs, scorer: scoring.scorer, label, agents, optimizers: this.optimizers, counters, streams, metrics, evaluate, progress, log: this.log, extra: { round } });
         }
 
         // 4. Everything needed to continue after this round.
-        const state: TrainingState = { format: "pbrl-training-checkpoint/1", trainer: "madpo_iter", round, counters: { ...counters }, rng: streams.getState(), replay: replay.getState(), metricsLines: metrics.lines, numAgents: agents.length, seed: a.seed };
-        await saveTrainingCheckpoint(ckptRoot, state, agents, this.optimizers);
+        const state: TrainingState = { format: "pbrl-training-checkpoint/1", trainer: this.trainerName, round, counters: { ...counters }, rng: streams.getState(), replay: replay.getState(), metricsLines: metrics.lines, numAgents: agents.length, seed: a.seed };
+        await saveTrainingCheckpoint(ckptRoot, state, agents, this.optimizers, (dir) => this.saveLearnerState(dir));
         if (signals?.requested && round < a.num_iterations) {
           result.stopped = true;
           this.log(`pbrl: stopped after round ${round}; resume with resume_from_checkpoint=true`);

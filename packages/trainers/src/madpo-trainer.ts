@@ -4,11 +4,11 @@ import { AdamW, RngStreams, useBackend, type BackendInfo } from "@pbrl/core-tens
 import { savePretrained, type Tokenizer } from "@pbrl/models";
 import {
   collectPreferencePairs,
+  type CollectedPair,
   PolicySampler,
   writePairsFile,
   type CentralizedAdapter,
   type Formatter,
-  type GenerationSettings,
   type RewardFunc,
   type RewardProcessor,
   type TaskItem,
@@ -17,9 +17,11 @@ import { resolveAgents, type AgentSource, type ResolvedAgent } from "./agents.js
 import { taskSetup, type TaskSetup } from "./collaboration.js";
 import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
+import type { LearnContext } from "./learn-context.js";
 import { runMadpoEpochs, type TrainingCounters } from "./madpo-epochs.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
+import { samplingSettings } from "./sampling-settings.js";
 
 export interface MADPOTrainerOptions {
   /** One source per agent: checkpoint folders, hub ids, built models or loaded checkpoints. */
@@ -62,14 +64,16 @@ const STREAMS = { policy: "policy_sampling", eval: "eval_sampling", pairs: "pair
  */
 export class MADPOTrainer {
   readonly args: MADPOConfig;
-  private readonly task: TaskSetup;
-  private readonly log: (line: string) => void;
+  /** Names the trainer in config.json. */
+  protected readonly trainerName: string = "madpo";
+  protected readonly task: TaskSetup;
+  protected readonly log: (line: string) => void;
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private resolved: ResolvedAgent[] | undefined;
   private optimizers: AdamW[] = [];
   backend: BackendInfo | undefined;
 
-  constructor(private readonly options: MADPOTrainerOptions) {
+  constructor(protected readonly options: MADPOTrainerOptions) {
     this.args = isBuilt(options.args) ? options.args : MADPOConfig(options.args ?? {});
     if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
     if (this.args.parallel_training === "mp") throw new Error('parallel_training="mp" is not available yet in this version of pbrl; use "none"');
@@ -83,17 +87,12 @@ export class MADPOTrainer {
     this.agentsPromise ??= (async () => {
       this.backend = await useBackend(this.args.backend);
       if (this.args.verbose) this.log(`pbrl: ${this.backend.description}`);
-      if (this.args.reference_kl_enabled) this.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
+      if (this.args.reference_kl_enabled && this.trainerName === "madpo") this.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
       const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized" });
       this.resolved = agents;
       return agents;
     })();
     return this.agentsPromise;
-  }
-
-  private generationSettings(): GenerationSettings {
-    const a = this.args;
-    return { maxNewTokens: a.max_new_tokens, temperature: a.temperature, topP: a.top_p, topK: a.top_k, maxBatchRows: a.generation_batch_size };
   }
 
   /** Samples the current policies on the eval set and scores them with the task reward. */
@@ -106,7 +105,7 @@ export class MADPOTrainer {
       formatters: this.task.formatters,
       rewardFunc: this.task.rewardFunc,
       rewardProcessor: this.options.rewardProcessor,
-      settings: this.generationSettings(),
+      settings: samplingSettings(this.args),
       rng,
       concurrency: this.args.reward_concurrency,
     });
@@ -118,7 +117,7 @@ export class MADPOTrainer {
     const streams = new RngStreams(a.seed);
     const outputDir = a.output_dir;
     mkdirSync(outputDir, { recursive: true });
-    writeFileSync(path.join(outputDir, "config.json"), JSON.stringify({ trainer: "madpo", ...a }, null, 2) + "\n");
+    writeFileSync(path.join(outputDir, "config.json"), JSON.stringify({ trainer: this.trainerName, ...a }, null, 2) + "\n");
     const metrics = new MetricsLog(outputDir);
     const progressOn = ProgressBar.enabledFor(a.verbose);
 
@@ -128,7 +127,7 @@ export class MADPOTrainer {
     const collected = await collectPreferencePairs({
       items,
       formatters: this.task.formatters,
-      sampler: new PolicySampler(agents, this.generationSettings(), streams.get(STREAMS.policy)),
+      sampler: new PolicySampler(agents, samplingSettings(this.args), streams.get(STREAMS.policy)),
       rewardFunc: this.task.rewardFunc,
       isValid: this.task.isValid,
       rewardProcessor: this.options.rewardProcessor,
@@ -160,7 +159,7 @@ export class MADPOTrainer {
       return result;
     }
 
-    // 2. MADPO epochs over the fixed pairs.
+    // 2. Learning on the fixed pairs.
     this.optimizers = agents.map((ag) => new AdamW(ag.model.params, { lr: a.agent_learning_rate }));
     const evalRng = streams.get(STREAMS.eval);
     const counters: TrainingCounters = { updates: 0, envStep: 0, lastLogged: undefined };
@@ -172,19 +171,11 @@ export class MADPOTrainer {
       }
       return r;
     };
-    await runMadpoEpochs(pairs, {
-      args: { ...a, madpo_score_last_token: this.task.scoreLastToken },
-      agents: agents.map((ag, i) => ({ model: ag.model, optimizer: this.optimizers[i]!, padTokenId: ag.padTokenId })),
-      counters,
-      shuffleRng: streams.get(STREAMS.shuffle),
-      metrics,
-      evaluate: async () => {
-        const r = await runEval();
-        result.evalBefore ??= r;
-      },
-      progress: progressOn,
-      label: "",
-    });
+    const evaluate = async () => {
+      const r = await runEval();
+      result.evalBefore ??= r;
+    };
+    await this.learn(pairs, { label: "", agents, optimizers: this.optimizers, counters, streams, metrics, evaluate, progress: progressOn, log: this.log, extra: {} });
     result.updates = counters.updates;
     result.envStep = counters.envStep;
     result.trained = true;
@@ -194,6 +185,21 @@ export class MADPOTrainer {
     await this.saveModel(path.join(outputDir, "agents"));
     this.log(`pbrl: ${result.updates} updates; agents saved under ${path.join(outputDir, "agents")}`);
     return result;
+  }
+
+  /** Trains the agents on the collected pairs (MADPO for num_train_epochs). */
+  protected async learn(pairs: readonly CollectedPair[], ctx: LearnContext): Promise<void> {
+    await runMadpoEpochs(pairs, {
+      args: { ...this.args, madpo_score_last_token: this.task.scoreLastToken },
+      agents: ctx.agents.map((ag, i) => ({ model: ag.model, optimizer: ctx.optimizers[i]!, padTokenId: ag.padTokenId })),
+      counters: ctx.counters,
+      shuffleRng: ctx.streams.get(STREAMS.shuffle),
+      metrics: ctx.metrics,
+      evaluate: ctx.evaluate,
+      progress: ctx.progress,
+      label: ctx.label,
+      extra: ctx.extra,
+    });
   }
 
   /** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder. */

@@ -1,7 +1,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync, renameSync } from "node:fs";
 import * as path from "node:path";
 
-export type MetricsRecord = { kind: "collect" | "train" | "eval" | "round"; step: number } & Record<string, number | string>;
+export type MetricsRecord = { kind: "collect" | "train" | "eval" | "round" | "reward"; step: number } & Record<string, number | string>;
 
 /**
  * The run's metrics, one JSON object per line in `metrics.jsonl`. Lines are appended

@@ -75,11 +75,13 @@ export function policiesAtStartOf(root: string, round: number): string {
   return round <= 1 ? path.join(root, "initial", "agents") : path.join(root, roundDirName(round - 1), "agents");
 }
 
-export async function saveTrainingCheckpoint(root: string, state: TrainingState, agents: readonly ResolvedAgent[], optimizers: readonly AdamW[]): Promise<string> {
+/** `extra` writes further state into the folder being assembled (e.g. MARLHF's reward model). */
+export async function saveTrainingCheckpoint(root: string, state: TrainingState, agents: readonly ResolvedAgent[], optimizers: readonly AdamW[], extra?: (dir: string) => Promise<void>): Promise<string> {
   const name = roundDirName(state.round);
   await replaceDirAtomic(path.join(root, name), async (tmp) => {
     await saveAgents(path.join(tmp, "agents"), agents);
     for (const [i, o] of optimizers.entries()) await saveOptimizer(path.join(tmp, `optimizer_${i}.safetensors`), o.getState());
+    await extra?.(tmp);
     await writeFileAtomic(path.join(tmp, "state.json"), JSON.stringify(state, null, 2) + "\n");
   });
   await writeFileAtomic(path.join(root, "latest.json"), JSON.stringify({ round: state.round, dir: name }, null, 2) + "\n");

@@ -10,11 +10,11 @@ const PKG = path.resolve(import.meta.dirname, "..");
 const VITEST = path.resolve(PKG, "node_modules/vitest/vitest.mjs");
 
 /** Runs the child program; resolves when it exits, or kills it when `killWhen` matches a line. */
-function runChild(out: string, resume: boolean, killWhen?: RegExp): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string }> {
+function runChild(trainer: string, out: string, resume: boolean, killWhen?: RegExp): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [VITEST, "run", "--config", "vitest.child.config.ts"], {
       cwd: PKG,
-      env: { ...process.env, PBRL_TEST_OUT: out, PBRL_TEST_RESUME: resume ? "1" : "0", PBRL_BACKEND: "wasm" },
+      env: { ...process.env, PBRL_TEST_OUT: out, PBRL_TEST_RESUME: resume ? "1" : "0", PBRL_TEST_TRAINER: trainer, PBRL_BACKEND: "wasm" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -36,16 +36,16 @@ const files = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((f) =>
 const bytes = (f: string) => readFileSync(f);
 
 describe("kill and resume", () => {
-  it("SIGKILL mid round 3, then resume_from_checkpoint=true, equals the uninterrupted run", async () => {
+  it.each(["madpo_iter", "marlhf_iter"])("%s: SIGKILL mid round 3, then resume_from_checkpoint=true, equals the uninterrupted run", async (trainer) => {
     const base = mkdtempSync(path.join(tmpdir(), "pbrl-resume-"));
     const straight = path.join(base, "straight");
     const killed = path.join(base, "killed");
-    const [full, cut] = await Promise.all([runChild(straight, false), runChild(killed, false, /PBRL pbrl: round 3: /)]);
+    const [full, cut] = await Promise.all([runChild(trainer, straight, false), runChild(trainer, killed, false, /PBRL pbrl: round 3: /)]);
     expect(full.stdout).toMatch(/PBRL done straight/);
     expect(cut.signal).toBe("SIGKILL");
     expect(cut.stdout).not.toMatch(/PBRL done/);
     expect(JSON.parse(readFileSync(path.join(killed, "checkpoints", "latest.json"), "utf8")).round).toBe(2);
-    const resumed = await runChild(killed, true);
+    const resumed = await runChild(trainer, killed, true);
     expect(resumed.stdout).toMatch(/resumed from .*round_0002 after round 2/);
 
     for (const i of [0, 1]) {
@@ -60,5 +60,11 @@ describe("kill and resume", () => {
     }
     expect(readFileSync(path.join(killed, "metrics.jsonl"), "utf8")).toBe(readFileSync(path.join(straight, "metrics.jsonl"), "utf8"));
     expect(bytes(path.join(killed, "checkpoints", "round_0004", "optimizer_1.safetensors")).equals(bytes(path.join(straight, "checkpoints", "round_0004", "optimizer_1.safetensors")))).toBe(true);
+    if (trainer === "marlhf_iter") {
+      // round 3 was labelled by the reward model restored from round 2's checkpoint
+      expect(JSON.parse(readFileSync(path.join(killed, "preference_replay", "iteration_0003.json"), "utf8")).scorer).toBe("reward_model");
+      const head = (dir: string) => bytes(path.join(dir, "checkpoints", "round_0004", "reward_model", "reward_head.safetensors"));
+      expect(head(killed).equals(head(straight))).toBe(true);
+    }
   }, 300_000);
 });

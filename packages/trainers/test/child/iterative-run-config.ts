@@ -29,3 +29,14 @@ export const ITERATIVE_RUN = {
     verbose: true,
   },
 } satisfies Omit<MADPOIterTrainerOptions, "args"> & { args: Record<string, unknown> };
+
+/** What MARLHFIter adds to that run: a small RL stage, and the reward model labelling later rounds. */
+export const MARLHF_ITER_ARGS = {
+  num_train_epochs: 1,
+  num_generations: 2,
+  train_batch_size: 3,
+  reward_num_train_epochs: 1,
+  reward_train_batch_size: 4,
+  reward_learning_rate: 1e-3,
+  preference_scoring_reward: "reward_model",
+} as const;

@@ -1,0 +1,115 @@
+import { existsSync } from "node:fs";
+import * as path from "node:path";
+import type { CollectedPair, RewardFunc } from "@pbrl/preference-data";
+import { JointRewardModel } from "@pbrl/reward-model";
+import { MARLHFIterConfig, type MARLHFIterConfigInput } from "./config/marlhf-config.js";
+import { MADPOIterTrainer, type MADPOIterTrainerOptions, type PreferenceScoring, type RoundContext } from "./madpo-iter-trainer.js";
+import { fitRewardModel, rewardModelReward, rewardModelSource, runRlStage } from "./marlhf-stage.js";
+import { samplingSettings } from "./sampling-settings.js";
+
+export interface MARLHFIterTrainerOptions extends Omit<MADPOIterTrainerOptions, "args"> {
+  args?: MARLHFIterConfig | MARLHFIterConfigInput;
+}
+
+const STREAMS = { rewardInit: "reward_model_init", rewardShuffle: "reward_model_shuffle", rollouts: "rl_sampling", shuffle: "rl_shuffle" } as const;
+const REWARD_MODEL_DIR = "reward_model";
+
+/**
+ * Iterative MARLHF: every round the agents and the comparator answer every item, the replay
+ * buffer picks the training pairs, a freshly initialised joint reward model is fitted to them,
+ * and the agents learn with REINFORCE-family RL against it, frozen. With
+ * preference_scoring_reward="reward_model" the latest fitted reward model labels the next
+ * round's comparisons (the task reward until one exists); every round file says which did.
+ *
+ * The latest reward model is kept across the round boundary in any case: before it is replaced,
+ * it is scored on the new round's pairs, which it never saw — `reward/heldout_accuracy` (only
+ * when the task reward labelled them; a model labelling its own test set would score 100%).
+ * Checkpoints hold it (`round_NNNN/reward_model`), so a resumed run scores as the original would.
+ */
+export class MARLHFIterTrainer extends MADPOIterTrainer {
+  declare readonly args: MARLHFIterConfig;
+  protected override readonly trainerName: string = "marlhf_iter";
+  private rewardModel: JointRewardModel | undefined;
+
+  constructor(options: MARLHFIterTrainerOptions) {
+    const args = isBuilt(options.args) ? options.args : MARLHFIterConfig(options.args ?? {});
+    if (args.rl_algorithm === "maac" || args.rl_algorithm === "iac") throw new Error(`rl_algorithm="${args.rl_algorithm}" (actor-critic) is not available yet in this version of pbrl; use magrpo, mareinforce, maremax or marloo`);
+    super({ ...options, args });
+  }
+
+  protected override preferenceScoring(round: number): PreferenceScoring {
+    const rm = this.rewardModel;
+    if (this.args.preference_scoring_reward !== "reward_model" || rm === undefined) return super.preferenceScoring(round);
+    const score = rewardModelReward(rm);
+    // The learned score is both raw and processed: reward_processor belongs to the task reward.
+    const rewardFunc: RewardFunc = (completions, context) => score(completions, context);
+    return { scorer: "reward_model", rewardFunc, rewardProcessor: undefined };
+  }
+
+  protected override async learn(train: readonly CollectedPair[], ctx: RoundContext): Promise<void> {
+    const a = this.args;
+    const previous = this.rewardModel;
+    if (previous !== undefined && ctx.scorer === "task" && ctx.newPairs.length > 0) {
+      const h = previous.evaluate(ctx.newPairs.map((p) => p.record));
+      ctx.metrics.write({ kind: "reward", step: ctx.counters.envStep, ...ctx.extra, "reward/heldout_accuracy": h["reward/accuracy"], "reward/heldout_margin": h["reward/margin"], "reward/heldout_pairs": h.pairs });
+      ctx.log(`pbrl: ${ctx.label}the previous reward model ranks ${(h["reward/accuracy"] * 100).toFixed(1)}% of this round's ${h.pairs} new pairs correctly (held out)`);
+    }
+    this.rewardModel = undefined;
+    previous?.dispose();
+    const rm = await fitRewardModel({
+      args: a,
+      source: rewardModelSource(a, ctx.agents),
+      pairs: train.map((p) => p.record),
+      initRng: ctx.streams.get(STREAMS.rewardInit),
+      shuffleRng: ctx.streams.get(STREAMS.rewardShuffle),
+      metrics: ctx.metrics,
+      step: ctx.counters.envStep,
+      progress: ctx.progress,
+      label: ctx.label,
+      extra: ctx.extra,
+    });
+    this.rewardModel = rm;
+    await runRlStage({
+      args: a,
+      agents: ctx.agents,
+      optimizers: ctx.optimizers,
+      reward: rewardModelReward(rm),
+      items: this.options.trainDataset,
+      formatters: this.task.formatters,
+      generation: samplingSettings(a),
+      policyRng: ctx.streams.get(STREAMS.rollouts),
+      shuffleRng: ctx.streams.get(STREAMS.shuffle),
+      counters: ctx.counters,
+      metrics: ctx.metrics,
+      evaluate: ctx.evaluate,
+      progress: ctx.progress,
+      label: ctx.label,
+      extra: ctx.extra,
+    });
+  }
+
+  protected override async saveLearnerState(dir: string): Promise<void> {
+    await this.rewardModel?.save(path.join(dir, REWARD_MODEL_DIR));
+  }
+
+  protected override async restoreLearnerState(dir: string): Promise<void> {
+    const saved = path.join(dir, REWARD_MODEL_DIR);
+    this.rewardModel?.dispose();
+    this.rewardModel = existsSync(saved) ? await JointRewardModel.load(saved) : undefined;
+  }
+
+  /** The latest fitted reward model, until dispose. */
+  get fittedRewardModel(): JointRewardModel | undefined {
+    return this.rewardModel;
+  }
+
+  override dispose(): void {
+    this.rewardModel?.dispose();
+    this.rewardModel = undefined;
+    super.dispose();
+  }
+}
+
+function isBuilt(args: MARLHFIterConfig | MARLHFIterConfigInput | undefined): args is MARLHFIterConfig {
+  return args !== undefined && Object.isFrozen(args) && "preference_scoring_reward" in args && typeof args.train_batch_size === "number";
+}
