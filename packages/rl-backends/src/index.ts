@@ -22,3 +22,32 @@ export { policyGradientUpdate, policyRows, sequenceLogProbs, agentAdvantages, No
 export type { TrainableAgent, Penalties, PolicyGradientOptions, PolicyGradientMetrics } from "./update.js";
 export { runRlEpochs } from "./epochs.js";
 export type { RlEpochsOptions, ReturnShaping, BatchPosition, BatchReport } from "./epochs.js";
+export { KL_ESTIMATORS, tokenKl, sequenceKl, frozenReference, referenceKls, referenceKlPenalties, referenceKlShaping } from "./kl.js";
+export type { KlEstimator, KlPolicy, ReferenceKlOptions, ReferenceKlShapingOptions } from "./kl.js";
+export { valueLoss, valueLossTerms, meanValueLoss } from "./value-loss.js";
+export type { ValueLossTerms, ValueLossOptions } from "./value-loss.js";
+export {
+  Critic,
+  ActorValueHead,
+  CRITIC_TYPES,
+  VALUE_HEAD_PREFIX,
+  VALUE_HEAD_FILE,
+  VALUE_HEAD_INIT_STD,
+  checkCriticType,
+  maacCriticText,
+  iacCriticText,
+  splitGrads,
+} from "./critic.js";
+export type { CriticType, CriticRow, CriticFitOptions, CriticFitMetrics, CreateCriticOptions } from "./critic.js";
+export {
+  ActorCriticSetupError,
+  actorCriticAdvantages,
+  actorCriticUpdate,
+  actorCriticValues,
+  actorForward,
+  runActorCriticEpochs,
+  shapedReturns,
+} from "./actor-critic.js";
+export type { ActorCriticSetup, ActorCriticOptions, ActorCriticEpochsOptions, SampleValues } from "./actor-critic.js";
+export { CriticSourceError, resolveCriticSources, resolveRewardModelSource, validateActorCriticFields } from "./critic-sources.js";
+export type { CriticSourceConfig, CriticSource, CriticPlan, RewardModelSourceConfig, ActorCriticFields } from "./critic-sources.js";
