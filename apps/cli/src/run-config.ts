@@ -13,9 +13,15 @@ import {
   MADPO_ITER_FIELDS,
   MADPOConfig,
   MADPOIterConfig,
+  MARLHF_FIELDS,
+  MARLHF_ITER_FIELDS,
+  MARLHFConfig,
+  MARLHFIterConfig,
   type Formatter,
   type MADPOConfigInput,
   type MADPOIterConfigInput,
+  type MARLHFConfigInput,
+  type MARLHFIterConfigInput,
   type RewardFunc,
   type RewardProcessor,
   type TaskItem,
@@ -24,7 +30,7 @@ import YAML from "yaml";
 import { BUILTIN_TASKS } from "./builtins.js";
 import { UsageError } from "./io.js";
 
-export const TRAINERS = ["madpo", "madpo_iter"] as const;
+export const TRAINERS = ["madpo", "madpo_iter", "marlhf", "marlhf_iter"] as const;
 export type TrainerName = (typeof TRAINERS)[number];
 
 /** Keys of a run file besides the trainer's config fields. */
@@ -92,7 +98,7 @@ export function readRunFile(file: string | undefined, overrides: readonly string
 
 /** Splits a run file into the trainer's config fields and the run keys; unknown keys are errors. */
 export function splitRunFile(values: Record<string, unknown>, trainer: TrainerName): { config: Record<string, unknown>; run: Record<string, unknown> } {
-  const fields = Object.keys(trainer === "madpo" ? MADPO_FIELDS : MADPO_ITER_FIELDS);
+  const fields = Object.keys({ madpo: MADPO_FIELDS, madpo_iter: MADPO_ITER_FIELDS, marlhf: MARLHF_FIELDS, marlhf_iter: MARLHF_ITER_FIELDS }[trainer]);
   const config: Record<string, unknown> = {};
   const run: Record<string, unknown> = {};
   const unknown: string[] = [];
@@ -116,7 +122,11 @@ export function trainerName(value: unknown): TrainerName {
   return name as TrainerName;
 }
 
-export type TrainerConfig = { trainer: "madpo"; args: MADPOConfig } | { trainer: "madpo_iter"; args: MADPOIterConfig };
+export type TrainerConfig =
+  | { trainer: "madpo"; args: MADPOConfig }
+  | { trainer: "madpo_iter"; args: MADPOIterConfig }
+  | { trainer: "marlhf"; args: MARLHFConfig }
+  | { trainer: "marlhf_iter"; args: MARLHFIterConfig };
 
 export function buildTrainerConfig(trainer: TrainerName, config: Record<string, unknown>): TrainerConfig {
   switch (trainer) {
@@ -124,6 +134,10 @@ export function buildTrainerConfig(trainer: TrainerName, config: Record<string, 
       return { trainer, args: MADPOConfig(config as MADPOConfigInput) };
     case "madpo_iter":
       return { trainer, args: MADPOIterConfig(config as MADPOIterConfigInput) };
+    case "marlhf":
+      return { trainer, args: MARLHFConfig(config as MARLHFConfigInput) };
+    case "marlhf_iter":
+      return { trainer, args: MARLHFIterConfig(config as MARLHFIterConfigInput) };
   }
 }
 

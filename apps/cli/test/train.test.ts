@@ -46,6 +46,24 @@ describe("pbrl train", () => {
     expect(existsSync(path.join(out, "agents", "agent_1", "model.safetensors"))).toBe(true);
   });
 
+  it.each([
+    ["marlhf", ["rl_algorithm=mareforce"]],
+    ["marlhf_iter", ["num_iterations=2", "rl_algorithm=iac", "use_separate_critic=false", "reference_kl_enabled=true"]],
+  ])("trainer=%s: fits the reward model and trains with RL", async (trainer, extra) => {
+    const dir = project();
+    const out = path.join(dir, "out");
+    const r = await runCli(["train", "--config", path.join(dir, "run.yaml"), `trainer=${trainer}`, "num_generations=2", "reward_train_batch_size=2", "logging_steps=1", ...extra]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/eval reward after : [\d.]+/);
+    const cfg = JSON.parse(readFileSync(path.join(out, "config.json"), "utf8")) as Record<string, unknown>;
+    expect(cfg["trainer"]).toBe(trainer);
+    const lines = readFileSync(path.join(out, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.some((l) => l["kind"] === "reward" && typeof l["reward/loss"] === "number")).toBe(true);
+    expect(lines.some((l) => l["kind"] === "train" && typeof l["agent_1/loss"] === "number")).toBe(true);
+    if (trainer === "marlhf") expect(cfg).toMatchObject({ rl_algorithm: "mareinforce", advantage_mode: "raw" });
+    else expect(lines.some((l) => typeof l["turn_1/reference_kl_mean"] === "number" && typeof l["agent_0/value_loss"] === "number")).toBe(true);
+  });
+
   it("reports config problems all at once with exit code 2, and unknown keys with a suggestion", async () => {
     const dir = project();
     const r = await runCli(["train", "--config", path.join(dir, "run.yaml"), "dpo_beta=0", "num_train_epocs=2"]);

@@ -73,6 +73,8 @@ export interface RoundContext extends LearnContext {
   newPairs: readonly CollectedPair[];
   /** What labelled this round's comparisons. */
   scorer: PreferenceScorer;
+  /** Folder of agent_<i> checkpoints holding the weights before round 1. */
+  initialPoliciesDir: string;
 }
 
 /** Labels a round's comparisons: a reward function and processor, and its name for the round file. */
@@ -118,6 +120,7 @@ export class MADPOIterTrainer {
       if (this.args.verbose) this.log(`pbrl: ${backend.description}`);
       const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized" });
       this.resolved = agents;
+      this.checkAgents(agents);
       return agents;
     })();
     return this.agentsPromise;
@@ -148,6 +151,9 @@ export class MADPOIterTrainer {
 
   /** Restores what {@link saveLearnerState} wrote. */
   protected async restoreLearnerState(_dir: string): Promise<void> {}
+
+  /** Checks what depends on the agents' sources before any work is done (MARLHF: reward-model and critic sources). */
+  protected checkAgents(_agents: readonly ResolvedAgent[]): void {}
 
   async train(): Promise<IterTrainResult> {
     const a = this.args;
@@ -285,7 +291,7 @@ export class MADPOIterTrainer {
             const r = await runEval();
             result.evalBefore ??= r;
           };
-          await this.learn(train, { round, newPairs: collected.pairs, scorer: scoring.scorer, label, agents, optimizers: this.optimizers, counters, streams, metrics, evaluate, progress, log: this.log, extra: { round } });
+          await this.learn(train, { round, newPairs: collected.pairs, scorer: scoring.scorer, initialPoliciesDir: policiesAtStartOf(ckptRoot, 1), label, agents, optimizers: this.optimizers, counters, streams, metrics, evaluate, progress, log: this.log, extra: { round } });
         }
 
         // 4. Everything needed to continue after this round.

@@ -90,6 +90,7 @@ export class MADPOTrainer {
       if (this.args.reference_kl_enabled && this.trainerName === "madpo") this.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
       const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized" });
       this.resolved = agents;
+      this.checkAgents(agents);
       return agents;
     })();
     return this.agentsPromise;
@@ -110,6 +111,9 @@ export class MADPOTrainer {
       concurrency: this.args.reward_concurrency,
     });
   }
+
+  /** Checks what depends on the agents' sources before any work is done (MARLHF: reward-model and critic sources). */
+  protected checkAgents(_agents: readonly ResolvedAgent[]): void {}
 
   async train(): Promise<TrainResult> {
     const a = this.args;

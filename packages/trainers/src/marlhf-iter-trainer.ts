@@ -1,17 +1,20 @@
 import { existsSync } from "node:fs";
 import * as path from "node:path";
+import { loadPretrained, type CausalLM } from "@pbrl/models";
 import type { CollectedPair, RewardFunc } from "@pbrl/preference-data";
 import { JointRewardModel } from "@pbrl/reward-model";
+import { validateActorCriticFields } from "@pbrl/rl-backends";
 import { MARLHFIterConfig, type MARLHFIterConfigInput } from "./config/marlhf-config.js";
 import { MADPOIterTrainer, type MADPOIterTrainerOptions, type PreferenceScoring, type RoundContext } from "./madpo-iter-trainer.js";
-import { fitRewardModel, rewardModelReward, rewardModelSource, runRlStage } from "./marlhf-stage.js";
+import type { ResolvedAgent } from "./agents.js";
+import { checkMarlhfSources, fitRewardModel, rewardModelReward, rewardModelSource, runPolicyLearning, type CriticObjects } from "./marlhf-stage.js";
 import { samplingSettings } from "./sampling-settings.js";
 
 export interface MARLHFIterTrainerOptions extends Omit<MADPOIterTrainerOptions, "args"> {
   args?: MARLHFIterConfig | MARLHFIterConfigInput;
+  /** Critic sources for maac (one) or iac with use_separate_critic (one per agent): checkpoint ids or model objects; else critic_model_name or the agents' checkpoint. Fresh critics start from them every round. */
+  critics?: CriticObjects;
 }
-
-const STREAMS = { rewardInit: "reward_model_init", rewardShuffle: "reward_model_shuffle", rollouts: "rl_sampling", shuffle: "rl_shuffle" } as const;
 const REWARD_MODEL_DIR = "reward_model";
 
 /**
@@ -30,11 +33,25 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
   declare readonly args: MARLHFIterConfig;
   protected override readonly trainerName: string = "marlhf_iter";
   private rewardModel: JointRewardModel | undefined;
+  private references: CausalLM[] | undefined;
+  private readonly critics: CriticObjects | undefined;
 
   constructor(options: MARLHFIterTrainerOptions) {
     const args = isBuilt(options.args) ? options.args : MARLHFIterConfig(options.args ?? {});
-    if (args.rl_algorithm === "maac" || args.rl_algorithm === "iac") throw new Error(`rl_algorithm="${args.rl_algorithm}" (actor-critic) is not available yet in this version of pbrl; use magrpo, mareinforce, maremax or marloo`);
+    if (args.rl_algorithm === "maac" || args.rl_algorithm === "iac") validateActorCriticFields(args);
     super({ ...options, args });
+    this.critics = options.critics;
+  }
+
+  /** The frozen reference: the initial policies as the run saved them (also right after a resume). */
+  private async referencePolicies(ctx: RoundContext): Promise<CausalLM[] | undefined> {
+    if (!this.args.reference_kl_enabled) return undefined;
+    if (this.references === undefined) {
+      const refs: CausalLM[] = [];
+      for (let i = 0; i < ctx.agents.length; i++) refs.push((await loadPretrained(path.join(ctx.initialPoliciesDir, `agent_${i}`))).model);
+      this.references = refs;
+    }
+    return this.references;
   }
 
   protected override preferenceScoring(round: number): PreferenceScoring {
@@ -44,6 +61,10 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
     // The learned score is both raw and processed: reward_processor belongs to the task reward.
     const rewardFunc: RewardFunc = (completions, context) => score(completions, context);
     return { scorer: "reward_model", rewardFunc, rewardProcessor: undefined };
+  }
+
+  protected override checkAgents(agents: readonly ResolvedAgent[]): void {
+    checkMarlhfSources(this.args, agents, this.critics);
   }
 
   protected override async learn(train: readonly CollectedPair[], ctx: RoundContext): Promise<void> {
@@ -60,8 +81,7 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
       args: a,
       source: rewardModelSource(a, ctx.agents),
       pairs: train.map((p) => p.record),
-      initRng: ctx.streams.get(STREAMS.rewardInit),
-      shuffleRng: ctx.streams.get(STREAMS.rewardShuffle),
+      streams: ctx.streams,
       metrics: ctx.metrics,
       step: ctx.counters.envStep,
       progress: ctx.progress,
@@ -69,7 +89,7 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
       extra: ctx.extra,
     });
     this.rewardModel = rm;
-    await runRlStage({
+    await runPolicyLearning({
       args: a,
       agents: ctx.agents,
       optimizers: ctx.optimizers,
@@ -77,8 +97,9 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
       items: this.options.trainDataset,
       formatters: this.task.formatters,
       generation: samplingSettings(a),
-      policyRng: ctx.streams.get(STREAMS.rollouts),
-      shuffleRng: ctx.streams.get(STREAMS.shuffle),
+      streams: ctx.streams,
+      references: await this.referencePolicies(ctx),
+      critics: this.critics,
       counters: ctx.counters,
       metrics: ctx.metrics,
       evaluate: ctx.evaluate,
@@ -106,6 +127,8 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
   override dispose(): void {
     this.rewardModel?.dispose();
     this.rewardModel = undefined;
+    this.references?.forEach((m) => m.dispose());
+    this.references = undefined;
     super.dispose();
   }
 }

@@ -3,10 +3,25 @@
  * (Bradley–Terry), then REINFORCE-family policy learning against it, frozen. Evaluation stays with
  * the task reward (the caller's `evaluate`).
  */
-import type { AdamW, RngStream } from "@pbrl/core-tensor";
+import type { AdamW, RngStream, RngStreams } from "@pbrl/core-tensor";
+import { CausalLM, loadPretrained, type Pretrained } from "@pbrl/models";
 import { PolicySampler, type Formatter, type GenerationSettings, type PairRecord, type TaskItem } from "@pbrl/preference-data";
 import { JointRewardModel } from "@pbrl/reward-model";
-import { runRlEpochs, type JointReward, type ReturnShaping, type Rollout, type BatchPosition } from "@pbrl/rl-backends";
+import {
+  ActorValueHead,
+  Critic,
+  frozenReference,
+  referenceKlShaping,
+  resolveCriticSources,
+  resolveRewardModelSource,
+  runActorCriticEpochs,
+  runRlEpochs,
+  type ActorCriticSetup,
+  type BatchPosition,
+  type BatchReport,
+  type CriticSource,
+  type JointReward,
+} from "@pbrl/rl-backends";
 import type { ResolvedAgent } from "./agents.js";
 import type { MARLHFConfig } from "./config/marlhf-config.js";
 import type { TrainingCounters } from "./madpo-epochs.js";
@@ -20,13 +35,11 @@ type RewardFields = Pick<MARLHFConfig, "reward_model_name" | "reward_learning_ra
  * agents were loaded from. Model objects carry no loadable identifier, so they need the name.
  */
 export function rewardModelSource(args: Pick<MARLHFConfig, "reward_model_name">, agents: readonly ResolvedAgent[]): string {
-  if (args.reward_model_name !== null) return args.reward_model_name;
-  const checkpoint = agents[0]?.checkpoint;
-  if (checkpoint === undefined) {
-    throw new Error(`reward_model_name is required: the agents are model objects (${agents[0]?.source ?? "none"}), so there is no checkpoint to load the reward model's backbone from; set reward_model_name to a checkpoint folder or hub id`);
-  }
-  return checkpoint;
+  return resolveRewardModelSource({ reward_model_name: args.reward_model_name, agent_model_ids: agents.map((ag) => ag.checkpoint) });
 }
+
+/** The RNG streams of the MARLHF stages (names are part of checkpoints: never rename). */
+export const STREAMS = { rewardInit: "reward_model_init", rewardShuffle: "reward_model_shuffle", rollouts: "rl_sampling", shuffle: "rl_shuffle", critic: "critic_init" } as const;
 
 /**
  * A reward model with a fresh head on the source backbone, fitted to `pairs`. One metrics line per
@@ -36,8 +49,7 @@ export async function fitRewardModel(o: {
   args: RewardFields;
   source: string;
   pairs: readonly PairRecord[];
-  initRng: RngStream;
-  shuffleRng: RngStream;
+  streams: RngStreams;
   metrics: MetricsLog;
   step: number;
   progress: boolean;
@@ -45,7 +57,7 @@ export async function fitRewardModel(o: {
   extra?: Record<string, number>;
 }): Promise<JointRewardModel> {
   const a = o.args;
-  const rm = await JointRewardModel.create({ source: o.source, rng: o.initRng, freezeBackbone: a.reward_freeze_backbone, ...(a.reward_max_length !== null && { maxLength: a.reward_max_length }) });
+  const rm = await JointRewardModel.create({ source: o.source, rng: o.streams.get(STREAMS.rewardInit), freezeBackbone: a.reward_freeze_backbone, ...(a.reward_max_length !== null && { maxLength: a.reward_max_length }) });
   try {
     const batches = Math.ceil(o.pairs.length / a.reward_train_batch_size);
     let bar: ProgressBar | undefined;
@@ -53,7 +65,7 @@ export async function fitRewardModel(o: {
       learningRate: a.reward_learning_rate,
       epochs: a.reward_num_train_epochs,
       batchSize: a.reward_train_batch_size,
-      rng: o.shuffleRng,
+      rng: o.streams.get(STREAMS.rewardShuffle),
       onBatch: (m) => {
         if (m.batch === 1) bar = new ProgressBar(`${o.label}reward model ${m.epoch}/${a.reward_num_train_epochs}`, batches, o.progress);
         bar?.update(m.batch, `loss ${m["reward/loss"].toFixed(4)} acc ${m["reward/accuracy"].toFixed(2)}`);
@@ -73,56 +85,113 @@ export function rewardModelReward(rm: JointRewardModel): JointReward {
   return (completions, context) => rm.scoreRollouts(context.prompts, completions);
 }
 
-type RlFields = Pick<MARLHFConfig, "num_generations" | "advantage_mode" | "advantage_normalization" | "num_train_epochs" | "train_batch_size" | "eval_interval" | "logging_steps" | "reward_concurrency">;
+/** The config fields policy learning reads (shared by MARLHFConfig and MARLHFIterConfig). */
+type PolicyFields = Pick<
+  MARLHFConfig,
+  | "rl_algorithm" | "num_generations" | "advantage_mode" | "advantage_normalization" | "num_train_epochs" | "train_batch_size" | "rollout_buffer_size"
+  | "agent_learning_rate" | "reward_concurrency" | "eval_interval" | "logging_steps" | "reference_kl_enabled" | "reference_kl_coef"
+  | "use_separate_critic" | "critic_model_name" | "critic_learning_rate" | "critic_type" | "value_loss_coef" | "value_clip_range" | "critic_value_head_hidden_dim" | "value_head_hidden_dim"
+>;
+
+/** Where actor-critic critics may come from besides the config: checkpoint ids or model objects. */
+export type CriticObjects = readonly (string | CausalLM | Pretrained)[];
 
 /**
- * REINFORCE-family policy learning against a reward: num_train_epochs passes over the task items
- * in seeded shuffles, train_batch_size items per update, num_generations samples per agent per
- * item. Evaluation runs before an update whenever updates % eval_interval == 0 (counted over the
- * whole run, as MADPO's); env_step grows by the joint reward evaluations.
+ * Fresh critics for one policy-learning stage, as CoMLRL builds a new actor-critic trainer (and
+ * so new critics) every time: MAAC's centralized critic, IAC's per-agent critics, or IAC's value
+ * heads on the actors' own backbones.
  */
-export async function runRlStage(o: {
-  args: RlFields;
+async function buildActorCritic(a: PolicyFields, agents: readonly ResolvedAgent[], rng: RngStream, critics: CriticObjects | undefined): Promise<{ setup: ActorCriticSetup; dispose: () => void }> {
+  const plan = criticPlan(a, agents, critics);
+  const learningRate = a.critic_learning_rate ?? a.agent_learning_rate;
+  const made: { dispose: () => void }[] = [];
+  const dispose = () => made.forEach((m) => m.dispose());
+  const critic = async (source: CriticSource): Promise<Critic> => {
+    let c: Critic;
+    if (source.kind === "id") {
+      const p = await loadPretrained(source.id);
+      if (p.tokenizer === undefined) throw new Error(`${source.field}: ${source.id} has no tokenizer.json; a critic reads text with its backbone's tokenizer`);
+      c = Critic.create({ backbone: p.model, tokenizer: p.tokenizer, headHiddenDim: a.critic_value_head_hidden_dim, rng, learningRate, copy: false });
+    } else {
+      const v = source.value as CausalLM | Pretrained;
+      const backbone = v instanceof CausalLM ? v : v.model;
+      // A bare model object reads the agents' text with the agents' tokenizer.
+      const tokenizer = v instanceof CausalLM ? agents[0]!.tokenizer : (v.tokenizer ?? agents[0]!.tokenizer);
+      c = Critic.create({ backbone, tokenizer, headHiddenDim: a.critic_value_head_hidden_dim, rng, learningRate });
+    }
+    made.push(c);
+    return c;
+  };
+  try {
+    if (plan.algorithm === "maac") return { setup: { algorithm: "maac", critic: await critic(plan.critic) }, dispose };
+    if (plan.algorithm === "iac" && plan.layout === "separate") {
+      const list: Critic[] = [];
+      for (const s of plan.critics) list.push(await critic(s));
+      return { setup: { algorithm: "iac", layout: "separate", critics: list }, dispose };
+    }
+    if (plan.algorithm === "iac") {
+      const valueHeads = agents.map((ag) => ActorValueHead.create({ hiddenSize: ag.model.config.hiddenSize, hiddenDim: a.value_head_hidden_dim, rng, learningRate: a.agent_learning_rate }));
+      made.push(...valueHeads);
+      return { setup: { algorithm: "iac", layout: "shared", valueHeads }, dispose };
+    }
+    throw new Error(`rl_algorithm=${a.rl_algorithm} is not an actor-critic backend`);
+  } catch (err) {
+    dispose();
+    throw err;
+  }
+}
+
+/**
+ * Policy learning against a reward for num_train_epochs passes over the task items, in seeded
+ * shuffles, train_batch_size items per update, num_generations samples per agent per item: the
+ * REINFORCE family (magrpo, mareinforce, maremax, marloo) or actor-critic (maac, iac, with fresh
+ * critics). With reference_kl_enabled the frozen references' KL, times reference_kl_coef, is
+ * subtracted from the returns. Evaluation runs before an update whenever updates % eval_interval
+ * == 0 (counted over the whole run, as MADPO's); env_step grows by the joint reward evaluations.
+ */
+export async function runPolicyLearning(o: {
+  args: PolicyFields;
   agents: readonly ResolvedAgent[];
   optimizers: readonly AdamW[];
   reward: JointReward;
   items: readonly TaskItem[];
   formatters: readonly Formatter[];
   generation: GenerationSettings;
-  policyRng: RngStream;
-  shuffleRng: RngStream;
+  streams: RngStreams;
   counters: TrainingCounters;
   metrics: MetricsLog;
   evaluate: () => Promise<void>;
   progress: boolean;
   label: string;
   extra?: Record<string, number>;
-  shaping?: (rollouts: readonly Rollout[], position: BatchPosition) => ReturnShaping | Promise<ReturnShaping>;
+  /** One frozen copy of each agent's initial policy, when reference_kl_enabled. */
+  references?: readonly CausalLM[] | undefined;
+  critics?: CriticObjects | undefined;
 }): Promise<void> {
   const a = o.args;
   const c = o.counters;
+  const trainable = o.agents.map((ag, i) => ({ model: ag.model, optimizer: o.optimizers[i]!, padTokenId: ag.padTokenId }));
   let bar: ProgressBar | undefined;
-  await runRlEpochs({
-    agents: o.agents.map((ag, i) => ({ model: ag.model, optimizer: o.optimizers[i]!, padTokenId: ag.padTokenId })),
+  const common = {
+    agents: trainable,
     items: o.items,
     formatters: o.formatters,
-    sampler: new PolicySampler(o.agents, o.generation, o.policyRng),
+    sampler: new PolicySampler(o.agents, o.generation, o.streams.get(STREAMS.rollouts)),
     numGenerations: a.num_generations,
     reward: o.reward,
     rewardConcurrency: a.reward_concurrency,
-    mode: a.advantage_mode,
     normalize: a.advantage_normalization,
     numTrainEpochs: a.num_train_epochs,
     trainBatchSize: a.train_batch_size,
-    shuffleRng: o.shuffleRng,
+    shuffleRng: o.streams.get(STREAMS.shuffle),
     label: o.label,
-    ...(o.shaping !== undefined && { shaping: o.shaping }),
-    beforeBatch: async (p) => {
+    ...(a.reference_kl_enabled && o.references !== undefined && { shaping: referenceKlShaping({ agents: trainable, references: o.references, coef: a.reference_kl_coef }) }),
+    beforeBatch: async (p: BatchPosition) => {
       if (p.batch === 1) bar = new ProgressBar(`${o.label}RL epoch ${p.epoch}/${a.num_train_epochs}`, p.batchesPerEpoch, o.progress);
       if (a.eval_interval > 0 && c.updates % a.eval_interval === 0) await o.evaluate();
     },
-    onBatch: (r) => {
-      c.updates += 1;
+    onBatch: (r: BatchReport) => {
+      c.updates += r.metrics["rl/updates"] ?? 1;
       c.envStep += r.jointEvaluations;
       if (a.logging_steps <= 1 || c.lastLogged === undefined || c.envStep - c.lastLogged >= a.logging_steps) {
         c.lastLogged = c.envStep;
@@ -131,5 +200,30 @@ export async function runRlStage(o: {
       bar?.update(r.batch, `reward ${r.metrics["turn_1/reward_mean"]?.toFixed(3) ?? "—"}`);
       if (r.batch === r.batchesPerEpoch) bar?.finish();
     },
-  });
+  };
+  if (a.rl_algorithm !== "maac" && a.rl_algorithm !== "iac") {
+    await runRlEpochs({ ...common, mode: a.advantage_mode });
+    return;
+  }
+  const ac = await buildActorCritic(a, o.agents, o.streams.get(STREAMS.critic), o.critics);
+  try {
+    await runActorCriticEpochs({ ...common, setup: ac.setup, criticType: a.critic_type, valueLossCoef: a.value_loss_coef, ...(a.rl_algorithm === "iac" && { valueClipRange: a.value_clip_range }), rolloutBufferSize: a.rollout_buffer_size });
+  } finally {
+    ac.dispose();
+  }
+}
+
+function criticPlan(a: PolicyFields, agents: readonly ResolvedAgent[], critics: CriticObjects | undefined) {
+  return resolveCriticSources({ rl_algorithm: a.rl_algorithm, num_agents: agents.length, use_separate_critic: a.use_separate_critic, critic_model_name: a.critic_model_name, critics: critics ?? null, agent_model_ids: agents.map((ag) => ag.checkpoint) });
+}
+
+/** Fails fast, before any sampling, when the reward model's or the critics' source is missing or ambiguous. */
+export function checkMarlhfSources(a: PolicyFields & Pick<MARLHFConfig, "reward_model_name">, agents: readonly ResolvedAgent[], critics: CriticObjects | undefined): void {
+  rewardModelSource(a, agents);
+  criticPlan(a, agents, critics);
+}
+
+/** Frozen copies of the agents' initial policies for the reference KL (none when it is off). */
+export function referencesFor(a: Pick<MARLHFConfig, "reference_kl_enabled">, initial: readonly CausalLM[]): CausalLM[] | undefined {
+  return a.reference_kl_enabled ? initial.map((m) => frozenReference(m)) : undefined;
 }

@@ -1,17 +1,20 @@
 import * as path from "node:path";
 import type { CollectedPair } from "@pbrl/preference-data";
+import type { CausalLM } from "@pbrl/models";
 import type { JointRewardModel } from "@pbrl/reward-model";
+import { validateActorCriticFields } from "@pbrl/rl-backends";
 import { MARLHFConfig, type MARLHFConfigInput } from "./config/marlhf-config.js";
 import type { LearnContext } from "./learn-context.js";
 import { MADPOTrainer, type MADPOTrainerOptions } from "./madpo-trainer.js";
 import { samplingSettings } from "./sampling-settings.js";
-import { fitRewardModel, rewardModelReward, rewardModelSource, runRlStage } from "./marlhf-stage.js";
+import type { ResolvedAgent } from "./agents.js";
+import { checkMarlhfSources, fitRewardModel, referencesFor, rewardModelReward, rewardModelSource, runPolicyLearning, type CriticObjects } from "./marlhf-stage.js";
 
 export interface MARLHFTrainerOptions extends Omit<MADPOTrainerOptions, "args"> {
   args?: MARLHFConfig | MARLHFConfigInput;
+  /** Critic sources for maac (one) or iac with use_separate_critic (one per agent): checkpoint ids or model objects; else critic_model_name or the agents' checkpoint. */
+  critics?: CriticObjects;
 }
-
-const STREAMS = { rewardInit: "reward_model_init", rewardShuffle: "reward_model_shuffle", rollouts: "rl_sampling", shuffle: "rl_shuffle" } as const;
 
 /**
  * MARLHF: collect preference pairs once from the initial policies (task reward), fit a joint
@@ -23,11 +26,18 @@ export class MARLHFTrainer extends MADPOTrainer {
   declare readonly args: MARLHFConfig;
   protected override readonly trainerName: string = "marlhf";
   private rewardModel: JointRewardModel | undefined;
+  private references: CausalLM[] | undefined;
+  private readonly critics: CriticObjects | undefined;
 
   constructor(options: MARLHFTrainerOptions) {
     const args = isBuilt(options.args) ? options.args : MARLHFConfig(options.args ?? {});
-    if (args.rl_algorithm === "maac" || args.rl_algorithm === "iac") throw new Error(`rl_algorithm="${args.rl_algorithm}" (actor-critic) is not available yet in this version of pbrl; use magrpo, mareinforce, maremax or marloo`);
+    if (args.rl_algorithm === "maac" || args.rl_algorithm === "iac") validateActorCriticFields(args);
     super({ ...options, args });
+    this.critics = options.critics;
+  }
+
+  protected override checkAgents(agents: readonly ResolvedAgent[]): void {
+    checkMarlhfSources(this.args, agents, this.critics);
   }
 
   protected override async learn(pairs: readonly CollectedPair[], ctx: LearnContext): Promise<void> {
@@ -36,8 +46,7 @@ export class MARLHFTrainer extends MADPOTrainer {
       args: a,
       source: rewardModelSource(a, ctx.agents),
       pairs: pairs.map((p) => p.record),
-      initRng: ctx.streams.get(STREAMS.rewardInit),
-      shuffleRng: ctx.streams.get(STREAMS.rewardShuffle),
+      streams: ctx.streams,
       metrics: ctx.metrics,
       step: ctx.counters.envStep,
       progress: ctx.progress,
@@ -46,7 +55,9 @@ export class MARLHFTrainer extends MADPOTrainer {
     this.rewardModel = rm;
     const fit = rm.evaluate(pairs.map((p) => p.record));
     ctx.log(`pbrl: reward model fitted on ${pairs.length} pairs: accuracy ${fit["reward/accuracy"].toFixed(3)}, margin ${fit["reward/margin"].toFixed(3)}`);
-    await runRlStage({
+    // Learning happens once, from the initial policies: these are the reference.
+    this.references ??= referencesFor(a, ctx.agents.map((ag) => ag.model));
+    await runPolicyLearning({
       args: a,
       agents: ctx.agents,
       optimizers: ctx.optimizers,
@@ -54,8 +65,9 @@ export class MARLHFTrainer extends MADPOTrainer {
       items: this.options.trainDataset,
       formatters: this.task.formatters,
       generation: samplingSettings(a),
-      policyRng: ctx.streams.get(STREAMS.rollouts),
-      shuffleRng: ctx.streams.get(STREAMS.shuffle),
+      streams: ctx.streams,
+      references: this.references,
+      critics: this.critics,
       counters: ctx.counters,
       metrics: ctx.metrics,
       evaluate: ctx.evaluate,
@@ -74,6 +86,8 @@ export class MARLHFTrainer extends MADPOTrainer {
   override dispose(): void {
     this.rewardModel?.dispose();
     this.rewardModel = undefined;
+    this.references?.forEach((m) => m.dispose());
+    this.references = undefined;
     super.dispose();
   }
 }

@@ -1,8 +1,9 @@
 import * as path from "node:path";
-import { MADPOIterConfig, type EvalResult, type MADPOIterConfigInput } from "@pbrl/trainers";
+import type { EvalResult, MADPOIterConfigInput, MARLHFIterConfigInput } from "@pbrl/trainers";
 import { BUILTIN_TASKS } from "../builtins.js";
 import type { CliIO } from "../io.js";
-import { readRunFile, splitRunFile } from "../run-config.js";
+import { UsageError } from "../io.js";
+import { buildTrainerConfig, readRunFile, splitRunFile, trainerName } from "../run-config.js";
 import { ASSETS_DIR } from "../tasks/summary-expansion.js";
 import { evalLine, runTrainer } from "./run-trainer.js";
 
@@ -37,6 +38,28 @@ export const DEMO_DEFAULTS: MADPOIterConfigInput = {
   generation_batch_size: 64,
 };
 
+/**
+ * `pbrl demo trainer=marlhf_iter`: the same task, rounds and comparator; each round a fresh joint
+ * reward model is fitted to the selected pairs, and the agents learn with MAGRPO against it.
+ */
+export const MARLHF_DEMO_DEFAULTS: MARLHFIterConfigInput = {
+  ...DEMO_DEFAULTS,
+  num_train_epochs: 1,
+  rl_algorithm: "magrpo",
+  num_generations: 4,
+  train_batch_size: 8,
+  agent_learning_rate: 1e-4,
+  reward_learning_rate: 1e-4,
+  reward_num_train_epochs: 2,
+  reward_train_batch_size: 8,
+};
+
+const DEMO_TRAINERS = { madpo_iter: DEMO_DEFAULTS, marlhf_iter: MARLHF_DEMO_DEFAULTS } as const;
+const settings = (defaults: object) =>
+  Object.entries(defaults)
+    .map(([k, v]) => `${k}=${v === null ? "null" : String(v)}`)
+    .join(" ");
+
 export const DEMO_HELP = `pbrl demo [key=value …]
 
 Trains two agents with iterative MADPO on the embedded task: from the same small pretrained
@@ -45,9 +68,12 @@ expansion of it, rewarded jointly (faithfulness, coverage, brevity, length ratio
 the agents answer every text, a comparator (the weights of the previous round's start) answers
 too, comparisons with a clear winner become preference pairs, a λ-decay replay buffer mixes
 them with earlier rounds', and MADPO trains both agents. Prints the eval reward before and after
-training with example outputs. Defaults: ${Object.entries(DEMO_DEFAULTS)
-  .map(([k, v]) => `${k}=${v === null ? "null" : String(v)}`)
-  .join(" ")}; any MADPOIterConfig field can be overridden, e.g. pbrl demo seed=1 num_iterations=4.
+training with example outputs. Defaults: ${settings(DEMO_DEFAULTS)}; any MADPOIterConfig field can
+be overridden, e.g. pbrl demo seed=1 num_iterations=4.
+
+pbrl demo trainer=marlhf_iter runs iterative MARLHF on the same task instead: each round fits a
+fresh joint reward model to the pairs and trains the agents with RL against it. Defaults:
+${settings(MARLHF_DEMO_DEFAULTS)}; any MARLHFIterConfig field can be overridden.
 `;
 
 function examples(r: EvalResult | undefined, n: number): string {
@@ -60,15 +86,19 @@ function examples(r: EvalResult | undefined, n: number): string {
 
 export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const file = readRunFile(undefined, argv);
-  const { config } = splitRunFile(file.values, "madpo_iter");
-  const args = MADPOIterConfig({ ...DEMO_DEFAULTS, ...config } as MADPOIterConfigInput);
+  const trainer = trainerName(file.values["trainer"] ?? "madpo_iter");
+  if (trainer !== "madpo_iter" && trainer !== "marlhf_iter") throw new UsageError(`pbrl demo: trainer=${trainer} has no demo; the demo runs trainer=madpo_iter (default) or trainer=marlhf_iter`);
+  const { config } = splitRunFile(file.values, trainer);
+  const cfg = buildTrainerConfig(trainer, { ...DEMO_TRAINERS[trainer], ...config });
+  if (cfg.trainer !== "madpo_iter" && cfg.trainer !== "marlhf_iter") throw new UsageError(`pbrl demo: trainer=${trainer} has no demo`);
+  const args = cfg.args;
   const task = BUILTIN_TASKS["summary_expansion"]!;
   const data = task.load();
   const started = Date.now();
-  io.err(`pbrl demo: iterative MADPO, 2 agents from ${DEMO_MODEL_DIR}, ${data.train.length} training texts, ${args.eval_num_samples} eval texts, ${args.num_iterations} rounds, seed ${args.seed}\n`);
+  io.err(`pbrl demo: iterative ${trainer === "madpo_iter" ? "MADPO" : `MARLHF (${cfg.trainer === "marlhf_iter" ? cfg.args.rl_algorithm : ""})`}, 2 agents from ${DEMO_MODEL_DIR}, ${data.train.length} training texts, ${args.eval_num_samples} eval texts, ${args.num_iterations} rounds, seed ${args.seed}\n`);
   const outcome = await runTrainer(
     { agentModel: DEMO_MODEL_DIR, trainDataset: data.train, evalDataset: data.eval, rewardFunc: task.rewardFunc, formatters: task.formatters },
-    { trainer: "madpo_iter", args },
+    cfg,
     io,
   );
   const minutes = ((Date.now() - started) / 60000).toFixed(1);

@@ -1,4 +1,4 @@
-import { MADPOIterTrainer, MADPOTrainer, type EvalResult, type MADPOTrainerOptions } from "@pbrl/trainers";
+import { MADPOIterTrainer, MADPOTrainer, MARLHFIterTrainer, MARLHFTrainer, type EvalResult, type MADPOTrainerOptions } from "@pbrl/trainers";
 import type { CliIO } from "../io.js";
 import type { ResolvedRun, TrainerConfig } from "../run-config.js";
 
@@ -24,12 +24,12 @@ export async function runTrainer(run: ResolvedRun, cfg: TrainerConfig, io: CliIO
     ...(run.formatters !== undefined ? { formatters: run.formatters } : {}),
     log: (line) => cfg.args.verbose && io.err(`${line}\n`),
   };
-  if (cfg.trainer === "madpo") {
-    const t = new MADPOTrainer({ ...common, args: cfg.args });
+  if (cfg.trainer === "madpo" || cfg.trainer === "marlhf") {
+    const t = cfg.trainer === "madpo" ? new MADPOTrainer({ ...common, args: cfg.args }) : new MARLHFTrainer({ ...common, args: cfg.args });
     const r = await t.train();
     return { evalBefore: r.evalBefore, evalAfter: r.evalAfter, updates: r.updates, outputDir: r.outputDir, summary: `${r.numPairs} preference pairs, ${r.updates} updates`, dispose: () => t.dispose() };
   }
-  const t = new MADPOIterTrainer({ ...common, args: cfg.args });
+  const t = cfg.trainer === "madpo_iter" ? new MADPOIterTrainer({ ...common, args: cfg.args }) : new MARLHFIterTrainer({ ...common, args: cfg.args });
   const r = await t.train();
   const pairs = r.rounds.reduce((s, x) => s + x.pairs, 0);
   const summary = r.stopped ? `stopped after round ${r.rounds.at(-1)?.round ?? "?"} (resume with resume_from_checkpoint=true)` : `${r.rounds.length} rounds, ${pairs} new preference pairs, ${r.updates} updates`;

@@ -6,7 +6,8 @@ import { evalLine, runTrainer } from "./run-trainer.js";
 export const TRAIN_HELP = `pbrl train --config FILE.yaml [key=value …]
 
 Trains with a run file (YAML or JSON) whose keys are:
-  trainer          madpo (collect once, then train) or madpo_iter (rounds against a comparator)
+  trainer          madpo or marlhf (collect once, then train), madpo_iter or marlhf_iter
+                   (rounds against a comparator); marlhf* fit a joint reward model and run RL
   agent_model      one checkpoint folder or hub id for every agent, or
   agents           a list with one per agent
   train_dataset    JSONL or JSON file of task items (objects)
@@ -16,8 +17,9 @@ Trains with a run file (YAML or JSON) whose keys are:
   reward_func      a built-in name (summary_expansion) or a .mjs module exporting \`reward_func\`
                    (and optionally \`reward_processor\`)
   reward_processor a .mjs module exporting \`reward_processor\`
-and any field of the trainer's config (MADPOConfig or MADPOIterConfig: num_train_epochs, dpo_beta,
-seed, output_dir, num_iterations, comparator_policy, preference_replay_mode, …). key=value arguments override the file, e.g. num_train_epochs=3 top_k=null.
+and any field of the trainer's config (MADPOConfig, MADPOIterConfig, MARLHFConfig or
+MARLHFIterConfig: num_train_epochs, dpo_beta, seed, output_dir, num_iterations, comparator_policy,
+preference_replay_mode, rl_algorithm, num_generations, reward_learning_rate, …). key=value arguments override the file, e.g. num_train_epochs=3 top_k=null.
 Relative paths in the file are resolved against the file's folder, relative paths in key=value
 arguments against the current directory.
 `;
