@@ -11,6 +11,9 @@ afterEach(async () => {
   server = undefined;
 });
 
+// Each reply is held this long so that requests overlap and the bound is reached even on a loaded machine.
+const HOLD_MS = 300;
+
 const ITEMS = [{ i: 0 }, { i: 1 }, { i: 2 }];
 const PROMPTS = ITEMS.map((_, k) => [`item${k}-agent0`, `item${k}-agent1`]);
 
@@ -26,7 +29,7 @@ function make(o: Partial<ApiComparatorOptions> & Pick<ApiComparatorOptions, "for
 describe("concurrency bound (measured by the server)", () => {
   it("anthropic: 3 items × 2 agents × 4 candidates with maxConcurrency 3 → 24 requests, never more than 3 in flight", async () => {
     server = await startServer(async (req, res) => {
-      await sleepMs(15);
+      await sleepMs(HOLD_MS);
       sendJson(res, 200, { content: [{ type: "text", text: `${promptOf(req.body)}#${req.index}` }], stop_reason: "end_turn" });
     });
     const c = make({ format: "anthropic", url: `${server.origin}/v1/messages`, maxConcurrency: 3 });
@@ -43,7 +46,7 @@ describe("concurrency bound (measured by the server)", () => {
 
   it("openai_responses with maxConcurrency 2", async () => {
     server = await startServer(async (req, res) => {
-      await sleepMs(10);
+      await sleepMs(HOLD_MS);
       sendJson(res, 200, { status: "completed", output: [{ type: "message", content: [{ type: "output_text", text: promptOf(req.body) }] }] });
     });
     const c = make({ format: "openai_responses", url: `${server.origin}/v1/responses`, maxConcurrency: 2 });
@@ -54,7 +57,7 @@ describe("concurrency bound (measured by the server)", () => {
 
   it("openai with n capped at 1 (DeepSeek) and maxConcurrency 4; the bound is shared by concurrent sample() calls", async () => {
     server = await startServer(async (req, res) => {
-      await sleepMs(10);
+      await sleepMs(HOLD_MS);
       sendJson(res, 200, { choices: [{ message: { content: promptOf(req.body) }, finish_reason: "stop" }] });
     });
     const c = make({ format: "openai", url: `${server.origin}/v1/chat/completions`, model: "deepseek-chat", maxConcurrency: 4 });
