@@ -7,8 +7,7 @@ import { validateActorCriticFields } from "@pbrl/rl-backends";
 import { MARLHFIterConfig, type MARLHFIterConfigInput } from "./config/marlhf-config.js";
 import { MADPOIterTrainer, type MADPOIterTrainerOptions, type PreferenceScoring, type RoundContext } from "./madpo-iter-trainer.js";
 import type { ResolvedAgent } from "./agents.js";
-import { checkMarlhfSources, fitRewardModel, rewardModelReward, rewardModelSource, runPolicyLearning, type CriticObjects } from "./marlhf-stage.js";
-import { samplingSettings } from "./sampling-settings.js";
+import { checkMarlhfSources, learnFromPairs, rewardModelReward, type CriticObjects } from "./marlhf-stage.js";
 
 export interface MARLHFIterTrainerOptions extends Omit<MADPOIterTrainerOptions, "args"> {
   args?: MARLHFIterConfig | MARLHFIterConfigInput;
@@ -77,35 +76,15 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
     }
     this.rewardModel = undefined;
     previous?.dispose();
-    const rm = await fitRewardModel({
+    await learnFromPairs({
       args: a,
-      source: rewardModelSource(a, ctx.agents),
       pairs: train.map((p) => p.record),
-      streams: ctx.streams,
-      metrics: ctx.metrics,
-      step: ctx.counters.envStep,
-      progress: ctx.progress,
-      label: ctx.label,
-      extra: ctx.extra,
-    });
-    this.rewardModel = rm;
-    await runPolicyLearning({
-      args: a,
-      agents: ctx.agents,
-      optimizers: ctx.optimizers,
-      reward: rewardModelReward(rm),
+      ctx,
       items: this.options.trainDataset,
       formatters: this.task.formatters,
-      generation: samplingSettings(a),
-      streams: ctx.streams,
       references: await this.referencePolicies(ctx),
       critics: this.critics,
-      counters: ctx.counters,
-      metrics: ctx.metrics,
-      evaluate: ctx.evaluate,
-      progress: ctx.progress,
-      label: ctx.label,
-      extra: ctx.extra,
+      onRewardModel: (rm) => (this.rewardModel = rm),
     });
   }
 

@@ -25,8 +25,10 @@ import {
 import type { ResolvedAgent } from "./agents.js";
 import type { MARLHFConfig } from "./config/marlhf-config.js";
 import type { TrainingCounters } from "./madpo-epochs.js";
+import type { LearnContext } from "./learn-context.js";
 import type { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
+import { samplingSettings } from "./sampling-settings.js";
 
 type RewardFields = Pick<MARLHFConfig, "reward_model_name" | "reward_learning_rate" | "reward_num_train_epochs" | "reward_train_batch_size" | "reward_max_length" | "reward_freeze_backbone">;
 
@@ -221,6 +223,46 @@ function criticPlan(a: PolicyFields, agents: readonly ResolvedAgent[], critics: 
 export function checkMarlhfSources(a: PolicyFields & Pick<MARLHFConfig, "reward_model_name">, agents: readonly ResolvedAgent[], critics: CriticObjects | undefined): void {
   rewardModelSource(a, agents);
   criticPlan(a, agents, critics);
+}
+
+/**
+ * One MARLHF learning stage on `pairs`: a fresh reward model fitted to them, then policy learning
+ * against it, frozen. `onRewardModel` receives the model as soon as it exists (the trainer owns it
+ * from then on, also if learning fails).
+ */
+export async function learnFromPairs(o: {
+  args: PolicyFields & RewardFields & { max_new_tokens: number; temperature: number; top_p: number; top_k: number | null; generation_batch_size: number };
+  pairs: readonly PairRecord[];
+  ctx: LearnContext;
+  items: readonly TaskItem[];
+  formatters: readonly Formatter[];
+  references: readonly CausalLM[] | undefined;
+  critics: CriticObjects | undefined;
+  onRewardModel: (rm: JointRewardModel) => void;
+}): Promise<void> {
+  const { args: a, ctx } = o;
+  const rm = await fitRewardModel({ args: a, source: rewardModelSource(a, ctx.agents), pairs: o.pairs, streams: ctx.streams, metrics: ctx.metrics, step: ctx.counters.envStep, progress: ctx.progress, label: ctx.label, extra: ctx.extra });
+  o.onRewardModel(rm);
+  const fit = rm.evaluate(o.pairs);
+  ctx.log(`pbrl: ${ctx.label}reward model fitted on ${o.pairs.length} pairs: accuracy ${fit["reward/accuracy"].toFixed(3)}, margin ${fit["reward/margin"].toFixed(3)}`);
+  await runPolicyLearning({
+    args: a,
+    agents: ctx.agents,
+    optimizers: ctx.optimizers,
+    reward: rewardModelReward(rm),
+    items: o.items,
+    formatters: o.formatters,
+    generation: samplingSettings(a),
+    streams: ctx.streams,
+    references: o.references,
+    critics: o.critics,
+    counters: ctx.counters,
+    metrics: ctx.metrics,
+    evaluate: ctx.evaluate,
+    progress: ctx.progress,
+    label: ctx.label,
+    extra: ctx.extra,
+  });
 }
 
 /** Frozen copies of the agents' initial policies for the reference KL (none when it is off). */

@@ -6,9 +6,8 @@ import { validateActorCriticFields } from "@pbrl/rl-backends";
 import { MARLHFConfig, type MARLHFConfigInput } from "./config/marlhf-config.js";
 import type { LearnContext } from "./learn-context.js";
 import { MADPOTrainer, type MADPOTrainerOptions } from "./madpo-trainer.js";
-import { samplingSettings } from "./sampling-settings.js";
 import type { ResolvedAgent } from "./agents.js";
-import { checkMarlhfSources, fitRewardModel, referencesFor, rewardModelReward, rewardModelSource, runPolicyLearning, type CriticObjects } from "./marlhf-stage.js";
+import { checkMarlhfSources, learnFromPairs, referencesFor, type CriticObjects } from "./marlhf-stage.js";
 
 export interface MARLHFTrainerOptions extends Omit<MADPOTrainerOptions, "args"> {
   args?: MARLHFConfig | MARLHFConfigInput;
@@ -42,40 +41,19 @@ export class MARLHFTrainer extends MADPOTrainer {
 
   protected override async learn(pairs: readonly CollectedPair[], ctx: LearnContext): Promise<void> {
     const a = this.args;
-    const rm = await fitRewardModel({
-      args: a,
-      source: rewardModelSource(a, ctx.agents),
-      pairs: pairs.map((p) => p.record),
-      streams: ctx.streams,
-      metrics: ctx.metrics,
-      step: ctx.counters.envStep,
-      progress: ctx.progress,
-      label: ctx.label,
-    });
-    this.rewardModel = rm;
-    const fit = rm.evaluate(pairs.map((p) => p.record));
-    ctx.log(`pbrl: reward model fitted on ${pairs.length} pairs: accuracy ${fit["reward/accuracy"].toFixed(3)}, margin ${fit["reward/margin"].toFixed(3)}`);
     // Learning happens once, from the initial policies: these are the reference.
     this.references ??= referencesFor(a, ctx.agents.map((ag) => ag.model));
-    await runPolicyLearning({
+    await learnFromPairs({
       args: a,
-      agents: ctx.agents,
-      optimizers: ctx.optimizers,
-      reward: rewardModelReward(rm),
+      pairs: pairs.map((p) => p.record),
+      ctx,
       items: this.options.trainDataset,
       formatters: this.task.formatters,
-      generation: samplingSettings(a),
-      streams: ctx.streams,
       references: this.references,
       critics: this.critics,
-      counters: ctx.counters,
-      metrics: ctx.metrics,
-      evaluate: ctx.evaluate,
-      progress: ctx.progress,
-      label: ctx.label,
-      extra: ctx.extra,
+      onRewardModel: (rm) => (this.rewardModel = rm),
     });
-    await rm.save(path.join(a.output_dir, "reward_model"));
+    await this.rewardModel!.save(path.join(a.output_dir, "reward_model"));
   }
 
   /** The reward model fitted by the last train(), until dispose. */
