@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // Where one training step of `pbrl bench` spends its time, by phase and by tfjs kernel.
 //
-//   pnpm build && node scripts/bench/profile_train_step.mjs [--backend wasm|cpu] [--preset default|tiny]
+//   pnpm build && node scripts/bench/profile_train_step.mjs [--backend native|wasm|cpu] [--preset default|tiny]
 //                                                          [--batch 8] [--seq 128] [--top 15]
 //
 // Same model and step as `pbrl bench` (random init, mean next-token NLL via completionLogProbs,
 // tf.variableGrads, AdamW). After one warm-up step it times the phases of a step separately
 // (forward only; forward + backward; AdamW update) and then profiles one full step with
-// tf.profile, summing kernel time per kernel name and per (kernel, input shapes).
+// tf.profile, summing kernel time per kernel name and per (kernel, input shapes). A custom-gradient
+// op shows as "unnamed scope", and its time includes the kernels inside it, which are also listed
+// on their own: the per-kernel times add up to more than the step.
 /* global console, performance */
 import { parseArgs } from "node:util";
 import { AdamW, RngStream, tf, useBackend } from "../../packages/core-tensor/dist/index.js";

@@ -2,9 +2,10 @@ import { createRequire } from "node:module";
 import { tf } from "./tf.js";
 import "@tensorflow/tfjs-backend-cpu";
 import "@tensorflow/tfjs-backend-wasm";
+import { loadNativeAddon, NATIVE_BACKEND_NAME, registerNativeBackend } from "./native-backend.js";
 
-export type BackendName = "wasm" | "cpu" | "tensorflow";
-export const BACKEND_NAMES: readonly BackendName[] = ["wasm", "cpu", "tensorflow"];
+export type BackendName = "wasm" | "cpu" | "tensorflow" | "native";
+export const BACKEND_NAMES: readonly BackendName[] = ["wasm", "cpu", "tensorflow", "native"];
 
 export interface BackendInfo {
   /** The backend pbrl asked for. */
@@ -18,6 +19,12 @@ export interface BackendInfo {
 export class BackendUnavailableError extends Error {
   override name = "BackendUnavailableError";
 }
+
+/** How to get the native backend, appended to every message saying it is unavailable. */
+const NATIVE_INSTALL_HINT =
+  "it needs OpenBLAS and pbrl's C++ addon, which `pnpm install` builds in packages/core-tensor/native: " +
+  "install OpenBLAS (Debian/Ubuntu: `apt-get install libopenblas-dev`; Fedora: `dnf install openblas-devel`) " +
+  "and a C++ compiler, then run `pnpm install` again";
 
 const TF_NODE_PACKAGES = ["@tensorflow/tfjs-node-gpu", "@tensorflow/tfjs-node"] as const;
 
@@ -49,14 +56,33 @@ function findTfNodePackage(): string | undefined {
 }
 
 /**
- * Selects and initialises the tensor backend. `wasm` is the default: it needs no native
- * install and trains with SIMD kernels; `cpu` is the pure-JS reference; `tensorflow` uses
- * libtensorflow through `@tensorflow/tfjs-node(-gpu)` when the user has installed it.
+ * Selects and initialises the tensor backend. `wasm` needs no native install and trains with
+ * SIMD kernels; `native` is wasm with its heavy kernels (matrix products through OpenBLAS,
+ * transposes, slices, concatenation, sums, exp and a few other unary ops) in pbrl's C++ addon,
+ * when that is built (docs/native-backend.md); `cpu` is the pure-JS reference;
+ * `tensorflow` uses libtensorflow through `@tensorflow/tfjs-node(-gpu)` when the user has
+ * installed it. Asking for a backend that is unavailable throws a {@link BackendUnavailableError}
+ * that says how to install it. {@link useDefaultBackend} picks `native` when it can, else `wasm`.
  */
 export async function useBackend(name: BackendName = "wasm"): Promise<BackendInfo> {
-  if (current?.name === name && tf.getBackend() === name) return current;
   let device = "cpu";
   let detail = "";
+  if (name === NATIVE_BACKEND_NAME) {
+    // Checked on every call, so PBRL_NATIVE=off or a bad PBRL_NATIVE_ADDON always gives the error.
+    const load = loadNativeAddon();
+    if (!load.ok) {
+      throw new BackendUnavailableError(
+        `backend=native is unavailable: ${load.reason}` +
+          (load.disabled ? "; unset PBRL_NATIVE to use it" : `; ${NATIVE_INSTALL_HINT}`) +
+          ". Or choose backend=wasm (pure WebAssembly, no install).",
+      );
+    }
+    if (current?.name === name && tf.getBackend() === name) return current;
+    registerNativeBackend(load.addon);
+    const t = load.info.blasThreads;
+    detail = ` (OpenBLAS sgemm, ${t} thread${t === 1 ? "" : "s"}, on the wasm heap)`;
+  }
+  if (current?.name === name && tf.getBackend() === name) return current;
   if (name === "tensorflow") {
     const pkg = findTfNodePackage();
     if (pkg === undefined) {
@@ -96,9 +122,41 @@ export function currentBackend(): BackendInfo | undefined {
 }
 
 /**
- * The backend in use, initialising the default on first call: `PBRL_BACKEND` when set, else
- * `wasm`. Library entry points call this so a user who never picks a backend still gets one.
+ * The default backend: `PBRL_BACKEND` when set (an error if that backend is unavailable); else
+ * `native` when its addon is built and loads, and otherwise `wasm`, whose description then says
+ * why native does not run (not built, failed to load, or disabled by `PBRL_NATIVE=off`).
+ */
+export async function useDefaultBackend(): Promise<BackendInfo> {
+  const env = process.env["PBRL_BACKEND"];
+  if (env !== undefined && env !== "") return useBackend(parseBackendName(env));
+  const load = loadNativeAddon();
+  let why: string;
+  if (load.ok) {
+    try {
+      return await useBackend("native");
+    } catch (e) {
+      why = `native backend failed: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  } else {
+    why = load.disabled ? `native backend ${load.reason}` : `native backend unavailable: ${load.reason}; ${NATIVE_INSTALL_HINT}`;
+  }
+  const info = await useBackend("wasm");
+  current = { ...info, description: `tensor backend: wasm (WebAssembly SIMD, single-threaded; ${why}), tfjs ${tf.version_core}` };
+  return current;
+}
+
+/**
+ * The backend in use, initialising the default on first call (see {@link useDefaultBackend}).
+ * Library entry points call this so a user who never picks a backend still gets one.
  */
 export async function ensureBackend(): Promise<BackendInfo> {
-  return current ?? useBackend(parseBackendName(process.env["PBRL_BACKEND"] ?? "wasm"));
+  return current ?? useDefaultBackend();
+}
+
+/** A backend setting as configs spell it: a backend name, or "auto" for {@link useDefaultBackend}. */
+export type BackendSetting = BackendName | "auto";
+
+/** Starts the backend a config asks for ("auto": native when built, else wasm; PBRL_BACKEND wins). */
+export async function useBackendSetting(setting: BackendSetting): Promise<BackendInfo> {
+  return setting === "auto" ? useDefaultBackend() : useBackend(setting);
 }

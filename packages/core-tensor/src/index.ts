@@ -1,6 +1,9 @@
 export { tf } from "./tf.js";
-export { useBackend, ensureBackend, currentBackend, parseBackendName, BACKEND_NAMES, BackendUnavailableError } from "./backend.js";
-export type { BackendName, BackendInfo } from "./backend.js";
+export { useBackend, useBackendSetting, useDefaultBackend, ensureBackend, currentBackend, parseBackendName, BACKEND_NAMES, BackendUnavailableError } from "./backend.js";
+export type { BackendName, BackendInfo, BackendSetting } from "./backend.js";
+export { loadNativeAddon, nativeAddonPath, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS } from "./native-backend.js";
+export { logSoftmaxSelectGrad } from "./fused-ops.js";
+export type { NativeAddon, NativeAddonInfo, NativeLoad } from "./native-backend.js";
 export { RngStream, RngStreams } from "./rng.js";
 export type { RngState, RngStreamsState } from "./rng.js";
 export { AdamW } from "./adamw.js";

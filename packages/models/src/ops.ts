@@ -6,7 +6,7 @@
  * for a float32 output dtype. Both ops below therefore carry their own gradients, computed from
  * host-side indices that are known before the tape starts.
  */
-import { tf } from "@pbrl/core-tensor";
+import { logSoftmaxSelectGrad, tf } from "@pbrl/core-tensor";
 
 /**
  * Rows `indices` of a 2-D tensor: an embedding lookup, or picking hidden states at chosen
@@ -59,14 +59,11 @@ export function selectedLogProbs(logits: tf.Tensor2D, targets: Int32Array): tf.T
     const value = tf.tidy(() => tf.sub(tf.gather(tf.reshape(x, [-1]), tf.tensor1d(flat, "int32")), tf.reshape(lse, [-1]))) as tf.Tensor1D;
     save([x, lse]);
     lse.dispose();
-    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor =>
-      tf.tidy(() => {
-        const [xs, lses] = saved as [tf.Tensor2D, tf.Tensor2D];
-        const softmax = tf.exp(tf.sub(xs, lses));
-        // int32 then cast: the wasm OneHot kernel writes integer bits into float32 outputs.
-        const onehot = tf.cast(tf.oneHot(tf.tensor1d(targets, "int32"), vocab), "float32");
-        return tf.mul(tf.sub(onehot, softmax), tf.reshape(dy, [n, 1]));
-      });
+    // (onehot − softmax) · dy: one fused kernel on the native backend, tfjs ops elsewhere.
+    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor => {
+      const [xs, lses] = saved as [tf.Tensor2D, tf.Tensor2D];
+      return logSoftmaxSelectGrad(xs, lses, targets, dy);
+    };
     return { value, gradFunc };
   });
   return op(logits) as tf.Tensor1D;
@@ -82,10 +79,13 @@ function transposeLast2(x: tf.Tensor): tf.Tensor {
  * calls. tfjs's wasm kernel runs 10× slower when asked to transpose an operand (about 2.5 vs
  * 30 GFLOPS measured), while an explicit transpose costs one memory pass; and the built-in
  * gradient of a matmul asks for transposed operands. On the tensorflow backend, whose BLAS
- * transposes for free, the built-in op is used.
+ * transposes for free, the built-in op is used; on the native backend (OpenBLAS sgemm, which
+ * also transposes for free) see {@link matMulTransposing}.
  */
 export function matMul(a: tf.Tensor, b: tf.Tensor, transposeA = false, transposeB = false): tf.Tensor {
-  if (tf.getBackend() === "tensorflow") return tf.matMul(a, b, transposeA, transposeB);
+  const backend = tf.getBackend();
+  if (backend === "tensorflow") return tf.matMul(a, b, transposeA, transposeB);
+  if (backend === "native") return matMulTransposing(a, b, transposeA, transposeB);
   const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [x, y] = args as [tf.Tensor, tf.Tensor];
     const save = args[2] as tf.GradSaveFunc;
@@ -100,6 +100,32 @@ export function matMul(a: tf.Tensor, b: tf.Tensor, transposeA = false, transpose
         const xOpT = () => (transposeA ? sx : transposeLast2(sx)); // a'ᵀ
         const da = transposeA ? tf.matMul(yOp(), transposeLast2(dy)) : tf.matMul(dy, yOpT());
         const db = transposeB ? tf.matMul(transposeLast2(dy), xOp()) : tf.matMul(xOpT(), dy);
+        return [reduceBroadcast(da, sx.shape), reduceBroadcast(db, sy.shape)];
+      });
+    return { value, gradFunc };
+  });
+  return op(a, b);
+}
+
+/**
+ * matMul whose forward and backward products pass the transposes to the kernel as flags instead
+ * of materialising them: for a BLAS that reads either layout at the same speed, every explicit
+ * transpose (a full memory pass, ~15% of a training step on the native backend) is waste. Its own
+ * gradient, not tfjs's built-in one, because that one does not reduce a broadcast batch back to
+ * its input's shape.
+ */
+function matMulTransposing(a: tf.Tensor, b: tf.Tensor, transposeA: boolean, transposeB: boolean): tf.Tensor {
+  const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [x, y] = args as [tf.Tensor, tf.Tensor];
+    const save = args[2] as tf.GradSaveFunc;
+    save([x, y]);
+    const value = tf.matMul(x, y, transposeA, transposeB);
+    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] =>
+      tf.tidy(() => {
+        const [sx, sy] = saved as [tf.Tensor, tf.Tensor];
+        // C = op(A)·op(B): dop(A) = dC·op(B)ᵀ and dop(B) = op(A)ᵀ·dC, transposed back where op transposes.
+        const da = transposeA ? tf.matMul(sy, dy, transposeB, true) : tf.matMul(dy, sy, false, !transposeB);
+        const db = transposeB ? tf.matMul(dy, sx, true, transposeA) : tf.matMul(sx, dy, !transposeA, false);
         return [reduceBroadcast(da, sx.shape), reduceBroadcast(db, sy.shape)];
       });
     return { value, gradFunc };

@@ -1,7 +1,7 @@
 // The custom-gradient ops that work around missing wasm kernels, checked on every backend
 // against gradients computed a different way.
 import { describe, expect, it } from "vitest";
-import { tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { loadNativeAddon, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
 import { gatherRows, matMul, selectedLogProbs } from "../src/index.js";
 
 describe.each<BackendName>(["wasm", "cpu"])("custom-gradient ops on %s", (backend) => {
@@ -62,7 +62,11 @@ describe.each<BackendName>(["wasm", "cpu"])("custom-gradient ops on %s", (backen
   });
 });
 
-describe.each<BackendName>(["wasm", "cpu"])("matMul without transposed kernels on %s", (backend) => {
+// On native the transposes go to sgemm as flags (matMulTransposing); the same checks apply. It
+// joins when its addon is built, or must (PBRL_REQUIRE_NATIVE=1, CI with OpenBLAS).
+const MATMUL_BACKENDS: BackendName[] = loadNativeAddon().ok || process.env["PBRL_REQUIRE_NATIVE"] === "1" ? ["native", "wasm", "cpu"] : ["wasm", "cpu"];
+
+describe.each<BackendName>(MATMUL_BACKENDS)("matMul without transposed kernels on %s", (backend) => {
   it.each([
     [false, false],
     [false, true],

@@ -2,7 +2,7 @@
 // backend: logits, greedy generations (single and left-padded batches), sequence log-probs.
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { loadNativeAddon, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
 import { generate, loadPretrained, scoreCompletions, type Pretrained } from "../src/index.js";
 import { FIXTURES, maxAbsDiff, reference } from "./reference.js";
 
@@ -12,10 +12,15 @@ const CASES: { dir: string; ref: string }[] = [
   { dir: "tiny-qwen2-sharded", ref: "tiny-qwen2" },
   { dir: "tiny-llama-bf16", ref: "tiny-llama-bf16" },
 ];
-const BACKENDS: BackendName[] = ["wasm", "cpu"];
+const BACKENDS: BackendName[] = ["native", "wasm", "cpu"];
+// native needs the addon `pnpm install` builds; without it (no OpenBLAS) its cases skip, saying
+// why, unless PBRL_REQUIRE_NATIVE=1 (CI with OpenBLAS installed) makes them run and fail.
+const nativeLoad = loadNativeAddon();
+const nativeMissing = nativeLoad.ok || process.env["PBRL_REQUIRE_NATIVE"] === "1" ? undefined : nativeLoad.reason;
 
 describe.each(BACKENDS)("parity with transformers on %s", (backend) => {
-  describe.each(CASES)("$dir", ({ dir, ref: refName }) => {
+  const skip = backend === "native" ? nativeMissing : undefined;
+  describe.skipIf(skip !== undefined).each(CASES)(skip === undefined ? "$dir" : `$dir (skipped: ${skip.replace(/[%$]/g, "")})`, ({ dir, ref: refName }) => {
     const ref = reference(refName);
     let p: Pretrained;
     beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { AdamW, RngStreams, useBackend, writeFileAtomic } from "@pbrl/core-tensor";
+import { AdamW, RngStreams, useBackendSetting, writeFileAtomic } from "@pbrl/core-tensor";
 import { loadPretrained, savePretrained } from "@pbrl/models";
 import {
   collectComparisons,
@@ -116,7 +116,7 @@ export class MADPOIterTrainer {
 
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      const backend = await useBackend(this.args.backend);
+      const backend = await useBackendSetting(this.args.backend);
       if (this.args.verbose) this.log(`pbrl: ${backend.description}`);
       const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized" });
       this.resolved = agents;

@@ -1,6 +1,6 @@
 import { writeFileSync, mkdirSync } from "node:fs";
 import * as path from "node:path";
-import { AdamW, RngStreams, useBackend, type BackendInfo } from "@pbrl/core-tensor";
+import { AdamW, RngStreams, useBackendSetting, type BackendInfo } from "@pbrl/core-tensor";
 import { savePretrained, type Tokenizer } from "@pbrl/models";
 import {
   collectPreferencePairs,
@@ -85,7 +85,7 @@ export class MADPOTrainer {
   /** The agents, loaded on first use (after the backend is chosen). */
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      this.backend = await useBackend(this.args.backend);
+      this.backend = await useBackendSetting(this.args.backend);
       if (this.args.verbose) this.log(`pbrl: ${this.backend.description}`);
       if (this.args.reference_kl_enabled && this.trainerName === "madpo") this.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
       const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized" });

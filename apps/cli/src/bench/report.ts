@@ -4,7 +4,7 @@ import type { TorchResult } from "./torch.js";
 import type { BackendResult } from "./worker.js";
 import { RATE_METRICS, type RateMetric, type Workloads } from "./workloads.js";
 
-export type PbrlOutcome = BackendResult | { failed: string };
+export type PbrlOutcome = BackendResult | { failed: string } | { skipped: string };
 export type Outcome = PbrlOutcome | TorchResult;
 
 export interface BenchReport {
@@ -49,19 +49,34 @@ export function isMeasured<T extends Outcome>(o: T | undefined): o is Exclude<T,
   return o !== undefined && !("failed" in o) && !("skipped" in o);
 }
 
-/** pbrl/pytorch for every rate and for peak RSS, per pbrl result that ran. */
+export const NATIVE_VS_WASM_MEANING =
+  "pbrl native ÷ pbrl wasm of the same metric: the speed-up of the native backend over the wasm-only path (for peak_rss_mb < 1 means native uses less memory)";
+
+type Rated = { workloads: Workloads; peak_rss_mb: number } & Record<RateMetric, number>;
+
+function ratiosOf(p: Rated, q: Rated, meaning: string): Ratios {
+  const ratios = {} as Record<RateMetric | "peak_rss_mb", number>;
+  for (const m of RATE_METRICS) ratios[m] = round(p[m] / q[m], 4);
+  ratios.peak_rss_mb = round(p.peak_rss_mb / q.peak_rss_mb, 4);
+  return { ...ratios, same_workloads: JSON.stringify(p.workloads) === JSON.stringify(q.workloads), meaning };
+}
+
+/**
+ * pbrl/pytorch for every rate and for peak RSS, per pbrl result that ran; and native/wasm when
+ * both ran, the speed-up the native backend brings over the wasm-only path.
+ */
 export function computeRatios(results: Record<string, Outcome>): Record<string, Ratios> {
   const torch = results["pytorch"] as TorchResult | undefined;
   const out: Record<string, Ratios> = {};
-  if (!isMeasured(torch)) return out;
-  for (const [name, r] of Object.entries(results)) {
-    if (name === "pytorch" || !isMeasured(r)) continue;
-    const p = r as BackendResult;
-    const ratios = {} as Record<RateMetric | "peak_rss_mb", number>;
-    for (const m of RATE_METRICS) ratios[m] = round(p[m] / torch[m], 4);
-    ratios.peak_rss_mb = round(p.peak_rss_mb / torch.peak_rss_mb, 4);
-    out[`${name}_vs_pytorch`] = { ...ratios, same_workloads: JSON.stringify(p.workloads) === JSON.stringify(torch.workloads), meaning: RATIO_MEANING };
+  if (isMeasured(torch)) {
+    for (const [name, r] of Object.entries(results)) {
+      if (name === "pytorch" || !isMeasured(r)) continue;
+      out[`${name}_vs_pytorch`] = ratiosOf(r as BackendResult, torch, RATIO_MEANING);
+    }
   }
+  const native = results["pbrl_native"];
+  const wasm = results["pbrl_wasm"];
+  if (isMeasured(native) && isMeasured(wasm)) out["pbrl_native_vs_pbrl_wasm"] = ratiosOf(native as BackendResult, wasm as BackendResult, NATIVE_VS_WASM_MEANING);
   return out;
 }
 
@@ -129,7 +144,8 @@ export function formatTable(report: BenchReport): string {
     else if (n === "pytorch") out.push(`pytorch: torch ${String(r["torch_version"])}, transformers ${String(r["transformers_version"])}, ${String(r["threads"])} threads, attention ${String(r["attn_implementation"])}`);
     else out.push(`${n}: ${String(r["description"])}, ${String(r["isolation"])}`);
   }
-  if (ratioNames.length > 0) out.push(`ratios: ${RATIO_MEANING}${Object.values(report.ratios).some((r) => !r.same_workloads) ? " (pbrl_cpu generated fewer tokens and timed one training step)" : ""}`);
+  if (ratioNames.includes("pbrl_native_vs_pbrl_wasm")) out.push(`pbrl_native/pbrl_wasm: ${NATIVE_VS_WASM_MEANING}`);
+  if (ratioNames.some((r) => r.endsWith("_vs_pytorch"))) out.push(`ratios: ${RATIO_MEANING}${Object.values(report.ratios).some((r) => !r.same_workloads) ? " (pbrl_cpu generated fewer tokens and timed one training step)" : ""}`);
   out.push(`total wall time: ${report.wall_s.toFixed(1)} s`, "");
   return out.join("\n");
 }

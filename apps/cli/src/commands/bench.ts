@@ -1,13 +1,13 @@
 import { existsSync } from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { BACKEND_NAMES, currentBackend, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { BACKEND_NAMES, currentBackend, loadNativeAddon, useBackend, type BackendName } from "@pbrl/core-tensor";
 import { parameterSpecs, parseModelConfig } from "@pbrl/models";
 import { isPosInt, optNumber, parseFlags } from "../args.js";
 import { lastLine, runChild, tail } from "../bench/child.js";
 import { computeRatios, formatTable, isMeasured, loadAverage, machineInfo, type BenchReport, type Outcome, type PbrlOutcome } from "../bench/report.js";
 import { findRepoRoot, findTorchPython, runTorchBench, type TorchResult } from "../bench/torch.js";
-import { runBenchWorker, type WorkerSpec } from "../bench/worker.js";
+import { runBenchWorker, type BackendResult, type WorkerSpec } from "../bench/worker.js";
 import { PRESETS, presetConfigJson, workloadsFor, type Preset, type Workloads } from "../bench/workloads.js";
 import { UsageError, type CliIO } from "../io.js";
 
@@ -20,7 +20,9 @@ on each tensor backend, and of the same model in PyTorch + transformers when ava
 
   --preset P       default (vocab 8000, hidden 256, 6 layers, 4 heads, intermediate 688,
                    untied embeddings, ≈8.8M parameters) or tiny (a seconds-long smoke test)
-  --backends LIST  comma-separated pbrl backends (default wasm,cpu), each run in its own process
+  --backends LIST  comma-separated pbrl backends, each run in its own process (default
+                   native,wasm,cpu; native is reported as skipped, with the reason, when its
+                   addon is not built)
   --steps N        timed training steps after one warm-up step (default ${DEFAULT_STEPS})
   --python PATH    Python with torch and transformers (default: $PBRL_PYTHON, then
                    <repo>/.venv-ref/bin/python, then python3); runs scripts/bench/torch_bench.py
@@ -32,8 +34,10 @@ Workloads: training steps (forward, backward, AdamW) on batch 8 × 128 random to
 backend (pure JS, ~30× slower) runs batch 1 × 32 and 16 new tokens. Progress goes to stderr.
 `;
 
+const DEFAULT_BACKENDS = "native,wasm,cpu";
+
 function parseBackends(value: string | undefined): BackendName[] {
-  const names = (value ?? "wasm,cpu").split(",").map((s) => s.trim());
+  const names = (value ?? DEFAULT_BACKENDS).split(",").map((s) => s.trim());
   for (const n of names) {
     if (!(BACKEND_NAMES as readonly string[]).includes(n)) {
       throw new UsageError(`pbrl bench: --backends must be a comma-separated list of ${BACKEND_NAMES.join(", ")}, got ${JSON.stringify(value)}`);
@@ -71,7 +75,7 @@ function workerEntry(): string | undefined {
   return existsSync(entry) ? entry : undefined;
 }
 
-async function runBackend(spec: WorkerSpec, io: CliIO): Promise<PbrlOutcome> {
+async function runBackend(spec: WorkerSpec, io: CliIO): Promise<Exclude<PbrlOutcome, { skipped: string }>> {
   const entry = workerEntry();
   if (entry === undefined) {
     const previous = currentBackend()?.name;
@@ -86,7 +90,7 @@ async function runBackend(spec: WorkerSpec, io: CliIO): Promise<PbrlOutcome> {
   const { code, stdout, stderr } = await runChild(process.execPath, [entry, "bench", "--worker", JSON.stringify(spec)], io);
   if (code !== 0) return { failed: `worker for backend ${spec.backend} exited with ${code}: ${tail(stderr)}` };
   try {
-    return JSON.parse(lastLine(stdout)) as PbrlOutcome;
+    return JSON.parse(lastLine(stdout)) as BackendResult;
   } catch {
     return { failed: `worker for backend ${spec.backend} printed no JSON result: ${tail(stdout)}` };
   }
@@ -126,8 +130,16 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
 
   const results: Record<string, Outcome> = {};
   const workloads: Record<string, Workloads> = {};
+  // By default native runs when its addon is built; asked for by name, it must run (and fails).
+  const nativeLoad = loadNativeAddon();
+  const optional = new Set<BackendName>(values.backends === undefined && !nativeLoad.ok ? ["native"] : []);
   for (const backend of backends) {
     const key = `pbrl_${backend}`;
+    if (optional.has(backend) && !nativeLoad.ok) {
+      results[key] = { skipped: `the native backend is unavailable: ${nativeLoad.reason}` };
+      io.err(`pbrl bench [${backend}]: skipped — ${nativeLoad.reason}\n`);
+      continue;
+    }
     workloads[key] = workloadsFor(backend, steps);
     const r = await runBackend({ backend, preset, steps }, io);
     results[key] = r;
@@ -153,7 +165,7 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
     wall_s: Math.round(((performance.now() - start) / 1000) * 10) / 10,
   };
   io.out(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : formatTable(report));
-  return backends.every((b) => isMeasured(results[`pbrl_${b}`])) ? 0 : 1;
+  return backends.every((b) => optional.has(b) || isMeasured(results[`pbrl_${b}`])) ? 0 : 1;
 }
 
 async function torchSide(python: string | undefined, config: Record<string, unknown>, steps: number, io: CliIO): Promise<TorchResult> {

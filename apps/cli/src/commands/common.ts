@@ -1,13 +1,16 @@
-import { parseBackendName, useBackend } from "@pbrl/core-tensor";
+import { parseBackendName, useBackend, useDefaultBackend } from "@pbrl/core-tensor";
 import { loadPretrained, type Pretrained } from "@pbrl/models";
 import { UsageError, type CliIO } from "../io.js";
 
 /** --backend: every command that computes accepts it. */
 export const backendFlag = { backend: { type: "string" } } as const;
 
-/** Selects the backend, says which path runs (on stderr, so --json output stays clean). */
+/**
+ * Selects the backend (--backend, else PBRL_BACKEND, else native when built and wasm otherwise)
+ * and says which path runs, on stderr so --json output stays clean.
+ */
 export async function startBackend(value: string | undefined, io: CliIO): Promise<void> {
-  const info = await useBackend(parseBackendName(value ?? process.env["PBRL_BACKEND"] ?? "wasm"));
+  const info = value !== undefined ? await useBackend(parseBackendName(value)) : await useDefaultBackend();
   io.err(`pbrl: ${info.description}\n`);
 }
 

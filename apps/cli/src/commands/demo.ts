@@ -48,8 +48,8 @@ export const MARLHF_DEMO_DEFAULTS: MARLHFIterConfigInput = {
   rl_algorithm: "magrpo",
   num_generations: 4,
   train_batch_size: 8,
-  agent_learning_rate: 1e-4,
-  reward_learning_rate: 1e-4,
+  agent_learning_rate: 3e-4,
+  reward_learning_rate: 5e-4,
   reward_num_train_epochs: 2,
   reward_train_batch_size: 8,
 };

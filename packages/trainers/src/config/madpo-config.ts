@@ -43,7 +43,7 @@ export const MADPO_FIELDS = {
   seed: int(0, 0),
   output_dir: text("pbrl-output"),
   madpo_score_last_token: bool(false),
-  backend: choice(["wasm", "cpu", "tensorflow"], "wasm"),
+  backend: choice(["auto", "native", "wasm", "cpu", "tensorflow"], "auto"),
   verbose: bool(true),
   reward_concurrency: int(1, 8),
   generation_batch_size: int(1, 64),

@@ -1,0 +1,12 @@
+{
+  "targets": [
+    {
+      "target_name": "pbrl_native",
+      "sources": ["src/pbrl_native.cc"],
+      "cflags_cc": ["-O3", "-std=c++17", "-fno-math-errno"],
+      "cflags_cc!": ["-std=gnu++17", "-std=gnu++20"],
+      "libraries": ["-lopenblas", "-lpthread"],
+      "defines": ["NAPI_VERSION=8"]
+    }
+  ]
+}

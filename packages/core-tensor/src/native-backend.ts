@@ -1,0 +1,462 @@
+/**
+ * The `native` tensor backend: the wasm backend with its heavy kernels replaced by C++ ones.
+ *
+ * `native` is a second instance of tfjs's wasm backend (`BackendWasm`, created by the wasm
+ * backend's own registered factory, so it has a heap of its own and `wasm` stays untouched for
+ * fallback and comparison). Every kernel registered for `wasm` is registered for `native` too;
+ * the kernels listed in {@link NATIVE_KERNELS} are replaced by implementations in pbrl's N-API
+ * addon (packages/core-tensor/native): OpenBLAS sgemm for matrix products, simple threaded loops
+ * for the rest. They read their inputs and write their outputs directly in the wasm heap (byte
+ * offsets into `backend.wasm.HEAPU8.buffer`), so nothing is copied; inputs a native kernel does
+ * not handle (other dtypes, rare attribute values) go to the wasm kernel unchanged.
+ *
+ * The two instances can live side by side because tfjs re-runs every kernel's setup function on
+ * each `setBackend`, and the wasm kernels' setup functions rebind their module-level pointers to
+ * the active instance's exports; kernels only ever run on the active backend.
+ *
+ * The addon is loaded on demand by {@link loadNativeAddon}; `PBRL_NATIVE_ADDON` overrides its path
+ * and `PBRL_NATIVE=off` pretends it is absent (to exercise the fallback to wasm).
+ * docs/native-backend.md describes the whole path.
+ */
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
+import type { DataType, KernelConfig, KernelFunc, NamedAttrMap, NamedTensorInfoMap, TensorInfo } from "@tensorflow/tfjs-core";
+import { tf } from "./tf.js";
+
+/** What the addon reports about its threads and the OpenBLAS it is linked against. */
+export interface NativeAddonInfo {
+  /** Threads of the addon's own pool (elementwise kernels, batches of small products). */
+  threads: number;
+  /** OpenBLAS threads. */
+  blasThreads: number;
+  /** OpenBLAS kernel family in use, e.g. "Haswell". */
+  blasCore: string;
+  /** OpenBLAS build configuration, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ...". */
+  blasConfig: string;
+}
+
+/** The addon's functions (native/src/pbrl_native.cc). Offsets are byte offsets into `heap`. */
+export interface NativeAddon {
+  init(threads: number): NativeAddonInfo;
+  info(): NativeAddonInfo;
+  matmul(
+    heap: ArrayBuffer,
+    aOff: number,
+    bOff: number,
+    outOff: number,
+    batch: number,
+    m: number,
+    n: number,
+    k: number,
+    transposeA: boolean,
+    transposeB: boolean,
+    batchA: number,
+    batchB: number,
+    aIndex: Int32Array | null,
+    bIndex: Int32Array | null,
+    biasOff: number,
+    biasLength: number,
+    activation: number,
+    alpha: number,
+  ): void;
+  transpose(heap: ArrayBuffer, xOff: number, yOff: number, shape: Int32Array, perm: Int32Array): void;
+  unary(heap: ArrayBuffer, op: number, xOff: number, yOff: number, n: number): void;
+  /** `rows` rows of `rowBytes` bytes from srcOff + r·srcStride to dstOff + r·dstStride (strides in bytes). */
+  copy2d(heap: ArrayBuffer, srcOff: number, srcStride: number, dstOff: number, dstStride: number, rows: number, rowBytes: number): void;
+  /** float32 sums of a rows × cols matrix: over the rows (→ cols values) or within each row (→ rows values). */
+  sum(heap: ArrayBuffer, xOff: number, yOff: number, rows: number, cols: number, overRows: boolean): void;
+  /** out[i, j] = dy[i] · ([j = targets[i]] − exp(x[i, j] − lse[i])) over a rows × cols x (targets int32). */
+  logsoftmaxGrad(heap: ArrayBuffer, xOff: number, lseOff: number, targetsOff: number, dyOff: number, outOff: number, rows: number, cols: number): void;
+}
+
+export type NativeLoad = { ok: true; addon: NativeAddon; info: NativeAddonInfo; path: string } | { ok: false; reason: string; disabled: boolean };
+
+/** Where `pnpm install` builds the addon (native/build.mjs). The same relative path from src/ and dist/. */
+export const DEFAULT_NATIVE_ADDON_PATH = fileURLToPath(new URL("../native/build/Release/pbrl_native.node", import.meta.url));
+
+/** The addon path in effect: `PBRL_NATIVE_ADDON` when set, else the build output. */
+export function nativeAddonPath(): string {
+  const p = process.env["PBRL_NATIVE_ADDON"];
+  return p !== undefined && p !== "" ? p : DEFAULT_NATIVE_ADDON_PATH;
+}
+
+/** Threads for OpenBLAS and the addon's pool: `PBRL_NATIVE_THREADS` when set, else every core. */
+function nativeThreads(): number {
+  const v = process.env["PBRL_NATIVE_THREADS"];
+  const n = v === undefined || v === "" ? NaN : Number(v);
+  return Number.isInteger(n) && n >= 1 ? n : availableParallelism();
+}
+
+/** Every function of {@link NativeAddon}, checked when the addon loads. */
+const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "sum", "logsoftmaxGrad"] as const satisfies readonly (keyof NativeAddon)[];
+
+const loaded = new Map<string, NativeLoad>();
+
+/**
+ * Loads the addon, or says why it cannot: disabled by `PBRL_NATIVE=off`, not built (the file is
+ * missing), or failing to load (e.g. libopenblas.so.0 gone since the build). Never throws; the
+ * outcome is cached per path.
+ */
+export function loadNativeAddon(): NativeLoad {
+  if (process.env["PBRL_NATIVE"] === "off") return { ok: false, reason: "disabled by PBRL_NATIVE=off", disabled: true };
+  const path = nativeAddonPath();
+  const cached = loaded.get(path);
+  if (cached !== undefined) return cached;
+  let result: NativeLoad;
+  if (!existsSync(path)) {
+    result = { ok: false, reason: `native addon not built (${path} does not exist)`, disabled: false };
+  } else {
+    try {
+      const addon = createRequire(import.meta.url)(path) as NativeAddon;
+      // An addon built from older sources (pnpm install skipped, or sources pulled since) lacks
+      // newer functions; refuse it here rather than fail in the middle of a kernel.
+      const missing = REQUIRED_ADDON_FUNCTIONS.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
+      if (missing.length > 0) {
+        throw new Error(`it is out of date (no ${missing.join(", ")}); rebuild it: pnpm --filter @pbrl/core-tensor build:native`);
+      }
+      const info = addon.init(nativeThreads());
+      result = { ok: true, addon, info, path };
+    } catch (e) {
+      const msg = (e instanceof Error ? e.message : String(e)).split("\n")[0];
+      result = { ok: false, reason: `native addon ${path} failed to load: ${msg}`, disabled: false };
+    }
+  }
+  loaded.set(path, result);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The wasm backend's internals that the native kernels use (see tfjs-backend-wasm's BackendWasm).
+
+interface WasmHeapBackend {
+  wasm: { HEAPU8: Uint8Array };
+  dataIdMap: { get(dataId: object): { memoryOffset: number; shape: number[]; dtype: DataType } | undefined };
+  makeOutput(shape: number[], dtype: DataType): TensorInfo;
+}
+
+interface KernelArgs {
+  inputs: NamedTensorInfoMap;
+  backend: WasmHeapBackend;
+  attrs: NamedAttrMap;
+}
+
+function offsetOf(backend: WasmHeapBackend, t: TensorInfo): number {
+  const data = backend.dataIdMap.get(t.dataId);
+  if (data === undefined) throw new Error("native backend: an input tensor has no data on the native backend");
+  return data.memoryOffset;
+}
+
+/** The heap's current buffer: read after every allocation, since growing the heap replaces it. */
+function heapOf(backend: WasmHeapBackend): ArrayBuffer {
+  return backend.wasm.HEAPU8.buffer as ArrayBuffer;
+}
+
+function sizeOf(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+let addon: NativeAddon | undefined;
+
+function native(): NativeAddon {
+  if (addon === undefined) throw new Error("native backend: the addon is not loaded");
+  return addon;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels. Each gets the wasm kernel it replaces, for the inputs it leaves to it.
+
+type NativeKernel = (args: KernelArgs, wasmKernel: KernelFunc) => TensorInfo | TensorInfo[];
+
+/** Output batch → input batch index, for batch shapes that broadcast other than by 1 or equality. */
+function broadcastIndex(outer: number[], inputOuter: number[]): Int32Array {
+  const lead = outer.length - inputOuter.length;
+  const strides: number[] = new Array<number>(outer.length).fill(0);
+  let s = 1;
+  for (let i = inputOuter.length - 1; i >= 0; i--) {
+    if (inputOuter[i] !== 1) strides[i + lead] = s;
+    s *= inputOuter[i]!;
+  }
+  const total = sizeOf(outer);
+  const idx = new Int32Array(total);
+  const pos = new Array<number>(outer.length).fill(0);
+  for (let o = 0; o < total; o++) {
+    let v = 0;
+    for (let i = 0; i < outer.length; i++) v += pos[i]! * strides[i]!;
+    idx[o] = v;
+    for (let i = outer.length - 1; i >= 0; i--) {
+      if (++pos[i]! < outer[i]!) break;
+      pos[i] = 0;
+    }
+  }
+  return idx;
+}
+
+const ACTIVATIONS: Record<string, number> = { linear: 0, relu: 1, relu6: 2, leakyrelu: 4, sigmoid: 5, elu: 6 };
+
+function matMulKernel(args: KernelArgs, bias?: TensorInfo, activation = 0, alpha = 0): TensorInfo {
+  const { inputs, backend, attrs } = args;
+  const a = inputs["a"]!;
+  const b = inputs["b"]!;
+  const transposeA = attrs["transposeA"] === true;
+  const transposeB = attrs["transposeB"] === true;
+  const ar = a.shape.length;
+  const br = b.shape.length;
+  const innerA = transposeA ? a.shape[ar - 2]! : a.shape[ar - 1]!;
+  const innerB = transposeB ? b.shape[br - 1]! : b.shape[br - 2]!;
+  const m = transposeA ? a.shape[ar - 1]! : a.shape[ar - 2]!;
+  const n = transposeB ? b.shape[br - 2]! : b.shape[br - 1]!;
+  tf.util.assert(
+    innerA === innerB,
+    () =>
+      `Error in matMul: inner shapes (${innerA}) and (${innerB}) of Tensors with shapes ${a.shape} and ` +
+      `${b.shape} and transposeA=${transposeA} and transposeB=${transposeB} must match.`,
+  );
+  const outerA = a.shape.slice(0, -2);
+  const outerB = b.shape.slice(0, -2);
+  const outer = tf.broadcast_util.assertAndGetBroadcastShape(outerA, outerB);
+  const batch = sizeOf(outer);
+  const batchA = sizeOf(outerA);
+  const batchB = sizeOf(outerB);
+  const aIndex = batchA === 1 || batchA === batch ? null : broadcastIndex(outer, outerA);
+  const bIndex = batchB === 1 || batchB === batch ? null : broadcastIndex(outer, outerB);
+  const out = backend.makeOutput([...outer, m, n], "float32");
+  if (batch === 0 || m === 0 || n === 0) return out;
+  native().matmul(
+    heapOf(backend),
+    offsetOf(backend, a),
+    offsetOf(backend, b),
+    offsetOf(backend, out),
+    batch,
+    m,
+    n,
+    innerA,
+    transposeA,
+    transposeB,
+    batchA,
+    batchB,
+    aIndex,
+    bIndex,
+    bias === undefined ? -1 : offsetOf(backend, bias),
+    bias === undefined ? 0 : sizeOf(bias.shape),
+    activation,
+    alpha,
+  );
+  return out;
+}
+
+const batchMatMul: NativeKernel = (args, wasmKernel) => {
+  const { a, b } = args.inputs;
+  if (a!.dtype !== "float32" || b!.dtype !== "float32") return wasmKernel(args as never);
+  return matMulKernel(args);
+};
+
+const fusedMatMul: NativeKernel = (args, wasmKernel) => {
+  const { a, b, bias, preluActivationWeights } = args.inputs;
+  const activation = ACTIVATIONS[String(args.attrs["activation"] ?? "linear")];
+  const bt = args.attrs["transposeB"] === true;
+  const n = bt ? b!.shape[b!.shape.length - 2]! : b!.shape[b!.shape.length - 1]!;
+  const biasOk = bias === undefined || (bias.dtype === "float32" && bias.shape.length === 1 && (bias.shape[0] === n || bias.shape[0] === 1));
+  if (a!.dtype !== "float32" || b!.dtype !== "float32" || activation === undefined || preluActivationWeights !== undefined || !biasOk) {
+    return wasmKernel(args as never);
+  }
+  const alpha = Number(args.attrs["leakyreluAlpha"] ?? 0); // as the wasm kernel: unset means 0
+  return matMulKernel(args, bias, activation, alpha);
+};
+
+const transpose: NativeKernel = (args, wasmKernel) => {
+  const { inputs, backend, attrs } = args;
+  const x = inputs["x"]!;
+  const perm = attrs["perm"] as number[];
+  if ((x.dtype !== "float32" && x.dtype !== "int32") || perm.every((p, i) => p === i || x.shape[p] === 1)) {
+    return wasmKernel(args as never); // other dtypes; and (almost) identity permutations, which wasm does without a copy
+  }
+  const out = backend.makeOutput(
+    perm.map((p) => x.shape[p]!),
+    x.dtype,
+  );
+  if (sizeOf(x.shape) === 0) return out;
+  native().transpose(heapOf(backend), offsetOf(backend, x), offsetOf(backend, out), Int32Array.from(x.shape), Int32Array.from(perm));
+  return out;
+};
+
+/** Unary float32 → float32 kernels; ops numbered as in pbrl_native.cc. */
+function unary(op: number): NativeKernel {
+  return (args, wasmKernel) => {
+    const { inputs, backend } = args;
+    const x = inputs["x"]!;
+    if (x.dtype !== "float32") return wasmKernel(args as never);
+    const out = backend.makeOutput(x.shape.slice(), "float32");
+    const size = sizeOf(x.shape);
+    if (size > 0) native().unary(heapOf(backend), op, offsetOf(backend, x), offsetOf(backend, out), size);
+    return out;
+  };
+}
+
+/** Bytes per element of the dtypes the copy kernels move; undefined for strings. */
+function elementBytes(dtype: DataType): number | undefined {
+  return dtype === "float32" || dtype === "int32" ? 4 : dtype === "bool" ? 1 : undefined;
+}
+
+/**
+ * A slice as one strided row copy, when it cuts a single axis `a` (every other axis whole):
+ * rows = the product of the axes before `a`, each row a contiguous run. undefined otherwise.
+ */
+function sliceAs2D(shape: readonly number[], begin: readonly number[], size: readonly number[]): { rows: number; srcRow: number; dstRow: number; offset: number } | undefined {
+  if (shape.length === 0) return undefined;
+  let cut = -1;
+  for (let i = 0; i < shape.length; i++) {
+    if (begin[i] === 0 && size[i] === shape[i]) continue;
+    if (cut !== -1) return undefined;
+    cut = i;
+  }
+  if (cut === -1) cut = 0; // the whole tensor: one row
+  const inner = sizeOf(shape.slice(cut + 1));
+  return { rows: sizeOf(shape.slice(0, cut)), srcRow: shape[cut]! * inner, dstRow: size[cut]! * inner, offset: begin[cut]! * inner };
+}
+
+/** Slices `x` natively into a new output, or returns undefined for the wasm kernel to do. */
+function sliceNative(backend: WasmHeapBackend, x: TensorInfo, begin: number[], size: number[]): TensorInfo | undefined {
+  const bytes = elementBytes(x.dtype);
+  const plan = sliceAs2D(x.shape, begin, size);
+  if (bytes === undefined || plan === undefined) return undefined;
+  const out = backend.makeOutput(size.slice(), x.dtype);
+  if (plan.rows * plan.dstRow === 0) return out;
+  native().copy2d(heapOf(backend), offsetOf(backend, x) + plan.offset * bytes, plan.srcRow * bytes, offsetOf(backend, out), plan.dstRow * bytes, plan.rows, plan.dstRow * bytes);
+  return out;
+}
+
+// tfjs's wasm Slice, SplitV and Concat copy element by element in JavaScript (except whole
+// contiguous ranges): ~5 ms for half of a [8, 4, 128, 64] tensor, as rotary embeddings take it.
+const slice: NativeKernel = (args, wasmKernel) => {
+  const { inputs, backend, attrs } = args;
+  const x = inputs["x"]!;
+  const [begin, size] = tf.slice_util.parseSliceParams(x as never, attrs["begin"] as number[], attrs["size"] as number[]);
+  return sliceNative(backend, x, begin!, size!) ?? wasmKernel(args as never);
+};
+
+const splitV: NativeKernel = (args, wasmKernel) => {
+  const { inputs, backend, attrs } = args;
+  const x = inputs["x"]!;
+  const axis = tf.util.parseAxisParam(attrs["axis"] as number, x.shape)[0]!;
+  if (elementBytes(x.dtype) === undefined) return wasmKernel(args as never);
+  const sizes = tf.backend_util.prepareSplitSize(x as never, attrs["numOrSizeSplits"] as number[] | number, axis);
+  const begin = new Array<number>(x.shape.length).fill(0);
+  return sizes.map((s) => {
+    const size = x.shape.slice();
+    size[axis] = s;
+    const part = sliceNative(backend, x, begin.slice(), size)!; // one cut axis: always a 2-D copy
+    begin[axis]! += s;
+    return part;
+  });
+};
+
+const concat: NativeKernel = (args, wasmKernel) => {
+  const { backend, attrs } = args;
+  const inputs = Object.values(args.inputs) as TensorInfo[];
+  const first = inputs[0]!;
+  const bytes = elementBytes(first.dtype);
+  if (bytes === undefined || inputs.some((t) => t.dtype !== first.dtype)) return wasmKernel(args as never);
+  const axis = tf.util.parseAxisParam(attrs["axis"] as number, first.shape)[0]!;
+  tf.backend_util.assertParamsConsistent(inputs.map((t) => t.shape), axis);
+  const outShape = tf.backend_util.computeOutShape(inputs.map((t) => t.shape), axis);
+  const out = backend.makeOutput(outShape, first.dtype);
+  const rows = sizeOf(outShape.slice(0, axis));
+  const outRow = sizeOf(outShape.slice(axis));
+  if (rows * outRow === 0) return out;
+  // Each input is a [rows, inner] block copied into columns [at, at + inner) of the output rows.
+  let at = 0;
+  for (const t of inputs) {
+    const inner = sizeOf(t.shape.slice(axis));
+    if (inner > 0) native().copy2d(heapOf(backend), offsetOf(backend, t), inner * bytes, offsetOf(backend, out) + at * bytes, outRow * bytes, rows, inner * bytes);
+    at += inner;
+  }
+  return out;
+};
+
+// float32 Sum over leading axes (column sums: bias and norm-weight gradients) or trailing axes
+// (row sums); wasm first transposes the reduced axes innermost, then sums single-threaded.
+const sum: NativeKernel = (args, wasmKernel) => {
+  const { inputs, backend, attrs } = args;
+  const x = inputs["x"]!;
+  if (x.dtype !== "float32") return wasmKernel(args as never);
+  const r = x.shape.length;
+  const axes = tf.util.parseAxisParam(attrs["axis"] as number | number[], x.shape).slice().sort((p, q) => p - q);
+  if (new Set(axes).size !== axes.length) return wasmKernel(args as never);
+  const k = axes.length;
+  const leading = axes.every((a, i) => a === i);
+  const trailing = axes.every((a, i) => a === r - k + i);
+  if (k === 0 || (!leading && !trailing)) return wasmKernel(args as never);
+  const kept = x.shape.filter((_, i) => !axes.includes(i));
+  const outShape = attrs["keepDims"] === true ? x.shape.map((d, i) => (axes.includes(i) ? 1 : d)) : kept;
+  const out = backend.makeOutput(outShape, "float32");
+  const reduced = sizeOf(axes.map((a) => x.shape[a]!));
+  const keptSize = sizeOf(kept);
+  if (keptSize === 0) return out;
+  // leading: x is [reduced, kept], sum over its rows; trailing: [kept, reduced], within each row.
+  if (leading) native().sum(heapOf(backend), offsetOf(backend, x), offsetOf(backend, out), reduced, keptSize, true);
+  else native().sum(heapOf(backend), offsetOf(backend, x), offsetOf(backend, out), keptSize, reduced, false);
+  return out;
+};
+
+/** The kernels that run in the addon on the native backend; every other kernel is wasm's. */
+export const NATIVE_KERNELS: Readonly<Record<string, NativeKernel>> = {
+  BatchMatMul: batchMatMul,
+  _FusedMatMul: fusedMatMul,
+  Transpose: transpose,
+  Slice: slice,
+  SplitV: splitV,
+  Concat: concat,
+  Sum: sum,
+  Exp: unary(0),
+  Sigmoid: unary(1),
+  Sqrt: unary(4),
+  Rsqrt: unary(5),
+  Reciprocal: unary(7),
+};
+
+/**
+ * Kernels of pbrl's own fused ops (src/fused-ops.ts), registered for the native backend only;
+ * on other backends those ops run as sequences of tfjs ops.
+ */
+export const PBRL_LOG_SOFTMAX_GRAD = "PbrlLogSoftmaxGrad";
+
+const logSoftmaxGrad = (args: KernelArgs): TensorInfo => {
+  const { inputs, backend } = args;
+  const { x, lse, targets, dy } = inputs as Record<"x" | "lse" | "targets" | "dy", TensorInfo>;
+  const [rows, cols] = x.shape as [number, number];
+  const out = backend.makeOutput([rows, cols], "float32");
+  if (rows * cols === 0) return out;
+  native().logsoftmaxGrad(heapOf(backend), offsetOf(backend, x), offsetOf(backend, lse), offsetOf(backend, targets), offsetOf(backend, dy), offsetOf(backend, out), rows, cols);
+  return out;
+};
+
+export const NATIVE_BACKEND_NAME = "native";
+/** Below wasm (2), so tfjs never picks `native` on its own. */
+const NATIVE_PRIORITY = 1;
+
+/**
+ * Registers the `native` backend (once): a second wasm backend instance from the wasm backend's
+ * own factory, every wasm kernel, and the native replacements. The caller then `setBackend`s it.
+ */
+export function registerNativeBackend(loadedAddon: NativeAddon): void {
+  addon ??= loadedAddon;
+  if (tf.findBackendFactory(NATIVE_BACKEND_NAME) !== null) return;
+  const factory = tf.findBackendFactory("wasm");
+  if (factory === null) throw new Error("native backend: the wasm backend is not registered with tfjs");
+  const kernels: KernelConfig[] = tf.getKernelsForBackend("wasm");
+  for (const config of kernels) {
+    const replacement = NATIVE_KERNELS[config.kernelName];
+    const wasmKernel = config.kernelFunc;
+    tf.registerKernel({
+      ...config,
+      backendName: NATIVE_BACKEND_NAME,
+      kernelFunc: replacement === undefined ? wasmKernel : (args) => replacement(args as unknown as KernelArgs, wasmKernel),
+    });
+  }
+  tf.registerKernel({ kernelName: PBRL_LOG_SOFTMAX_GRAD, backendName: NATIVE_BACKEND_NAME, kernelFunc: (args) => logSoftmaxGrad(args as unknown as KernelArgs) });
+  tf.registerBackend(NATIVE_BACKEND_NAME, factory, NATIVE_PRIORITY);
+}
