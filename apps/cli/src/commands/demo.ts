@@ -44,7 +44,7 @@ export const DEMO_DEFAULTS: MADPOIterConfigInput = {
  */
 export const MARLHF_DEMO_DEFAULTS: MARLHFIterConfigInput = {
   ...DEMO_DEFAULTS,
-  num_train_epochs: 1,
+  num_train_epochs: 2,
   rl_algorithm: "magrpo",
   num_generations: 4,
   train_batch_size: 8,
