@@ -36,18 +36,18 @@ type RewardFields = Pick<MARLHFConfig, "reward_model_name" | "reward_learning_ra
  * Where the reward model's backbone comes from: `reward_model_name`, else the checkpoint the
  * agents were loaded from. Model objects carry no loadable identifier, so they need the name.
  */
-export function rewardModelSource(args: Pick<MARLHFConfig, "reward_model_name">, agents: readonly ResolvedAgent[]): string {
+function rewardModelSource(args: Pick<MARLHFConfig, "reward_model_name">, agents: readonly ResolvedAgent[]): string {
   return resolveRewardModelSource({ reward_model_name: args.reward_model_name, agent_model_ids: agents.map((ag) => ag.checkpoint) });
 }
 
 /** The RNG streams of the MARLHF stages (names are part of checkpoints: never rename). */
-export const STREAMS = { rewardInit: "reward_model_init", rewardShuffle: "reward_model_shuffle", rollouts: "rl_sampling", shuffle: "rl_shuffle", critic: "critic_init" } as const;
+const STREAMS = { rewardInit: "reward_model_init", rewardShuffle: "reward_model_shuffle", rollouts: "rl_sampling", shuffle: "rl_shuffle", critic: "critic_init" } as const;
 
 /**
  * A reward model with a fresh head on the source backbone, fitted to `pairs`. One metrics line per
  * epoch (`reward/loss`, `reward/accuracy`, `reward/margin`, pair-weighted over its batches).
  */
-export async function fitRewardModel(o: {
+async function fitRewardModel(o: {
   args: RewardFields;
   source: string;
   pairs: readonly PairRecord[];
@@ -151,7 +151,7 @@ async function buildActorCritic(a: PolicyFields, agents: readonly ResolvedAgent[
  * subtracted from the returns. Evaluation runs before an update whenever updates % eval_interval
  * == 0 (counted over the whole run, as MADPO's); env_step grows by the joint reward evaluations.
  */
-export async function runPolicyLearning(o: {
+async function runPolicyLearning(o: {
   args: PolicyFields;
   agents: readonly ResolvedAgent[];
   optimizers: readonly AdamW[];
