@@ -1,4 +1,5 @@
-import { CausalLM, loadPretrained, type GenerationDefaults, type Pretrained, type Tokenizer } from "@pbrl/models";
+import * as path from "node:path";
+import { CausalLM, loadPretrained, savePretrained, type GenerationDefaults, type Pretrained, type Tokenizer } from "@pbrl/models";
 import type { Policy } from "@pbrl/preference-data";
 
 /** Where an agent comes from: a checkpoint folder or hub id, a built model, or a loaded checkpoint. */
@@ -73,4 +74,14 @@ export async function resolveAgents(options: {
     }
   }
   return out;
+}
+
+/** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder. */
+export async function saveAgents(dir: string, agents: readonly ResolvedAgent[]): Promise<void> {
+  for (const [i, ag] of agents.entries()) await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation });
+}
+
+/** Frees the agents' weights, once per model (agents may share one). */
+export function disposeAgents(agents: readonly ResolvedAgent[]): void {
+  for (const model of new Set(agents.map((ag) => ag.model))) model.dispose();
 }

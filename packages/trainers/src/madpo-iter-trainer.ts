@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { AdamW, RngStreams, useBackendSetting, writeFileAtomic } from "@pbrl/core-tensor";
-import { loadPretrained, savePretrained } from "@pbrl/models";
+import { loadPretrained } from "@pbrl/models";
 import {
   collectComparisons,
   pairTokensFromRecord,
@@ -15,7 +15,7 @@ import {
   type RewardProcessor,
 } from "@pbrl/preference-data";
 import { OnDiskReplayBuffer } from "@pbrl/replay";
-import { resolveAgents, type ResolvedAgent } from "./agents.js";
+import { disposeAgents, resolveAgents, saveAgents, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
 import { buildComparator } from "./comparator-factory.js";
 import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-config.js";
@@ -311,7 +311,7 @@ export class MADPOIterTrainer {
     if (!result.stopped) {
       if (a.eval_interval > 0) result.evalAfter = await runEval();
       const dir = path.join(outputDir, "agents");
-      for (const [i, ag] of agents.entries()) await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation });
+      await saveAgents(dir, agents);
       this.log(`pbrl: ${counters.updates} updates over ${a.num_iterations} rounds; agents saved under ${dir}`);
     }
     return result;
@@ -320,12 +320,7 @@ export class MADPOIterTrainer {
   dispose(): void {
     this.comparator?.dispose();
     for (const o of this.optimizers) o.dispose();
-    const seen = new Set<unknown>();
-    for (const ag of this.resolved ?? []) {
-      if (seen.has(ag.model)) continue;
-      seen.add(ag.model);
-      ag.model.dispose();
-    }
+    disposeAgents(this.resolved ?? []);
   }
 }
 

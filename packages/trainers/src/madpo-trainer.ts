@@ -1,7 +1,7 @@
 import { writeFileSync, mkdirSync } from "node:fs";
 import * as path from "node:path";
 import { AdamW, RngStreams, useBackendSetting, type BackendInfo } from "@pbrl/core-tensor";
-import { savePretrained, type Tokenizer } from "@pbrl/models";
+import type { Tokenizer } from "@pbrl/models";
 import {
   collectPreferencePairs,
   type CollectedPair,
@@ -13,7 +13,7 @@ import {
   type RewardProcessor,
   type TaskItem,
 } from "@pbrl/preference-data";
-import { resolveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
+import { disposeAgents, resolveAgents, saveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
 import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
@@ -209,18 +209,13 @@ export class MADPOTrainer {
   /** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder. */
   async saveModel(dir: string): Promise<void> {
     const agents = await this.agents();
-    for (const [i, ag] of agents.entries()) await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation });
+    await saveAgents(dir, agents);
   }
 
   /** Frees the agents' weights and optimizer state. */
   dispose(): void {
     for (const o of this.optimizers) o.dispose();
-    const seen = new Set<unknown>();
-    for (const ag of this.resolved ?? []) {
-      if (seen.has(ag.model)) continue;
-      seen.add(ag.model);
-      ag.model.dispose();
-    }
+    disposeAgents(this.resolved ?? []);
   }
 }
 

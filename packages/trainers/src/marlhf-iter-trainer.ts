@@ -7,7 +7,7 @@ import { validateActorCriticFields } from "@pbrl/rl-backends";
 import { MARLHFIterConfig, type MARLHFIterConfigInput } from "./config/marlhf-config.js";
 import { MADPOIterTrainer, type MADPOIterTrainerOptions, type PreferenceScoring, type RoundContext } from "./madpo-iter-trainer.js";
 import type { ResolvedAgent } from "./agents.js";
-import { checkMarlhfSources, learnFromPairs, rewardModelReward, type CriticObjects } from "./marlhf-stage.js";
+import { checkMarlhfSources, learnFromPairs, MarlhfModels, rewardModelReward, type CriticObjects } from "./marlhf-stage.js";
 
 export interface MARLHFIterTrainerOptions extends Omit<MADPOIterTrainerOptions, "args"> {
   args?: MARLHFIterConfig | MARLHFIterConfigInput;
@@ -31,8 +31,7 @@ const REWARD_MODEL_DIR = "reward_model";
 export class MARLHFIterTrainer extends MADPOIterTrainer {
   declare readonly args: MARLHFIterConfig;
   protected override readonly trainerName: string = "marlhf_iter";
-  private rewardModel: JointRewardModel | undefined;
-  private references: CausalLM[] | undefined;
+  private readonly models = new MarlhfModels();
   private readonly critics: CriticObjects | undefined;
 
   constructor(options: MARLHFIterTrainerOptions) {
@@ -45,16 +44,16 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
   /** The frozen reference: the initial policies as the run saved them (also right after a resume). */
   private async referencePolicies(ctx: RoundContext): Promise<CausalLM[] | undefined> {
     if (!this.args.reference_kl_enabled) return undefined;
-    if (this.references === undefined) {
+    if (this.models.references === undefined) {
       const refs: CausalLM[] = [];
       for (let i = 0; i < ctx.agents.length; i++) refs.push((await loadPretrained(path.join(ctx.initialPoliciesDir, `agent_${i}`))).model);
-      this.references = refs;
+      this.models.references = refs;
     }
-    return this.references;
+    return this.models.references;
   }
 
   protected override preferenceScoring(round: number): PreferenceScoring {
-    const rm = this.rewardModel;
+    const rm = this.models.rewardModel;
     if (this.args.preference_scoring_reward !== "reward_model" || rm === undefined) return super.preferenceScoring(round);
     const score = rewardModelReward(rm);
     // The learned score is both raw and processed: reward_processor belongs to the task reward.
@@ -68,14 +67,13 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
 
   protected override async learn(train: readonly CollectedPair[], ctx: RoundContext): Promise<void> {
     const a = this.args;
-    const previous = this.rewardModel;
+    const previous = this.models.rewardModel;
     if (previous !== undefined && ctx.scorer === "task" && ctx.newPairs.length > 0) {
       const h = previous.evaluate(ctx.newPairs.map((p) => p.record));
       ctx.metrics.write({ kind: "reward", step: ctx.counters.envStep, ...ctx.extra, "reward/heldout_accuracy": h["reward/accuracy"], "reward/heldout_margin": h["reward/margin"], "reward/heldout_pairs": h.pairs });
       ctx.log(`pbrl: ${ctx.label}the previous reward model ranks ${(h["reward/accuracy"] * 100).toFixed(1)}% of this round's ${h.pairs} new pairs correctly (held out)`);
     }
-    this.rewardModel = undefined;
-    previous?.dispose();
+    this.models.setRewardModel(undefined);
     await learnFromPairs({
       args: a,
       pairs: train.map((p) => p.record),
@@ -84,30 +82,26 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
       formatters: this.task.formatters,
       references: await this.referencePolicies(ctx),
       critics: this.critics,
-      onRewardModel: (rm) => (this.rewardModel = rm),
+      onRewardModel: (rm) => this.models.setRewardModel(rm),
     });
   }
 
   protected override async saveLearnerState(dir: string): Promise<void> {
-    await this.rewardModel?.save(path.join(dir, REWARD_MODEL_DIR));
+    await this.models.rewardModel?.save(path.join(dir, REWARD_MODEL_DIR));
   }
 
   protected override async restoreLearnerState(dir: string): Promise<void> {
     const saved = path.join(dir, REWARD_MODEL_DIR);
-    this.rewardModel?.dispose();
-    this.rewardModel = existsSync(saved) ? await JointRewardModel.load(saved) : undefined;
+    this.models.setRewardModel(existsSync(saved) ? await JointRewardModel.load(saved) : undefined);
   }
 
   /** The latest fitted reward model, until dispose. */
   get fittedRewardModel(): JointRewardModel | undefined {
-    return this.rewardModel;
+    return this.models.rewardModel;
   }
 
   override dispose(): void {
-    this.rewardModel?.dispose();
-    this.rewardModel = undefined;
-    this.references?.forEach((m) => m.dispose());
-    this.references = undefined;
+    this.models.dispose();
     super.dispose();
   }
 }

@@ -269,3 +269,21 @@ export async function learnFromPairs(o: {
 export function referencesFor(a: Pick<MARLHFConfig, "reference_kl_enabled">, initial: readonly CausalLM[]): CausalLM[] | undefined {
   return a.reference_kl_enabled ? initial.map((m) => frozenReference(m)) : undefined;
 }
+
+/** What a MARLHF trainer keeps across learning stages: the latest reward model and the frozen references. */
+export class MarlhfModels {
+  rewardModel: JointRewardModel | undefined;
+  references: CausalLM[] | undefined;
+
+  /** Replaces the reward model, freeing the one it held. */
+  setRewardModel(rm: JointRewardModel | undefined): void {
+    if (this.rewardModel !== rm) this.rewardModel?.dispose();
+    this.rewardModel = rm;
+  }
+
+  dispose(): void {
+    this.setRewardModel(undefined);
+    this.references?.forEach((m) => m.dispose());
+    this.references = undefined;
+  }
+}

@@ -1,13 +1,12 @@
 import * as path from "node:path";
 import type { CollectedPair } from "@pbrl/preference-data";
-import type { CausalLM } from "@pbrl/models";
 import type { JointRewardModel } from "@pbrl/reward-model";
 import { validateActorCriticFields } from "@pbrl/rl-backends";
 import { MARLHFConfig, type MARLHFConfigInput } from "./config/marlhf-config.js";
 import type { LearnContext } from "./learn-context.js";
 import { MADPOTrainer, type MADPOTrainerOptions } from "./madpo-trainer.js";
 import type { ResolvedAgent } from "./agents.js";
-import { checkMarlhfSources, learnFromPairs, referencesFor, type CriticObjects } from "./marlhf-stage.js";
+import { checkMarlhfSources, learnFromPairs, MarlhfModels, referencesFor, type CriticObjects } from "./marlhf-stage.js";
 
 export interface MARLHFTrainerOptions extends Omit<MADPOTrainerOptions, "args"> {
   args?: MARLHFConfig | MARLHFConfigInput;
@@ -24,8 +23,7 @@ export interface MARLHFTrainerOptions extends Omit<MADPOTrainerOptions, "args"> 
 export class MARLHFTrainer extends MADPOTrainer {
   declare readonly args: MARLHFConfig;
   protected override readonly trainerName: string = "marlhf";
-  private rewardModel: JointRewardModel | undefined;
-  private references: CausalLM[] | undefined;
+  private readonly models = new MarlhfModels();
   private readonly critics: CriticObjects | undefined;
 
   constructor(options: MARLHFTrainerOptions) {
@@ -42,30 +40,27 @@ export class MARLHFTrainer extends MADPOTrainer {
   protected override async learn(pairs: readonly CollectedPair[], ctx: LearnContext): Promise<void> {
     const a = this.args;
     // Learning happens once, from the initial policies: these are the reference.
-    this.references ??= referencesFor(a, ctx.agents.map((ag) => ag.model));
+    this.models.references ??= referencesFor(a, ctx.agents.map((ag) => ag.model));
     await learnFromPairs({
       args: a,
       pairs: pairs.map((p) => p.record),
       ctx,
       items: this.options.trainDataset,
       formatters: this.task.formatters,
-      references: this.references,
+      references: this.models.references,
       critics: this.critics,
-      onRewardModel: (rm) => (this.rewardModel = rm),
+      onRewardModel: (rm) => this.models.setRewardModel(rm),
     });
-    await this.rewardModel!.save(path.join(a.output_dir, "reward_model"));
+    await this.models.rewardModel!.save(path.join(a.output_dir, "reward_model"));
   }
 
   /** The reward model fitted by the last train(), until dispose. */
   get fittedRewardModel(): JointRewardModel | undefined {
-    return this.rewardModel;
+    return this.models.rewardModel;
   }
 
   override dispose(): void {
-    this.rewardModel?.dispose();
-    this.rewardModel = undefined;
-    this.references?.forEach((m) => m.dispose());
-    this.references = undefined;
+    this.models.dispose();
     super.dispose();
   }
 }

@@ -13,9 +13,8 @@
 import { existsSync, promises as fs } from "node:fs";
 import * as path from "node:path";
 import { readSafetensors, replaceDirAtomic, writeFileAtomic, writeSafetensors, type AdamW, type AdamWState, type RngStreamsState, type TensorToWrite } from "@pbrl/core-tensor";
-import { savePretrained } from "@pbrl/models";
 import type { ReplayState } from "@pbrl/preference-data";
-import type { ResolvedAgent } from "./agents.js";
+import { saveAgents, type ResolvedAgent } from "./agents.js";
 import type { TrainingCounters } from "./madpo-epochs.js";
 
 export interface TrainingState {
@@ -37,10 +36,6 @@ export class CheckpointError extends Error {
 }
 
 export const roundDirName = (round: number) => `round_${String(round).padStart(4, "0")}`;
-
-async function saveAgents(dir: string, agents: readonly ResolvedAgent[]): Promise<void> {
-  for (const [i, ag] of agents.entries()) await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation });
-}
 
 async function saveOptimizer(file: string, state: AdamWState): Promise<void> {
   const tensors = new Map<string, TensorToWrite>();
