@@ -3,8 +3,8 @@ import { buildScoringBatch, completionLogProbs, gatherRows, matMul, selectedLogP
 import type { CandidateSampler, Formatter, RewardProcessor, TaskItem } from "@pbrl/preference-data";
 import { ADVANTAGE_STD_FLOOR, shapeReturns, stdPop } from "./advantages.js";
 import { Critic, checkCriticType, type ActorValueHead, iacCriticText, maacCriticText, splitGrads, type CriticFitMetrics, type CriticRow, type CriticType } from "./critic.js";
-import type { BatchPosition, BatchReport, ReturnShaping } from "./epochs.js";
-import { collectRollouts, type JointReward, type Rollout } from "./rollouts.js";
+import { runCollections, type BatchPosition, type BatchReport, type ReturnShaping } from "./epochs.js";
+import type { JointReward, Rollout } from "./rollouts.js";
 import { NonFiniteError, policyRows, type Penalties, type TrainableAgent } from "./update.js";
 import { valueLoss, valueLossTerms } from "./value-loss.js";
 
@@ -500,45 +500,27 @@ export async function runActorCriticEpochs(o: ActorCriticEpochsOptions): Promise
   checkSetup(o.agents, o.setup);
   checkCriticType(o.criticType);
   const label = o.label ?? "";
-  const batchesPerEpoch = Math.ceil(o.items.length / buffer);
-  for (let epoch = 1; epoch <= o.numTrainEpochs; epoch++) {
-    const order = o.shuffleRng.permutation(o.items.length);
-    for (let b = 0; b < batchesPerEpoch; b++) {
-      const position: BatchPosition = { epoch, batch: b + 1, batchesPerEpoch };
-      await o.beforeBatch?.(position);
-      const indices = order.slice(b * buffer, (b + 1) * buffer);
-      const rollouts = await collectRollouts({
-        items: indices.map((k) => o.items[k]!),
-        itemIndices: indices,
-        formatters: o.formatters,
-        sampler: o.sampler,
-        numGenerations: o.numGenerations,
-        reward: o.reward,
-        rewardProcessor: o.rewardProcessor,
-        concurrency: o.rewardConcurrency ?? 1,
-      });
-      const shaped = await o.shaping?.(rollouts, position);
-      const old = actorCriticValues(o.agents, o.setup, rollouts, o.criticType, o.maxRowsPerForward ?? 16);
-      const all: Record<string, number>[] = [];
-      for (let s = 0, u = 1; s < rollouts.length; s += o.trainBatchSize, u++) {
-        const part = rollouts.slice(s, s + o.trainBatchSize);
-        all.push(
-          actorCriticUpdate(o.agents, o.setup, part, {
-            criticType: o.criticType,
-            normalize: o.normalize,
-            valueLossCoef: o.valueLossCoef,
-            valueClipRange: o.valueClipRange,
-            penalties: shaped?.penalties.map((perAgent) => perAgent.slice(s, s + o.trainBatchSize)),
-            oldValues: old.map((perAgent) => perAgent.slice(s, s + o.trainBatchSize)),
-            where: `${label}epoch ${epoch}, batch ${b + 1}${buffer > o.trainBatchSize ? `, update ${u}` : ""}`,
-            maxRowsPerForward: o.maxRowsPerForward,
-          }),
-        );
-      }
-      const metrics: Record<string, number> = {};
-      for (const k of Object.keys(all[0] ?? {})) metrics[k] = mean(all.map((m) => m[k] ?? 0));
-      metrics["rl/updates"] = all.length;
-      await o.onBatch?.({ ...position, metrics: { ...metrics, ...shaped?.metrics }, rollouts, jointEvaluations: rollouts.length * o.numGenerations });
+  await runCollections({ ...o, itemsPerCollection: buffer }, (rollouts, shaped, p) => {
+    const old = actorCriticValues(o.agents, o.setup, rollouts, o.criticType, o.maxRowsPerForward ?? 16);
+    const all: Record<string, number>[] = [];
+    for (let s = 0, u = 1; s < rollouts.length; s += o.trainBatchSize, u++) {
+      const part = rollouts.slice(s, s + o.trainBatchSize);
+      all.push(
+        actorCriticUpdate(o.agents, o.setup, part, {
+          criticType: o.criticType,
+          normalize: o.normalize,
+          valueLossCoef: o.valueLossCoef,
+          valueClipRange: o.valueClipRange,
+          penalties: shaped?.penalties.map((perAgent) => perAgent.slice(s, s + o.trainBatchSize)),
+          oldValues: old.map((perAgent) => perAgent.slice(s, s + o.trainBatchSize)),
+          where: `${label}epoch ${p.epoch}, batch ${p.batch}${buffer > o.trainBatchSize ? `, update ${u}` : ""}`,
+          maxRowsPerForward: o.maxRowsPerForward,
+        }),
+      );
     }
-  }
+    const metrics: Record<string, number> = {};
+    for (const k of Object.keys(all[0] ?? {})) metrics[k] = mean(all.map((m) => m[k] ?? 0));
+    metrics["rl/updates"] = all.length;
+    return metrics;
+  });
 }

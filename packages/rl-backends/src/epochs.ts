@@ -55,24 +55,40 @@ export interface RlEpochsOptions {
   onBatch?: (report: BatchReport) => void | Promise<void>;
 }
 
+/** The collection loop both on-policy runners share (REINFORCE family and actor-critic). */
+export interface CollectionLoopOptions {
+  items: readonly TaskItem[];
+  formatters: readonly Formatter[];
+  sampler: CandidateSampler;
+  numGenerations: number;
+  reward: JointReward;
+  rewardProcessor?: RewardProcessor | undefined;
+  rewardConcurrency?: number | undefined;
+  numTrainEpochs: number;
+  /** Items sampled per collection. */
+  itemsPerCollection: number;
+  shuffleRng: RngStream;
+  shaping?: RlEpochsOptions["shaping"];
+  beforeBatch?: RlEpochsOptions["beforeBatch"];
+  onBatch?: RlEpochsOptions["onBatch"];
+}
+
 /**
- * On-policy REINFORCE-family training over a fixed item set: for each of num_train_epochs, a
- * seeded shuffle of the items (CoMLRL never shuffles), then per batch of train_batch_size items
- * fresh rollouts from the current policies, optional return shaping, one update of every agent.
- * Evaluation, logging and progress stay with the caller through the callbacks.
+ * For each of num_train_epochs, a seeded shuffle of the items (CoMLRL never shuffles), then per
+ * collection of `itemsPerCollection` items: fresh rollouts, optional return shaping, and
+ * `learn`, whose metrics (merged with the shaping's) go to `onBatch`.
  */
-export async function runRlEpochs(o: RlEpochsOptions): Promise<void> {
-  if (!Number.isInteger(o.numTrainEpochs) || o.numTrainEpochs < 0) throw new RangeError(`num_train_epochs must be an integer ≥ 0, got ${o.numTrainEpochs}`);
-  if (!Number.isInteger(o.trainBatchSize) || o.trainBatchSize < 1) throw new RangeError(`train_batch_size must be an integer ≥ 1, got ${o.trainBatchSize}`);
-  if (o.formatters.length !== o.agents.length) throw new RangeError(`${o.formatters.length} formatter(s) for ${o.agents.length} agent(s)`);
-  const label = o.label ?? "";
-  const batchesPerEpoch = Math.ceil(o.items.length / o.trainBatchSize);
+export async function runCollections(
+  o: CollectionLoopOptions,
+  learn: (rollouts: readonly Rollout[], shaped: ReturnShaping | undefined, position: BatchPosition) => PolicyGradientMetrics,
+): Promise<void> {
+  const batchesPerEpoch = Math.ceil(o.items.length / o.itemsPerCollection);
   for (let epoch = 1; epoch <= o.numTrainEpochs; epoch++) {
     const order = o.shuffleRng.permutation(o.items.length);
     for (let b = 0; b < batchesPerEpoch; b++) {
       const position: BatchPosition = { epoch, batch: b + 1, batchesPerEpoch };
       await o.beforeBatch?.(position);
-      const indices = order.slice(b * o.trainBatchSize, (b + 1) * o.trainBatchSize);
+      const indices = order.slice(b * o.itemsPerCollection, (b + 1) * o.itemsPerCollection);
       const rollouts = await collectRollouts({
         items: indices.map((k) => o.items[k]!),
         itemIndices: indices,
@@ -84,14 +100,30 @@ export async function runRlEpochs(o: RlEpochsOptions): Promise<void> {
         concurrency: o.rewardConcurrency ?? 1,
       });
       const shaped = await o.shaping?.(rollouts, position);
-      const metrics = policyGradientUpdate(o.agents, rollouts, {
-        mode: o.mode,
-        normalize: o.normalize,
-        penalties: shaped?.penalties,
-        where: `${label}epoch ${epoch}, batch ${b + 1}`,
-        maxRowsPerForward: o.maxRowsPerForward,
-      });
+      const metrics = learn(rollouts, shaped, position);
       await o.onBatch?.({ ...position, metrics: { ...metrics, ...shaped?.metrics }, rollouts, jointEvaluations: rollouts.length * o.numGenerations });
     }
   }
+}
+
+/**
+ * On-policy REINFORCE-family training over a fixed item set: for each of num_train_epochs, a
+ * seeded shuffle of the items, then per batch of train_batch_size items fresh rollouts from the
+ * current policies, optional return shaping, one update of every agent. Evaluation, logging and
+ * progress stay with the caller through the callbacks.
+ */
+export async function runRlEpochs(o: RlEpochsOptions): Promise<void> {
+  if (!Number.isInteger(o.numTrainEpochs) || o.numTrainEpochs < 0) throw new RangeError(`num_train_epochs must be an integer ≥ 0, got ${o.numTrainEpochs}`);
+  if (!Number.isInteger(o.trainBatchSize) || o.trainBatchSize < 1) throw new RangeError(`train_batch_size must be an integer ≥ 1, got ${o.trainBatchSize}`);
+  if (o.formatters.length !== o.agents.length) throw new RangeError(`${o.formatters.length} formatter(s) for ${o.agents.length} agent(s)`);
+  const label = o.label ?? "";
+  await runCollections({ ...o, itemsPerCollection: o.trainBatchSize }, (rollouts, shaped, p) =>
+    policyGradientUpdate(o.agents, rollouts, {
+      mode: o.mode,
+      normalize: o.normalize,
+      penalties: shaped?.penalties,
+      where: `${label}epoch ${p.epoch}, batch ${p.batch}`,
+      maxRowsPerForward: o.maxRowsPerForward,
+    }),
+  );
 }
