@@ -1,5 +1,6 @@
 // `pbrl bench`: every metric is measured, no tensor leaks, clear usage errors.
 import { describe, expect, it } from "vitest";
+import { FLAT_RSS_MB_PER_ROUND, flatnessSummary, smallDemoWorkload, type RoundSample } from "../src/bench/demo-rounds.js";
 import { computeRatios, formatTable, type BenchReport } from "../src/bench/report.js";
 import { PBRL_METRICS, RATE_METRICS, workloadsFor } from "../src/bench/workloads.js";
 import { runCli } from "./capture.js";
@@ -17,7 +18,7 @@ function expectMeasured(r: Json): void {
 
 describe("pbrl bench", () => {
   it("measures the tiny preset on wasm (in-process from the sources) and skips PyTorch", async () => {
-    const { code, out, err } = await runCli(["bench", "--preset", "tiny", "--backends", "wasm", "--no-torch", "--json", "--steps", "2"]);
+    const { code, out, err } = await runCli(["bench", "--preset", "tiny", "--backends", "wasm", "--no-torch", "--json", "--steps", "2", "--no-demo-round"]);
     expect(code, err).toBe(0);
     const report = JSON.parse(out) as { model: Json; machine: Json; workloads: Record<string, Json>; results: Record<string, Json>; ratios: Json };
     expect(Object.keys(report.results)).toEqual(["pbrl_wasm", "pytorch"]);
@@ -31,8 +32,64 @@ describe("pbrl bench", () => {
     expect(report.results["pytorch"]).toEqual({ skipped: "--no-torch" });
     expect(report.ratios).toEqual({});
     expect(report.machine["cpus"]).toBeGreaterThan(0);
+    expect(wasm["demo_round"]).toEqual({ skipped: "--no-demo-round" });
+    expect(wasm).not.toHaveProperty("flatness");
     // Progress goes to stderr, so stdout is exactly one JSON document.
     expect(err).toMatch(/pbrl bench \[wasm\]: train step 2\/2/);
+  });
+
+  it("times one round of the embedded demo (real collection and MADPO training) after the model workloads", async () => {
+    const t0 = performance.now();
+    const { code, out, err } = await runCli(["bench", "--preset", "tiny", "--backends", "wasm", "--no-torch", "--json", "--steps", "1"]);
+    expect(code, err).toBe(0);
+    const wasm = (JSON.parse(out) as { results: Record<string, Json> }).results["pbrl_wasm"]!;
+    expectMeasured(wasm);
+    const demo = wasm["demo_round"] as Json;
+    expect(demo["workload"]).toEqual(smallDemoWorkload());
+    expect(Number.isFinite(demo["demo_round_s"]) && (demo["demo_round_s"] as number) > 0, `demo_round_s = ${String(demo["demo_round_s"])}`).toBe(true);
+    expect(demo["demo_run_s"] as number).toBeGreaterThanOrEqual(demo["demo_round_s"] as number);
+    expect(demo["pairs"] as number).toBeGreaterThan(0);
+    expect(demo["train_pairs"] as number).toBeGreaterThan(0);
+    expect(demo["updates"]).toBe(Math.ceil((demo["train_pairs"] as number) / 8));
+    expect(err).toMatch(/pbrl bench \[wasm\]: demo round: [\d.]+ s/);
+    console.log(`demo round (tiny, wasm): ${JSON.stringify(demo)}; test ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }, 600_000);
+
+  it("--rounds N records live tensors, tf memory and RSS after each demo round and judges flatness", async () => {
+    const t0 = performance.now();
+    const { code, out, err } = await runCli(["bench", "--preset", "tiny", "--backends", "wasm", "--no-torch", "--json", "--steps", "1", "--no-demo-round", "--rounds", "3"]);
+    expect(code, err).toBe(0);
+    const f = (JSON.parse(out) as { results: Record<string, Json> }).results["pbrl_wasm"]!["flatness"] as { rounds: number; series: RoundSample[]; summary: Json; updates: number };
+    expect(f.rounds).toBe(3);
+    expect(f).toMatchObject({ rss_after_gc: false, workload: smallDemoWorkload() });
+    expect(f.series.map((s) => s.round)).toEqual([1, 2, 3]);
+    for (const s of f.series) {
+      expect(s.pairs, `round ${s.round}`).toBeGreaterThan(0);
+      expect(s.round_s).toBeGreaterThan(0);
+      expect(s.rss_mb).toBeGreaterThan(0);
+    }
+    // The tensors a run keeps across rounds (agents, AdamW moments) are the same after every round.
+    expect(new Set(f.series.map((s) => s.live_tensors)).size, JSON.stringify(f.series)).toBe(1);
+    expect(new Set(f.series.map((s) => s.tf_memory_bytes)).size).toBe(1);
+    expect(f.summary["live_tensors_first"]).toBe(f.summary["live_tensors_last"]);
+    expect(typeof f.summary["flat"]).toBe("boolean");
+    expect(f.summary["meaning"]).toMatch(/live tensors/);
+    expect(err).toMatch(/pbrl bench \[wasm\]: 3 demo rounds: live tensors (\d+) → \1, .*MB\/round, no gc\(\) before each sample\): (flat|NOT flat)/);
+    console.log(`flatness (tiny rounds, wasm): ${JSON.stringify(f.series)}; ${JSON.stringify(f.summary)}; test ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }, 600_000);
+
+  it("judges flatness by equal tensors and tf memory and the slope of RSS from round 2", () => {
+    const sample = (round: number, live: number, rss: number): RoundSample => ({ round, round_s: 1, pairs: 8, train_pairs: 8, live_tensors: live, tf_memory_bytes: 1000, rss_mb: rss, js_heap_mb: 30, external_mb: 300 });
+    const flat = flatnessSummary([sample(1, 50, 300), sample(2, 50, 340), sample(3, 50, 340.5), sample(4, 50, 341)]);
+    expect(flat).toMatchObject({ live_tensors_first: 50, live_tensors_last: 50, rss_mb_round_2: 340, rss_mb_last: 341, rss_growth_mb: 1, rss_growth_mb_per_round: 0.5, rss_slope_mb_per_round: 0.5, flat: true });
+    // One low sample at round 2 makes the endpoint growth large; the slope over all rounds is not.
+    const jitter = flatnessSummary([300, 360, 390, 380, 376, 384, 378, 388, 376].map((rss, i) => sample(i + 1, 50, rss)));
+    expect(jitter.rss_growth_mb_per_round).toBeGreaterThan(FLAT_RSS_MB_PER_ROUND);
+    expect(jitter.rss_slope_mb_per_round).toBeLessThan(FLAT_RSS_MB_PER_ROUND);
+    expect(jitter.flat).toBe(true);
+    expect(flatnessSummary([sample(1, 50, 300), sample(2, 50, 300), sample(3, 51, 300)]).flat).toBe(false);
+    expect(flatnessSummary([sample(1, 50, 300), sample(2, 50, 300), sample(3, 50, 300 + FLAT_RSS_MB_PER_ROUND)]).flat).toBe(false);
+    expect(() => flatnessSummary([sample(1, 50, 300), sample(2, 50, 300)])).toThrow(/at least 3 rounds/);
   });
 
   it("rejects bad flag values with exit code 2 and says what is expected", async () => {
@@ -44,6 +101,11 @@ describe("pbrl bench", () => {
       [["--backends", "wasm,wasm"], /--backends names a backend twice/],
       [["--no-torch", "--python", "python3"], /--python cannot be combined with --no-torch/],
       [["--step", "2"], /unknown option --step \(did you mean --steps\?\)/],
+      [["--rounds", "2"], /pbrl bench: --rounds must be an integer of at least 3 \(RSS growth is measured from round 2 to the last\), got "2"/],
+      [["--rounds", "twenty"], /pbrl bench: --rounds must be an integer of at least 3/],
+      [["--rounds", "3.5"], /pbrl bench: --rounds must be an integer of at least 3/],
+      [["--no-demo-round=yes"], /pbrl bench: .*--no-demo-round/],
+      [["--no-demo-rounds"], /unknown option --no-demo-rounds \(did you mean --no-demo-round\?\)/],
     ];
     for (const [args, message] of cases) {
       const r = await runCli(["bench", ...args]);
@@ -82,13 +144,14 @@ describe("pbrl bench", () => {
   it.skipIf(!packagesBuilt)("runs each backend in its own child process from compiled JS, and reports a missing Python as skipped", async () => {
     const { main, cleanup } = await compileCli();
     try {
-      const { stdout } = await run(process.execPath, [main, "bench", "--preset", "tiny", "--backends", "wasm,cpu", "--json", "--steps", "1", "--python", "/nonexistent/python"]);
+      const { stdout } = await run(process.execPath, [main, "bench", "--preset", "tiny", "--backends", "wasm,cpu", "--json", "--steps", "1", "--no-demo-round", "--python", "/nonexistent/python"]);
       const report = JSON.parse(stdout) as { results: Record<string, Json>; workloads: Record<string, Json> };
       const { pbrl_wasm: wasm, pbrl_cpu: cpu, pytorch } = report.results;
       for (const r of [wasm!, cpu!]) {
         expectMeasured(r);
         expect(r["isolation"]).toBe("child process");
         expect(r["pid"]).not.toBe(process.pid);
+        expect(r["demo_round"]).toEqual({ skipped: "--no-demo-round" });
       }
       expect(wasm!["pid"]).not.toBe(cpu!["pid"]);
       expect(report.workloads["pbrl_cpu"]).toMatchObject({ train_batch: 8, train_seq_len: 128, train_steps: 1, gen_new_tokens: 16 });

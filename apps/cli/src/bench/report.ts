@@ -1,5 +1,6 @@
 /** Ratios between pbrl and PyTorch, and the human-readable table of `pbrl bench`. */
 import * as os from "node:os";
+import { FLATNESS_MEANING, type DemoRoundResult, type FlatnessResult } from "./demo-rounds.js";
 import type { TorchResult } from "./torch.js";
 import type { BackendResult } from "./worker.js";
 import { RATE_METRICS, type RateMetric, type Workloads } from "./workloads.js";
@@ -27,7 +28,12 @@ export interface BenchReport {
   wall_s: number;
 }
 
-export type Ratios = Record<RateMetric | "peak_rss_mb", number> & { same_workloads: boolean; meaning: string };
+export type Ratios = Record<RateMetric | "peak_rss_mb", number> & {
+  /** native/wasm only, when both timed the same demo round: wasm seconds ÷ native seconds. */
+  demo_round_s?: number;
+  same_workloads: boolean;
+  meaning: string;
+};
 
 export const RATIO_MEANING =
   "pbrl ÷ pytorch of the same metric: for *_tokens_per_s > 1 means pbrl is faster; for peak_rss_mb < 1 means pbrl uses less memory";
@@ -50,7 +56,8 @@ export function isMeasured<T extends Outcome>(o: T | undefined): o is Exclude<T,
 }
 
 export const NATIVE_VS_WASM_MEANING =
-  "pbrl native ÷ pbrl wasm of the same metric: the speed-up of the native backend over the wasm-only path (for peak_rss_mb < 1 means native uses less memory)";
+  "pbrl native ÷ pbrl wasm of the same metric: the speed-up of the native backend over the wasm-only path (for peak_rss_mb < 1 means native uses less memory); " +
+  "demo_round_s is inverted, wasm seconds ÷ native seconds (for seconds lower is better), so it too is the speed-up: > 1 means native runs the demo round faster";
 
 type Rated = { workloads: Workloads; peak_rss_mb: number } & Record<RateMetric, number>;
 
@@ -76,8 +83,20 @@ export function computeRatios(results: Record<string, Outcome>): Record<string, 
   }
   const native = results["pbrl_native"];
   const wasm = results["pbrl_wasm"];
-  if (isMeasured(native) && isMeasured(wasm)) out["pbrl_native_vs_pbrl_wasm"] = ratiosOf(native as BackendResult, wasm as BackendResult, NATIVE_VS_WASM_MEANING);
+  if (isMeasured(native) && isMeasured(wasm)) {
+    const n = native as BackendResult;
+    const w = wasm as BackendResult;
+    const speedup = demoRoundSpeedup(n.demo_round, w.demo_round);
+    const { same_workloads: same, meaning, ...rates } = ratiosOf(n, w, NATIVE_VS_WASM_MEANING);
+    out["pbrl_native_vs_pbrl_wasm"] = { ...rates, ...(speedup !== undefined ? { demo_round_s: speedup } : {}), same_workloads: same, meaning };
+  }
   return out;
+}
+
+/** wasm seconds ÷ native seconds of the demo round, when both timed the same one. */
+function demoRoundSpeedup(native: BackendResult["demo_round"], wasm: BackendResult["demo_round"]): number | undefined {
+  if ("skipped" in native || "skipped" in wasm || JSON.stringify(native.workload) !== JSON.stringify(wasm.workload)) return undefined;
+  return round(wasm.demo_round_s / native.demo_round_s, 4);
 }
 
 export function loadAverage(): number[] {
@@ -106,6 +125,14 @@ export function formatTable(report: BenchReport): string {
     return typeof v === "number" ? v : undefined;
   };
   const wl = (name: string): Workloads | undefined => report.workloads[name];
+  const demo = (name: string): DemoRoundResult | undefined => {
+    const d = get(name)["demo_round"] as BackendResult["demo_round"] | undefined;
+    return d !== undefined && "demo_round_s" in d ? d : undefined;
+  };
+  const flat = (name: string): FlatnessResult | undefined => {
+    const f = get(name)["flatness"] as FlatnessResult | { not_measured: string } | undefined;
+    return f !== undefined && "summary" in f ? f : undefined;
+  };
   const rows: [string, (name: string) => string, ((r: Ratios) => string) | undefined][] = [
     ["train batch × seq_len", (n) => (wl(n) ? `${wl(n)!.train_batch}×${wl(n)!.train_seq_len}` : "–"), undefined],
     ["train tokens/s", (n) => fmt(num(n, "train_tokens_per_s")), (r) => fmt(r.train_tokens_per_s)],
@@ -120,7 +147,16 @@ export function formatTable(report: BenchReport): string {
     ["tf memory MB (with AdamW)", (n) => fmt(num(n, "tf_memory_mb_with_optimizer")), undefined],
     ["tf memory MB (after)", (n) => fmt(num(n, "tf_memory_mb_after")), undefined],
     ["live tensors before → after", (n) => (num(n, "live_tensors_before") !== undefined ? `${num(n, "live_tensors_before")} → ${num(n, "live_tensors_after")}` : "–"), undefined],
+    ["demo round s", (n) => fmt(demo(n)?.demo_round_s), (r) => fmt(r.demo_round_s)],
+    ["demo round pairs / updates", (n) => (demo(n) ? `${demo(n)!.pairs} / ${demo(n)!.updates}` : "–"), undefined],
   ];
+  if (names.some((n) => flat(n) !== undefined)) {
+    rows.push(
+      ["live tensors round 1 → last", (n) => (flat(n) ? `${flat(n)!.summary.live_tensors_first} → ${flat(n)!.summary.live_tensors_last}` : "–"), undefined],
+      ["RSS MB per round (slope 2 → last)", (n) => (flat(n) ? flat(n)!.summary.rss_slope_mb_per_round.toFixed(2) : "–"), undefined],
+      ["flat over rounds", (n) => (flat(n) ? String(flat(n)!.summary.flat) : "–"), undefined],
+    );
+  }
   const header = ["", ...names, ...ratioNames.map((r) => r.replace(/_vs_/, "/"))];
   const body = rows.map(([label, cell, ratio]) => [label, ...names.map((n) => (isMeasured(report.results[n]) ? cell(n) : "–")), ...ratioNames.map((r) => (ratio ? ratio(report.ratios[r]!) : ""))]);
   const widths = header.map((_, i) => Math.max(...[header, ...body].map((row) => row[i]!.length)));
@@ -144,6 +180,7 @@ export function formatTable(report: BenchReport): string {
     else if (n === "pytorch") out.push(`pytorch: torch ${String(r["torch_version"])}, transformers ${String(r["transformers_version"])}, ${String(r["threads"])} threads, attention ${String(r["attn_implementation"])}`);
     else out.push(`${n}: ${String(r["description"])}, ${String(r["isolation"])}`);
   }
+  if (names.some((n) => flat(n) !== undefined)) out.push(`flatness: ${FLATNESS_MEANING}`);
   if (ratioNames.includes("pbrl_native_vs_pbrl_wasm")) out.push(`pbrl_native/pbrl_wasm: ${NATIVE_VS_WASM_MEANING}`);
   if (ratioNames.some((r) => r.endsWith("_vs_pytorch"))) out.push(`ratios: ${RATIO_MEANING}${Object.values(report.ratios).some((r) => !r.same_workloads) ? " (pbrl_cpu generated fewer tokens and timed one training step)" : ""}`);
   out.push(`total wall time: ${report.wall_s.toFixed(1)} s`, "");

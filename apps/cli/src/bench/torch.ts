@@ -11,22 +11,24 @@ import type { CliIO } from "../io.js";
 import { lastLine, runChild, tail } from "./child.js";
 import type { RateMetric, Workloads } from "./workloads.js";
 
-export type TorchResult =
-  | ({
-      python: string;
-      torch_version: string;
-      transformers_version: string;
-      threads: number;
-      attn_implementation: string;
-      parameters: number;
-      workloads: Workloads;
-      peak_rss_mb: number;
-      train_step_s_mean: number;
-      wall_s: number;
-      cpu_s: number;
-    } & Record<RateMetric, number>)
-  | { skipped: string }
-  | { failed: string };
+export type TorchMeasured = {
+  python: string;
+  torch_version: string;
+  transformers_version: string;
+  threads: number;
+  attn_implementation: string;
+  parameters: number;
+  workloads: Workloads;
+  peak_rss_mb: number;
+  train_step_s_mean: number;
+  wall_s: number;
+  cpu_s: number;
+  /** Set by `pbrl bench` when it timed the demo on pbrl: PyTorch has no demo to time. */
+  demo_round?: { not_measured: string };
+  flatness?: { not_measured: string };
+} & Record<RateMetric, number>;
+
+export type TorchResult = TorchMeasured | { skipped: string } | { failed: string };
 
 /** The pbrl checkout this CLI file lives in: the nearest folder above it with pnpm-workspace.yaml. */
 export function findRepoRoot(from = path.dirname(fileURLToPath(import.meta.url))): string | undefined {

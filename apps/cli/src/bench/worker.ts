@@ -5,12 +5,17 @@
 import { AdamW, liveTensorCount, RngStream, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
 import { buildScoringBatch, CausalLM, completionLogProbs, generate, parseModelConfig } from "@pbrl/models";
 import type { CliIO } from "../io.js";
+import { demoRoundWorkload, flatnessLine, runDemoRound, runFlatness, type DemoRoundResult, type FlatnessResult } from "./demo-rounds.js";
 import { genMetric, presetConfigJson, workloadsFor, type GenMetric, type Preset, type RateMetric, type Workloads } from "./workloads.js";
 
 export interface WorkerSpec {
   backend: BackendName;
   preset: Preset;
   steps: number;
+  /** Time one round of the embedded demo after the model workloads (off with --no-demo-round). */
+  demo_round: boolean;
+  /** --rounds N: run N small demo rounds and report the state after each; null when not asked. */
+  rounds: number | null;
 }
 
 export type BackendResult = {
@@ -26,7 +31,10 @@ export type BackendResult = {
   train_step_s_min: number;
   train_loss_first: number;
   train_loss_last: number;
-  /** Peak resident set of the process that ran this backend (process.resourceUsage().maxRSS). */
+  /**
+   * Peak resident set of the process that ran this backend (process.resourceUsage().maxRSS),
+   * read before the demo rounds so it stays comparable with PyTorch's, which runs no demo.
+   */
   peak_rss_mb: number;
   /** The same peak, read right after the training steps (before generation). */
   peak_rss_mb_after_train: number;
@@ -37,10 +45,18 @@ export type BackendResult = {
   /** Live tensors with the model built, before any workload, and after all of them. */
   live_tensors_before: number;
   live_tensors_after: number;
+  /** One round of the embedded demo (collection + MADPO training), or why it did not run. */
+  demo_round: DemoRoundResult | { skipped: string };
+  /** With --rounds N only: the state after each of N demo rounds, and whether it stayed flat. */
+  flatness?: FlatnessResult;
+  /** Wall and CPU seconds of the whole worker, demo rounds included. */
   wall_s: number;
   /** CPU time (user + system) of this process: well below wall_s × threads means other work competed for the CPU. */
   cpu_s: number;
 } & Record<RateMetric, number>;
+
+/** What the model workloads measure (everything but the demo rounds and the worker's totals). */
+type ModelResult = Omit<BackendResult, "backend" | "description" | "isolation" | "pid" | "demo_round" | "flatness" | "wall_s" | "cpu_s">;
 
 const MB = 1024 * 1024;
 
@@ -53,6 +69,40 @@ export async function runBenchWorker(spec: WorkerSpec, io: CliIO, isolation: Bac
   const info = await useBackend(spec.backend);
   const say = (msg: string) => io.err(`pbrl bench [${spec.backend}]: ${msg}\n`);
   say(info.description);
+  const model = modelWorkloads(spec, say);
+  const demoRound = spec.demo_round ? await timeDemoRound(spec, say) : { skipped: "--no-demo-round" };
+  const flatness = spec.rounds !== null ? await measureFlatness(spec.backend, spec.rounds, say) : undefined;
+  return {
+    backend: spec.backend,
+    description: info.description,
+    isolation,
+    pid: process.pid,
+    ...model,
+    demo_round: demoRound,
+    ...(flatness !== undefined ? { flatness } : {}),
+    wall_s: (performance.now() - start) / 1000,
+    cpu_s: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
+  };
+}
+
+async function timeDemoRound(spec: WorkerSpec, say: (msg: string) => void): Promise<DemoRoundResult> {
+  const w = demoRoundWorkload(spec.preset, spec.backend);
+  say(`demo round: ${w.train_texts} texts × ${w.preference_num_candidates} candidates, ${w.num_train_epochs} epoch${w.num_train_epochs === 1 ? "" : "s"}…`);
+  const r = await runDemoRound(spec.backend, w);
+  say(`demo round: ${r.demo_round_s.toFixed(1)} s (${r.demo_run_s.toFixed(1)} s with loading and saving the agents), ${r.pairs} pairs, ${r.updates} updates`);
+  return r;
+}
+
+async function measureFlatness(backend: BackendName, rounds: number, say: (msg: string) => void): Promise<FlatnessResult> {
+  const f = await runFlatness(backend, rounds, (p) =>
+    say(`flatness round ${p.round}/${rounds}: ${p.round_s.toFixed(1)} s, ${p.live_tensors} live tensors, tf memory ${(p.tf_memory_bytes / MB).toFixed(2)} MB, RSS ${p.rss_mb.toFixed(1)} MB`),
+  );
+  say(flatnessLine(f));
+  return f;
+}
+
+/** Training steps and generation on a randomly initialised model of the preset. */
+function modelWorkloads(spec: WorkerSpec, say: (msg: string) => void): ModelResult {
   const config = parseModelConfig(presetConfigJson(spec.preset), `bench preset ${spec.preset}`);
   const w = workloadsFor(spec.backend, spec.steps);
   const model = CausalLM.randomInit(config, RngStream.fromSeed(0, "bench"));
@@ -117,10 +167,6 @@ export async function runBenchWorker(spec: WorkerSpec, io: CliIO, isolation: Bac
 
     const liveAfter = liveTensorCount();
     return {
-      backend: spec.backend,
-      description: info.description,
-      isolation,
-      pid: process.pid,
       parameters: model.numParameters(),
       workloads: w,
       train_tokens_per_s: (tokensPerStep * steps.length) / trainSeconds,
@@ -135,8 +181,6 @@ export async function runBenchWorker(spec: WorkerSpec, io: CliIO, isolation: Bac
       tf_memory_mb_after: tf.memory().numBytes / MB,
       live_tensors_before: liveBefore,
       live_tensors_after: liveAfter,
-      wall_s: (performance.now() - start) / 1000,
-      cpu_s: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
     };
   } finally {
     model.dispose();

@@ -5,18 +5,22 @@ import { BACKEND_NAMES, currentBackend, loadNativeAddon, useBackend, type Backen
 import { parameterSpecs, parseModelConfig } from "@pbrl/models";
 import { isPosInt, optNumber, parseFlags } from "../args.js";
 import { lastLine, runChild, tail } from "../bench/child.js";
+import { FLAT_RSS_MB_PER_ROUND } from "../bench/demo-rounds.js";
 import { computeRatios, formatTable, isMeasured, loadAverage, machineInfo, type BenchReport, type Outcome, type PbrlOutcome } from "../bench/report.js";
-import { findRepoRoot, findTorchPython, runTorchBench, type TorchResult } from "../bench/torch.js";
+import { findRepoRoot, findTorchPython, runTorchBench, type TorchMeasured, type TorchResult } from "../bench/torch.js";
 import { runBenchWorker, type BackendResult, type WorkerSpec } from "../bench/worker.js";
 import { PRESETS, presetConfigJson, workloadsFor, type Preset, type Workloads } from "../bench/workloads.js";
 import { UsageError, type CliIO } from "../io.js";
 
 const DEFAULT_STEPS = 3;
+/** Flatness compares RSS from round 2 to the last, so it needs two rounds after the first. */
+const MIN_ROUNDS = 3;
 
 export const BENCH_HELP = `pbrl bench [options]
 
 Measures training and generation speed and memory of a randomly initialised Llama-style model
-on each tensor backend, and of the same model in PyTorch + transformers when available.
+on each tensor backend, and of the same model in PyTorch + transformers when available; then
+times one round of the embedded demo on each backend.
 
   --preset P       default (vocab 8000, hidden 256, 6 layers, 4 heads, intermediate 688,
                    untied embeddings, ≈8.8M parameters) or tiny (a seconds-long smoke test)
@@ -27,11 +31,23 @@ on each tensor backend, and of the same model in PyTorch + transformers when ava
   --python PATH    Python with torch and transformers (default: $PBRL_PYTHON, then
                    <repo>/.venv-ref/bin/python, then python3); runs scripts/bench/torch_bench.py
   --no-torch       skip the PyTorch comparison
+  --no-demo-round  skip timing one round of the embedded demo
+  --rounds N       also run N ≥ ${MIN_ROUNDS} small demo rounds per backend (20 to judge memory) and
+                   record live tensors, tf memory and RSS after each: "flat" when tensors and
+                   tf memory end as they were after round 1 and RSS (after a full GC) grows
+                   by less than ${FLAT_RSS_MB_PER_ROUND} MB per round from round 2 to the last (least-squares
+                   slope; off by default)
   --json           print one JSON object (results, pbrl/pytorch ratios) instead of a table
 
 Workloads: training steps (forward, backward, AdamW) on batch 8 × 128 random tokens; sampling
 16-token random prompts to 64 new tokens at batch 1 and 8, with and without KV cache. The cpu
-backend (pure JS, ~30× slower) runs batch 1 × 32 and 16 new tokens. Progress goes to stderr.
+backend (pure JS, ~30× slower) runs batch 1 × 32 and 16 new tokens. Then one round of
+\`pbrl demo\` (iterative MADPO on the embedded task: collection against the history comparator,
+then MADPO training, no evaluation): with --preset default the demo's own round (64 texts × 8
+candidates, 2 epochs, about 2 minutes on native), with --preset tiny, on cpu and for --rounds
+a small one (8 texts × 4 candidates, 1 epoch: about 10 s on native and wasm, 3 minutes on
+cpu, so --rounds 20 is meant for --backends native,wasm). PyTorch has no demo and is not timed
+on it. Progress goes to stderr.
 `;
 
 const DEFAULT_BACKENDS = "native,wasm,cpu";
@@ -54,11 +70,12 @@ function parseWorkerSpec(value: string): WorkerSpec {
   } catch {
     throw new UsageError(`pbrl bench: --worker takes a JSON spec, got ${JSON.stringify(value)}`);
   }
-  const { backend, preset, steps } = spec;
-  if (!(BACKEND_NAMES as readonly unknown[]).includes(backend) || !(PRESETS as readonly unknown[]).includes(preset) || !(typeof steps === "number" && isPosInt(steps))) {
+  const { backend, preset, steps, demo_round: demoRound, rounds } = spec;
+  const validRounds = rounds === null || (typeof rounds === "number" && isPosInt(rounds) && rounds >= MIN_ROUNDS);
+  if (!(BACKEND_NAMES as readonly unknown[]).includes(backend) || !(PRESETS as readonly unknown[]).includes(preset) || !(typeof steps === "number" && isPosInt(steps)) || typeof demoRound !== "boolean" || !validRounds) {
     throw new UsageError(`pbrl bench: invalid --worker spec ${value}`);
   }
-  return { backend: backend!, preset: preset!, steps };
+  return { backend: backend!, preset: preset!, steps, demo_round: demoRound, rounds: rounds! };
 }
 
 /**
@@ -87,7 +104,8 @@ async function runBackend(spec: WorkerSpec, io: CliIO): Promise<Exclude<PbrlOutc
       if (previous !== undefined && previous !== spec.backend) await useBackend(previous);
     }
   }
-  const { code, stdout, stderr } = await runChild(process.execPath, [entry, "bench", "--worker", JSON.stringify(spec)], io);
+  // --expose-gc: the flatness probe collects garbage before reading RSS after each demo round.
+  const { code, stdout, stderr } = await runChild(process.execPath, ["--expose-gc", entry, "bench", "--worker", JSON.stringify(spec)], io);
   if (code !== 0) return { failed: `worker for backend ${spec.backend} exited with ${code}: ${tail(stderr)}` };
   try {
     return JSON.parse(lastLine(stdout)) as BackendResult;
@@ -105,6 +123,8 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
       preset: { type: "string" },
       python: { type: "string" },
       "no-torch": { type: "boolean" },
+      "no-demo-round": { type: "boolean" },
+      rounds: { type: "string" },
       steps: { type: "string" },
       worker: { type: "string" },
     },
@@ -121,12 +141,17 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
   const steps = optNumber(values.steps, "steps", "bench", isPosInt, "a positive integer") ?? DEFAULT_STEPS;
   const noTorch = values["no-torch"] === true;
   if (noTorch && values.python !== undefined) throw new UsageError("pbrl bench: --python cannot be combined with --no-torch");
+  const rounds = optNumber(values.rounds, "rounds", "bench", (n) => isPosInt(n) && n >= MIN_ROUNDS, `an integer of at least ${MIN_ROUNDS} (RSS growth is measured from round 2 to the last)`) ?? null;
+  const demoRound = values["no-demo-round"] !== true;
 
   const start = performance.now();
   const machine = machineInfo();
   const configJson = presetConfigJson(preset);
   const parameters = parameterSpecs(parseModelConfig(configJson)).reduce((a, s) => a + s.shape.reduce((x, y) => x * y, 1), 0);
-  io.err(`pbrl bench: preset ${preset}, ${parameters.toLocaleString("en-US")} parameters, backends ${backends.join(", ")}, ${steps} timed training steps\n`);
+  io.err(
+    `pbrl bench: preset ${preset}, ${parameters.toLocaleString("en-US")} parameters, backends ${backends.join(", ")}, ${steps} timed training steps` +
+      `${demoRound ? ", one demo round" : ""}${rounds !== null ? `, ${rounds} demo rounds for flatness` : ""}\n`,
+  );
 
   const results: Record<string, Outcome> = {};
   const workloads: Record<string, Workloads> = {};
@@ -141,7 +166,7 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
       continue;
     }
     workloads[key] = workloadsFor(backend, steps);
-    const r = await runBackend({ backend, preset, steps }, io);
+    const r = await runBackend({ backend, preset, steps, demo_round: demoRound, rounds }, io);
     results[key] = r;
     if (isMeasured(r)) workloads[key] = r.workloads;
     else io.err(`pbrl bench [${backend}]: failed — ${r.failed}\n`);
@@ -150,8 +175,8 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
   if (noTorch) {
     results["pytorch"] = { skipped: "--no-torch" };
   } else {
-    results["pytorch"] = await torchSide(values.python, configJson, steps, io);
-    const t = results["pytorch"] as TorchResult;
+    const t = await torchSide(values.python, configJson, steps, io);
+    results["pytorch"] = isMeasured(t) ? { ...t, ...torchDemoNotMeasured(demoRound, rounds) } : t;
     if (isMeasured(t)) workloads["pytorch"] = t.workloads;
     else io.err(`pbrl bench [pytorch]: ${"skipped" in t ? `skipped — ${t.skipped}` : `failed — ${t.failed}`}\n`);
   }
@@ -166,6 +191,12 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
   };
   io.out(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : formatTable(report));
   return backends.every((b) => optional.has(b) || isMeasured(results[`pbrl_${b}`])) ? 0 : 1;
+}
+
+/** The demo runs on pbrl's trainers only: the PyTorch result says so instead of carrying a number. */
+function torchDemoNotMeasured(demoRound: boolean, rounds: number | null): Pick<TorchMeasured, "demo_round" | "flatness"> {
+  const why = "PyTorch has no implementation of the demo's iterative MADPO, so it is not measured";
+  return { ...(demoRound ? { demo_round: { not_measured: why } } : {}), ...(rounds !== null ? { flatness: { not_measured: why } } : {}) };
 }
 
 async function torchSide(python: string | undefined, config: Record<string, unknown>, steps: number, io: CliIO): Promise<TorchResult> {
