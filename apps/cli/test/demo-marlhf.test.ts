@@ -24,7 +24,7 @@ describe("pbrl demo trainer=marlhf_iter", () => {
     const acc = heldout[0]!["reward/heldout_accuracy"] as number;
     const n = heldout[0]!["reward/heldout_pairs"] as number;
     console.log(`marlhf_iter demo (${process.env["PBRL_BACKEND"]}): eval ${before} -> ${after}; held-out reward-model accuracy ${acc.toFixed(3)} on ${n} pairs`);
-    expect(after).toBeGreaterThan(before + 0.05);
+    expect(after).toBeGreaterThan(before + 0.03);
     expect(n).toBeGreaterThanOrEqual(128);
     expect(acc).toBeGreaterThan(0.55);
     expect(JSON.parse(readFileSync(path.join(out, "preference_replay", "iteration_0002.json"), "utf8")).scorer).toBe("task");

@@ -3,7 +3,7 @@
  * equivalent sequence of tfjs ops elsewhere (the same ops, in the same order, that callers used
  * before, so the wasm and cpu results do not change).
  */
-import { PBRL_LOG_SOFTMAX_GRAD } from "./native-backend.js";
+import { PBRL_LOG_SOFTMAX_GRAD, PBRL_RMS_NORM, PBRL_ROPE, PBRL_RMS_NORM_GRAD, PBRL_SWIGLU, PBRL_SWIGLU_GRAD } from "./native-backend.js";
 import { tf } from "./tf.js";
 
 /**
@@ -27,4 +27,71 @@ export function logSoftmaxSelectGrad(x: tf.Tensor2D, lse: tf.Tensor2D, targets: 
     const onehot = tf.cast(tf.oneHot(t, vocab), "float32");
     return tf.mul(tf.sub(onehot, softmax), tf.reshape(dy, [n, 1]));
   });
+}
+
+const onNative = (): boolean => tf.getBackend() === "native";
+const run = (kernel: string, inputs: Record<string, tf.Tensor>, attrs: Record<string, number> = {}): tf.Tensor | tf.Tensor[] =>
+  tf.engine().runKernel(kernel, inputs as unknown as tf.NamedTensorMap, attrs) as tf.Tensor | tf.Tensor[];
+
+/**
+ * Llama's RMSNorm over the last axis of x [N, H] with weight [H]: w ⊙ x / √(mean(x²) + eps). On
+ * native one kernel forward and one backward (saving one float per row); elsewhere the tfjs ops,
+ * differentiated by tfjs.
+ */
+export function rmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): tf.Tensor2D {
+  if (!onNative()) return tf.mul(weight, tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps)))) as tf.Tensor2D;
+  const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [x, w] = args as [tf.Tensor2D, tf.Tensor1D];
+    const save = args[2] as tf.GradSaveFunc;
+    const [y, rstd] = run(PBRL_RMS_NORM, { x, weight: w }, { eps }) as [tf.Tensor2D, tf.Tensor1D];
+    save([x, w, rstd]);
+    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+      const [sx, sw, sr] = saved as [tf.Tensor, tf.Tensor, tf.Tensor];
+      return run(PBRL_RMS_NORM_GRAD, { x: sx, weight: sw, rstd: sr, dy }) as tf.Tensor[];
+    };
+    return { value: y, gradFunc };
+  });
+  return op(x, weight) as tf.Tensor2D;
+}
+
+/**
+ * SwiGLU's gating, silu(gate) ⊙ up = gate·σ(gate) ⊙ up, for gate and up of one shape. On native
+ * one kernel forward and one backward; elsewhere the tfjs ops, differentiated by tfjs.
+ */
+export function swiglu<T extends tf.Tensor>(gate: T, up: T): T {
+  if (!onNative()) return tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
+  const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [g, u] = args as [tf.Tensor, tf.Tensor];
+    const save = args[2] as tf.GradSaveFunc;
+    save([g, u]);
+    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+      const [sg, su] = saved as [tf.Tensor, tf.Tensor];
+      return run(PBRL_SWIGLU_GRAD, { gate: sg, up: su, dy }) as tf.Tensor[];
+    };
+    return { value: run(PBRL_SWIGLU, { gate: g, up: u }) as tf.Tensor, gradFunc };
+  });
+  return op(gate, up) as T;
+}
+
+/**
+ * Rotary position embedding: x·cos + rot(x)·sin with rot(x) = concat(−x₂, x₁) over the last axis,
+ * for x [B, H, T, D] and tables cos, sin [B, 1, T, D] (constants: no gradient flows to them). On
+ * native one kernel forward and one backward; elsewhere the tfjs ops, differentiated by tfjs.
+ */
+export function rotary(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.Tensor4D {
+  const [b, , t, d] = x.shape;
+  const tables = [b, 1, t, d];
+  if (!onNative() || d % 2 !== 0 || cos.shape.some((n, i) => n !== tables[i]) || sin.shape.some((n, i) => n !== tables[i])) {
+    const x1 = tf.slice(x, [0, 0, 0, 0], [-1, -1, -1, d / 2]);
+    const x2 = tf.slice(x, [0, 0, 0, d / 2], [-1, -1, -1, d / 2]);
+    return tf.add(tf.mul(x, cos), tf.mul(tf.concat([tf.neg(x2), x1], 3), sin));
+  }
+  const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    // Saved, not captured: callers dispose the tables once the forward pass is built.
+    (args[1] as tf.GradSaveFunc)([cos, sin]);
+    const value = run(PBRL_ROPE, { x: args[0] as tf.Tensor, cos, sin }, { backward: 0 }) as tf.Tensor4D;
+    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor => run(PBRL_ROPE, { x: dy, cos: saved[0]!, sin: saved[1]! }, { backward: 1 }) as tf.Tensor;
+    return { value, gradFunc };
+  });
+  return op(x) as tf.Tensor4D;
 }

@@ -1,8 +1,8 @@
 export { tf } from "./tf.js";
 export { useBackend, useBackendSetting, useDefaultBackend, ensureBackend, currentBackend, parseBackendName, BACKEND_NAMES, BackendUnavailableError } from "./backend.js";
 export type { BackendName, BackendInfo, BackendSetting } from "./backend.js";
-export { loadNativeAddon, nativeAddonPath, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS } from "./native-backend.js";
-export { logSoftmaxSelectGrad } from "./fused-ops.js";
+export { loadNativeAddon, nativeAddonPath, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS, FUSED_KERNEL_NAMES } from "./native-backend.js";
+export { logSoftmaxSelectGrad, rmsNorm, rotary, swiglu } from "./fused-ops.js";
 export type { NativeAddon, NativeAddonInfo, NativeLoad } from "./native-backend.js";
 export { RngStream, RngStreams } from "./rng.js";
 export type { RngState, RngStreamsState } from "./rng.js";

@@ -69,6 +69,16 @@ export interface NativeAddon {
   sum(heap: ArrayBuffer, xOff: number, yOff: number, rows: number, cols: number, overRows: boolean): void;
   /** out[i, j] = dy[i] · ([j = targets[i]] − exp(x[i, j] − lse[i])) over a rows × cols x (targets int32). */
   logsoftmaxGrad(heap: ArrayBuffer, xOff: number, lseOff: number, targetsOff: number, dyOff: number, outOff: number, rows: number, cols: number): void;
+  /** y = w ⊙ x · rstd and rstd = 1/√(mean(x²) + eps) per row of a rows × cols x. */
+  rmsnorm(heap: ArrayBuffer, xOff: number, wOff: number, yOff: number, rstdOff: number, rows: number, cols: number, eps: number): void;
+  /** The gradients of rmsnorm with respect to x and w, given its saved rstd and the upstream dy. */
+  rmsnormGrad(heap: ArrayBuffer, xOff: number, wOff: number, rstdOff: number, dyOff: number, dxOff: number, dwOff: number, rows: number, cols: number): void;
+  /** y = g·σ(g) ⊙ u over n elements. */
+  swiglu(heap: ArrayBuffer, gOff: number, uOff: number, yOff: number, n: number): void;
+  /** The gradients of swiglu with respect to g and u, given the upstream dy. */
+  swigluGrad(heap: ArrayBuffer, gOff: number, uOff: number, dyOff: number, dgOff: number, duOff: number, n: number): void;
+  /** Rotary embedding of x [batch, heads, len, dim] with cos, sin [batch, 1, len, dim], or (backward) its transpose. */
+  rope(heap: ArrayBuffer, xOff: number, cosOff: number, sinOff: number, yOff: number, batch: number, heads: number, len: number, dim: number, backward: boolean): void;
 }
 
 export type NativeLoad = { ok: true; addon: NativeAddon; info: NativeAddonInfo; path: string } | { ok: false; reason: string; disabled: boolean };
@@ -90,7 +100,7 @@ function nativeThreads(): number {
 }
 
 /** Every function of {@link NativeAddon}, checked when the addon loads. */
-const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "sum", "logsoftmaxGrad"] as const satisfies readonly (keyof NativeAddon)[];
+const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "sum", "logsoftmaxGrad", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope"] as const satisfies readonly (keyof NativeAddon)[];
 
 const loaded = new Map<string, NativeLoad>();
 
@@ -434,6 +444,79 @@ const logSoftmaxGrad = (args: KernelArgs): TensorInfo => {
   return out;
 };
 
+export const PBRL_RMS_NORM = "PbrlRmsNorm";
+export const PBRL_RMS_NORM_GRAD = "PbrlRmsNormGrad";
+export const PBRL_SWIGLU = "PbrlSwiglu";
+export const PBRL_SWIGLU_GRAD = "PbrlSwigluGrad";
+
+const rmsNorm = (args: KernelArgs): TensorInfo[] => {
+  const { inputs, backend, attrs } = args;
+  const { x, weight } = inputs as Record<"x" | "weight", TensorInfo>;
+  const [rows, cols] = x.shape as [number, number];
+  const y = backend.makeOutput([rows, cols], "float32");
+  const rstd = backend.makeOutput([rows], "float32");
+  if (rows * cols === 0) return [y, rstd];
+  native().rmsnorm(heapOf(backend), offsetOf(backend, x), offsetOf(backend, weight), offsetOf(backend, y), offsetOf(backend, rstd), rows, cols, attrs["eps"] as number);
+  return [y, rstd];
+};
+
+const rmsNormGrad = (args: KernelArgs): TensorInfo[] => {
+  const { inputs, backend } = args;
+  const { x, weight, rstd, dy } = inputs as Record<"x" | "weight" | "rstd" | "dy", TensorInfo>;
+  const [rows, cols] = x.shape as [number, number];
+  const dx = backend.makeOutput([rows, cols], "float32");
+  const dw = backend.makeOutput([cols], "float32");
+  const heap = heapOf(backend);
+  if (rows === 0) new Float32Array(heap, offsetOf(backend, dw), cols).fill(0);
+  else native().rmsnormGrad(heap, offsetOf(backend, x), offsetOf(backend, weight), offsetOf(backend, rstd), offsetOf(backend, dy), offsetOf(backend, dx), offsetOf(backend, dw), rows, cols);
+  return [dx, dw];
+};
+
+const swiglu = (args: KernelArgs): TensorInfo => {
+  const { inputs, backend } = args;
+  const { gate, up } = inputs as Record<"gate" | "up", TensorInfo>;
+  const y = backend.makeOutput(gate.shape, "float32");
+  const n = sizeOf(gate.shape);
+  if (n > 0) native().swiglu(heapOf(backend), offsetOf(backend, gate), offsetOf(backend, up), offsetOf(backend, y), n);
+  return y;
+};
+
+const swigluGrad = (args: KernelArgs): TensorInfo[] => {
+  const { inputs, backend } = args;
+  const { gate, up, dy } = inputs as Record<"gate" | "up" | "dy", TensorInfo>;
+  const dg = backend.makeOutput(gate.shape, "float32");
+  const du = backend.makeOutput(gate.shape, "float32");
+  const n = sizeOf(gate.shape);
+  if (n > 0) native().swigluGrad(heapOf(backend), offsetOf(backend, gate), offsetOf(backend, up), offsetOf(backend, dy), offsetOf(backend, dg), offsetOf(backend, du), n);
+  return [dg, du];
+};
+
+export const PBRL_ROPE = "PbrlRope";
+
+const rope = (args: KernelArgs): TensorInfo => {
+  const { inputs, backend, attrs } = args;
+  const { x, cos, sin } = inputs as Record<"x" | "cos" | "sin", TensorInfo>;
+  const [b, h, t, d] = x.shape as [number, number, number, number];
+  const y = backend.makeOutput(x.shape, "float32");
+  if (b * h * t * d > 0) {
+    native().rope(heapOf(backend), offsetOf(backend, x), offsetOf(backend, cos), offsetOf(backend, sin), offsetOf(backend, y), b, h, t, d, attrs["backward"] === 1);
+  }
+  return y;
+};
+
+/** pbrl's own kernels (src/fused-ops.ts), by name: registered for the native backend only. */
+const FUSED_KERNELS: Record<string, (args: KernelArgs) => TensorInfo | TensorInfo[]> = {
+  [PBRL_LOG_SOFTMAX_GRAD]: logSoftmaxGrad,
+  [PBRL_RMS_NORM]: rmsNorm,
+  [PBRL_RMS_NORM_GRAD]: rmsNormGrad,
+  [PBRL_SWIGLU]: swiglu,
+  [PBRL_SWIGLU_GRAD]: swigluGrad,
+  [PBRL_ROPE]: rope,
+};
+
+/** Names of pbrl's fused kernels, which exist on the native backend only. */
+export const FUSED_KERNEL_NAMES: readonly string[] = Object.keys(FUSED_KERNELS);
+
 export const NATIVE_BACKEND_NAME = "native";
 /** Below wasm (2), so tfjs never picks `native` on its own. */
 const NATIVE_PRIORITY = 1;
@@ -457,6 +540,8 @@ export function registerNativeBackend(loadedAddon: NativeAddon): void {
       kernelFunc: replacement === undefined ? wasmKernel : (args) => replacement(args as unknown as KernelArgs, wasmKernel),
     });
   }
-  tf.registerKernel({ kernelName: PBRL_LOG_SOFTMAX_GRAD, backendName: NATIVE_BACKEND_NAME, kernelFunc: (args) => logSoftmaxGrad(args as unknown as KernelArgs) });
+  for (const [kernelName, kernel] of Object.entries(FUSED_KERNELS)) {
+    tf.registerKernel({ kernelName, backendName: NATIVE_BACKEND_NAME, kernelFunc: (args) => kernel(args as unknown as KernelArgs) });
+  }
   tf.registerBackend(NATIVE_BACKEND_NAME, factory, NATIVE_PRIORITY);
 }

@@ -7,7 +7,7 @@
 // .ci/run when OpenBLAS is installed) a missing addon fails instead, so CI cannot silently lose
 // the native path.
 import { afterEach, describe, expect, it } from "vitest";
-import { BackendUnavailableError, currentBackend, loadNativeAddon, logSoftmaxSelectGrad, NATIVE_KERNELS, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
+import { BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, logSoftmaxSelectGrad, NATIVE_KERNELS, rmsNorm, rotary, swiglu, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
 
 const load = loadNativeAddon();
 const unavailable = load.ok ? undefined : load.reason;
@@ -83,9 +83,10 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
       expect(tf.getKernel(name, "native")!.kernelFunc).not.toBe(tf.getKernel(name, "wasm")!.kernelFunc);
     }
     // every other wasm kernel is there too, so nothing falls back to another backend; plus the
-    // kernel of pbrl's fused log-softmax gradient (src/fused-ops.ts)
-    expect(tf.getKernelsForBackend("native").length).toBe(tf.getKernelsForBackend("wasm").length + 1);
-    expect(tf.getKernel("PbrlLogSoftmaxGrad", "native")).toBeDefined();
+    // kernels of pbrl's fused ops (src/fused-ops.ts)
+    expect(FUSED_KERNEL_NAMES).toEqual(["PbrlLogSoftmaxGrad", "PbrlRmsNorm", "PbrlRmsNormGrad", "PbrlSwiglu", "PbrlSwigluGrad", "PbrlRope"]);
+    expect(tf.getKernelsForBackend("native").length).toBe(tf.getKernelsForBackend("wasm").length + FUSED_KERNEL_NAMES.length);
+    for (const name of FUSED_KERNEL_NAMES) expect(tf.getKernel(name, "native"), name).toBeDefined();
   });
 
   it("matMul: 2-D, all transpose combinations, odd and degenerate sizes", async () => {
@@ -229,6 +230,42 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     tf.dispose([x, lse, dy]);
   });
 
+  it("fused RMSNorm, SwiGLU and rotary embedding: values and gradients of the native kernels match the tfjs ops on cpu", async () => {
+    // rows × hidden as in the bench model (threaded partial sums of dw), an odd small shape, no rows.
+    for (const [n, h] of [[1024, 256], [3, 7], [0, 5]] as const) {
+      const x = (): tf.Tensor2D => tf.mul(rand([n, h], 81), 3) as tf.Tensor2D;
+      const w = (): tf.Tensor1D => tf.add(rand([h], 82), 1) as tf.Tensor1D;
+      const dy = (): tf.Tensor2D => rand([n, h], 83) as tf.Tensor2D;
+      // On cpu rmsNorm is the tfjs op sequence, differentiated by tfjs: the reference.
+      await expectSame(() => {
+        const { value, grads } = tf.valueAndGrads((a: tf.Tensor, b: tf.Tensor) => rmsNorm(a as tf.Tensor2D, b as tf.Tensor1D, 1e-5))([x(), w()], dy());
+        return [value, ...grads];
+      }, 1e-5);
+      await expectSame(() => {
+        const { value, grads } = tf.valueAndGrads((g: tf.Tensor, u: tf.Tensor) => swiglu(g, u))([tf.mul(rand([n, h], 84), 6), rand([n, h], 85)], dy());
+        return [value, ...grads];
+      }, 1e-5);
+    }
+    // Rotary embedding: tables per (batch, position), shared by the heads; sin differs between the
+    // halves here, which the real tables never do, so a transposition mistake cannot cancel out.
+    for (const [b, h, t, d] of [[2, 3, 5, 8], [8, 4, 128, 64]] as const) {
+      // The tables are disposed right after the forward pass, as the model does.
+      const f = (x: tf.Tensor): tf.Tensor => {
+        const cos = rand([b, 1, t, d], 86) as tf.Tensor4D;
+        const sin = rand([b, 1, t, d], 87) as tf.Tensor4D;
+        const y = rotary(x as tf.Tensor4D, cos, sin);
+        tf.dispose([cos, sin]);
+        return y;
+      };
+      await expectSame(() => {
+        const { value, grads } = tf.valueAndGrads(f)([rand([b, h, t, d], 88)], rand([b, h, t, d], 89) as tf.Tensor4D);
+        return [value, ...grads];
+      }, 1e-5);
+    }
+    // eps matters: a zero row normalises to 0 rather than NaN.
+    await expectSame(() => rmsNorm(tf.zeros([2, 4]), tf.ones([4]), 1e-6), 0);
+  });
+
   it("gradients through native matMul, batched matMul, transpose and exp match cpu", async () => {
     const f = (): tf.Tensor[] => {
       const a = rand([3, 8, 16], 21);
@@ -319,7 +356,7 @@ describe("fallback to wasm", () => {
     delete process.env["PBRL_NATIVE"];
     const r = loadNativeAddon();
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no copy2d, sum, logsoftmaxGrad\); rebuild it: pnpm --filter @pbrl\/core-tensor build:native/);
+    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no copy2d, sum, logsoftmaxGrad, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope\); rebuild it: pnpm --filter @pbrl\/core-tensor build:native/);
     await expect(useBackend("native")).rejects.toThrow(/out of date/);
   });
 

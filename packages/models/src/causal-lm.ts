@@ -1,5 +1,5 @@
 import type { RngStream} from "@pbrl/core-tensor";
-import { tf, variableFrom, type HostTensor } from "@pbrl/core-tensor";
+import { rmsNorm, rotary, swiglu, tf, variableFrom, type HostTensor } from "@pbrl/core-tensor";
 import { attentionBias } from "./attention-mask.js";
 import { type CausalLMConfig } from "./config.js";
 import { gatherRows, matMul } from "./ops.js";
@@ -126,8 +126,7 @@ export class CausalLM {
   }
 
   private rmsNorm(x: tf.Tensor2D, weight: string): tf.Tensor2D {
-    const variance = tf.mean(tf.square(x), -1, true);
-    return tf.mul(this.w(weight), tf.mul(x, tf.rsqrt(tf.add(variance, this.config.rmsNormEps)))) as tf.Tensor2D;
+    return rmsNorm(x, this.w(weight) as tf.Tensor1D, this.config.rmsNormEps);
   }
 
   /** The output projection: the embedding matrix when tied, else lm_head. Shape [vocab, hidden]. */
@@ -156,20 +155,14 @@ export class CausalLM {
     const newCache: { k: tf.Tensor4D; v: tf.Tensor4D }[] = [];
 
     const out = tf.tidy(() => {
-      const rotate = (x: tf.Tensor4D): tf.Tensor4D => {
-        const x1 = tf.slice(x, [0, 0, 0, 0], [-1, -1, -1, d / 2]);
-        const x2 = tf.slice(x, [0, 0, 0, d / 2], [-1, -1, -1, d / 2]);
-        const rotated = tf.concat([tf.neg(x2), x1], 3);
-        return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
-      };
       const heads = (x: tf.Tensor2D, n: number): tf.Tensor4D => tf.transpose(tf.reshape(x, [b, t, n, d]), [0, 2, 1, 3]);
 
       let h = gatherRows(this.w("model.embed_tokens.weight") as tf.Tensor2D, input.ids);
       for (let i = 0; i < c.numLayers; i++) {
         const p = `model.layers.${i}`;
         const x = this.rmsNorm(h, `${p}.input_layernorm.weight`);
-        const q = rotate(heads(this.linear(x, `${p}.self_attn.q_proj`, c.qkvBias), c.numHeads));
-        let k = rotate(heads(this.linear(x, `${p}.self_attn.k_proj`, c.qkvBias), c.numKvHeads));
+        const q = rotary(heads(this.linear(x, `${p}.self_attn.q_proj`, c.qkvBias), c.numHeads), cos, sin);
+        let k = rotary(heads(this.linear(x, `${p}.self_attn.k_proj`, c.qkvBias), c.numKvHeads), cos, sin);
         let v = heads(this.linear(x, `${p}.self_attn.v_proj`, c.qkvBias), c.numKvHeads);
         const cached = input.cache?.layers[i];
         if (cached !== undefined) {
@@ -187,7 +180,7 @@ export class CausalLM {
         const y = this.rmsNorm(h, `${p}.post_attention_layernorm.weight`);
         const gate = this.linear(y, `${p}.mlp.gate_proj`, c.mlpBias);
         const up = this.linear(y, `${p}.mlp.up_proj`, c.mlpBias);
-        const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
+        const act = swiglu(gate, up);
         h = tf.add(h, this.linear(act, `${p}.mlp.down_proj`, c.mlpBias)) as tf.Tensor2D;
       }
       return this.rmsNorm(h, "model.norm.weight");

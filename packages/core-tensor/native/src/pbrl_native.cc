@@ -753,6 +753,177 @@ static napi_value LogSoftmaxGrad(napi_env env, napi_callback_info info) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Llama's RMSNorm, y = w ⊙ x · r with r = 1/√(mean(x²) + eps) per row, and its gradient. As tfjs
+// ops the forward pass keeps four [N, H] temporaries alive for the backward pass and the backward
+// pass makes about ten more; fused, the backward pass needs only x, w and r (one float per row).
+
+// rmsnorm(heap, xOff, wOff, yOff, rstdOff, rows, cols, eps)
+static napi_value RmsNorm(napi_env env, napi_callback_info info) {
+  Args a(env, info);
+  size_t len = 0;
+  uint8_t* heap = a.Heap(0, &len);
+  const int64_t rows = a.Int(5), cols = a.Int(6);
+  const float eps = static_cast<float>(a.Num(7));
+  if (!a.ok) return nullptr;
+  if (rows < 0 || cols < 1) return a.Fail("rmsnorm: bad sizes"), nullptr;
+  const float* x = At<float>(a, heap, len, a.Int(1), rows * cols, "rmsnorm x");
+  const float* w = At<float>(a, heap, len, a.Int(2), cols, "rmsnorm weight");
+  float* y = At<float>(a, heap, len, a.Int(3), rows * cols, "rmsnorm y");
+  float* rstd = At<float>(a, heap, len, a.Int(4), rows, "rmsnorm rstd");
+  if (!a.ok) return nullptr;
+  g_pool->ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / cols), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; i++) {
+      const float* xr = x + i * cols;
+      float* yr = y + i * cols;
+      float ss = 0.f;
+      for (int64_t j = 0; j < cols; j++) ss += xr[j] * xr[j];
+      const float r = 1.f / std::sqrt(ss / static_cast<float>(cols) + eps);
+      rstd[i] = r;
+      for (int64_t j = 0; j < cols; j++) yr[j] = w[j] * (xr[j] * r);
+    }
+  });
+  return Undefined(env);
+}
+
+// rmsnorm_grad(heap, xOff, wOff, rstdOff, dyOff, dxOff, dwOff, rows, cols), with g = dy ⊙ w:
+// dx = r·g − x·r³·mean(g ⊙ x) per row, dw = Σ_rows dy ⊙ x·r (per-thread partial sums, then added).
+static napi_value RmsNormGrad(napi_env env, napi_callback_info info) {
+  Args a(env, info);
+  size_t len = 0;
+  uint8_t* heap = a.Heap(0, &len);
+  const int64_t rows = a.Int(7), cols = a.Int(8);
+  if (!a.ok) return nullptr;
+  if (rows < 0 || cols < 1) return a.Fail("rmsnorm_grad: bad sizes"), nullptr;
+  const float* x = At<float>(a, heap, len, a.Int(1), rows * cols, "rmsnorm_grad x");
+  const float* w = At<float>(a, heap, len, a.Int(2), cols, "rmsnorm_grad weight");
+  const float* rstd = At<float>(a, heap, len, a.Int(3), rows, "rmsnorm_grad rstd");
+  const float* dy = At<float>(a, heap, len, a.Int(4), rows * cols, "rmsnorm_grad dy");
+  float* dx = At<float>(a, heap, len, a.Int(5), rows * cols, "rmsnorm_grad dx");
+  float* dw = At<float>(a, heap, len, a.Int(6), cols, "rmsnorm_grad dw");
+  if (!a.ok) return nullptr;
+  const int parts = static_cast<int>(
+      std::min<int64_t>(g_pool->threads(), std::max<int64_t>(1, rows * cols / kElementwiseGrain)));
+  std::vector<float> partial(static_cast<size_t>(parts) * cols, 0.f);
+  g_pool->ParallelFor(parts, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; p++) {
+      float* acc = partial.data() + p * cols;
+      for (int64_t i = rows * p / parts; i < rows * (p + 1) / parts; i++) {
+        const float* xr = x + i * cols;
+        const float* dyr = dy + i * cols;
+        float* dxr = dx + i * cols;
+        const float r = rstd[i];
+        float dot = 0.f;
+        for (int64_t j = 0; j < cols; j++) dot += dyr[j] * w[j] * xr[j];
+        const float c = r * r * r * dot / static_cast<float>(cols);
+        for (int64_t j = 0; j < cols; j++) {
+          dxr[j] = r * dyr[j] * w[j] - xr[j] * c;
+          acc[j] += dyr[j] * xr[j] * r;
+        }
+      }
+    }
+  });
+  for (int64_t j = 0; j < cols; j++) {
+    float s = 0.f;
+    for (int p = 0; p < parts; p++) s += partial[p * cols + j];
+    dw[j] = s;
+  }
+  return Undefined(env);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SwiGLU, y = silu(g) ⊙ u = g·σ(g) ⊙ u, and its gradient: du = dy ⊙ g·σ(g),
+// dg = dy ⊙ u ⊙ σ(g)·(1 + g·(1 − σ(g))). One pass each instead of three [N, F] temporaries
+// forward and about eight backward.
+
+// σ(x) for a contiguous run, through the vectorised exp: s = 1 / (1 + exp(−x)).
+static void SigmoidLoop(const float* x, float* s, int64_t n) {
+  for (int64_t i = 0; i < n; i++) s[i] = -x[i];
+  ExpLoop(s, s, n);
+  for (int64_t i = 0; i < n; i++) s[i] = 1.f / (1.f + s[i]);
+}
+
+// swiglu(heap, gOff, uOff, yOff, n)
+static napi_value Swiglu(napi_env env, napi_callback_info info) {
+  Args a(env, info);
+  size_t len = 0;
+  uint8_t* heap = a.Heap(0, &len);
+  const int64_t n = a.Int(4);
+  const float* g = At<float>(a, heap, len, a.Int(1), n, "swiglu gate");
+  const float* u = At<float>(a, heap, len, a.Int(2), n, "swiglu up");
+  float* y = At<float>(a, heap, len, a.Int(3), n, "swiglu y");
+  if (!a.ok) return nullptr;
+  g_pool->ParallelFor(n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    SigmoidLoop(g + lo, y + lo, hi - lo);
+    for (int64_t i = lo; i < hi; i++) y[i] = g[i] * y[i] * u[i];
+  });
+  return Undefined(env);
+}
+
+// swiglu_grad(heap, gOff, uOff, dyOff, dgOff, duOff, n)
+static napi_value SwigluGrad(napi_env env, napi_callback_info info) {
+  Args a(env, info);
+  size_t len = 0;
+  uint8_t* heap = a.Heap(0, &len);
+  const int64_t n = a.Int(6);
+  const float* g = At<float>(a, heap, len, a.Int(1), n, "swiglu_grad gate");
+  const float* u = At<float>(a, heap, len, a.Int(2), n, "swiglu_grad up");
+  const float* dy = At<float>(a, heap, len, a.Int(3), n, "swiglu_grad dy");
+  float* dg = At<float>(a, heap, len, a.Int(4), n, "swiglu_grad dgate");
+  float* du = At<float>(a, heap, len, a.Int(5), n, "swiglu_grad dup");
+  if (!a.ok) return nullptr;
+  g_pool->ParallelFor(n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    SigmoidLoop(g + lo, dg + lo, hi - lo);
+    for (int64_t i = lo; i < hi; i++) {
+      const float s = dg[i];
+      du[i] = dy[i] * g[i] * s;
+      dg[i] = dy[i] * u[i] * s * (1.f + g[i] * (1.f - s));
+    }
+  });
+  return Undefined(env);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rotary position embedding of x [B, H, T, D] with tables cos, sin [B, 1, T, D] (shared by the
+// heads), half = D/2: forward y[k] = x[k]·cos[k] + rot(x)[k]·sin[k] with rot(x) = (−x₂, x₁); its
+// gradient, the transpose, dx[k] = dy[k]·cos[k] + (k < half ? dy[k+half]·sin[k+half]
+// : −dy[k−half]·sin[k−half]). As tfjs ops: two slices, a negation, a concat, two products and a
+// sum per call, each a full copy of x.
+
+// rope(heap, xOff, cosOff, sinOff, yOff, batch, heads, len, dim, backward)
+static napi_value Rope(napi_env env, napi_callback_info info) {
+  Args a(env, info);
+  size_t len_ = 0;
+  uint8_t* heap = a.Heap(0, &len_);
+  const int64_t B = a.Int(5), H = a.Int(6), T = a.Int(7), D = a.Int(8);
+  const bool backward = a.Bool(9);
+  if (!a.ok) return nullptr;
+  if (B < 0 || H < 0 || T < 0 || D < 2 || D % 2 != 0) return a.Fail("rope: bad sizes"), nullptr;
+  const int64_t rows = B * H * T, half = D / 2;
+  const float* x = At<float>(a, heap, len_, a.Int(1), rows * D, "rope x");
+  const float* cs = At<float>(a, heap, len_, a.Int(2), B * T * D, "rope cos");
+  const float* sn = At<float>(a, heap, len_, a.Int(3), B * T * D, "rope sin");
+  float* y = At<float>(a, heap, len_, a.Int(4), rows * D, "rope y");
+  if (!a.ok) return nullptr;
+  g_pool->ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / D), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; r++) {
+      const int64_t table = ((r / (H * T)) * T + r % T) * D;
+      const float* xr = x + r * D;
+      const float* c = cs + table;
+      const float* s = sn + table;
+      float* yr = y + r * D;
+      if (!backward) {
+        for (int64_t k = 0; k < half; k++) yr[k] = xr[k] * c[k] - xr[k + half] * s[k];
+        for (int64_t k = half; k < D; k++) yr[k] = xr[k] * c[k] + xr[k - half] * s[k];
+      } else {
+        for (int64_t k = 0; k < half; k++) yr[k] = xr[k] * c[k] + xr[k + half] * s[k + half];
+        for (int64_t k = half; k < D; k++) yr[k] = xr[k] * c[k] - xr[k - half] * s[k - half];
+      }
+    }
+  });
+  return Undefined(env);
+}
+
+// ---------------------------------------------------------------------------------------------
 
 static napi_value Info(napi_env env, napi_callback_info) {
   napi_value obj, v;
@@ -796,6 +967,11 @@ static napi_value RegisterModule(napi_env env, napi_value exports) {
       {"copy2d", nullptr, Copy2D, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"sum", nullptr, Sum, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"logsoftmaxGrad", nullptr, LogSoftmaxGrad, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"rmsnorm", nullptr, RmsNorm, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"rmsnormGrad", nullptr, RmsNormGrad, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"swiglu", nullptr, Swiglu, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"swigluGrad", nullptr, SwigluGrad, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"rope", nullptr, Rope, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;
