@@ -79,6 +79,19 @@ export interface NativeAddon {
   swigluGrad(heap: ArrayBuffer, gOff: number, uOff: number, dyOff: number, dgOff: number, duOff: number, n: number): void;
   /** Rotary embedding of x [batch, heads, len, dim] with cos, sin [batch, 1, len, dim], or (backward) its transpose. */
   rope(heap: ArrayBuffer, xOff: number, cosOff: number, sinOff: number, yOff: number, batch: number, heads: number, len: number, dim: number, backward: boolean): void;
+  /** One decoding step of a Llama-family model (see src/native-decode.ts). */
+  decode(
+    heap: ArrayBuffer,
+    weightOffsets: Float64Array,
+    dims: Float64Array,
+    ids: Int32Array,
+    cos: Float32Array,
+    sin: Float32Array,
+    keyMask: Uint8Array,
+    cacheK: Float32Array,
+    cacheV: Float32Array,
+    logits: Float32Array,
+  ): void;
 }
 
 export type NativeLoad = { ok: true; addon: NativeAddon; info: NativeAddonInfo; path: string } | { ok: false; reason: string; disabled: boolean };
@@ -100,7 +113,7 @@ function nativeThreads(): number {
 }
 
 /** Every function of {@link NativeAddon}, checked when the addon loads. */
-const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "sum", "logsoftmaxGrad", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope"] as const satisfies readonly (keyof NativeAddon)[];
+const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "sum", "logsoftmaxGrad", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "decode"] as const satisfies readonly (keyof NativeAddon)[];
 
 const loaded = new Map<string, NativeLoad>();
 
@@ -170,6 +183,13 @@ function sizeOf(shape: readonly number[]): number {
 }
 
 let addon: NativeAddon | undefined;
+
+/** The loaded addon and the active native backend's heap view, for code that calls the addon directly. */
+export function nativeHeapAccess(): { addon: NativeAddon; heap: () => ArrayBuffer; offset: (t: tf.Tensor) => number } {
+  if (tf.getBackend() !== NATIVE_BACKEND_NAME) throw new Error("native backend: not the active backend");
+  const backend = tf.backend() as unknown as WasmHeapBackend;
+  return { addon: native(), heap: () => heapOf(backend), offset: (t) => offsetOf(backend, t) };
+}
 
 function native(): NativeAddon {
   if (addon === undefined) throw new Error("native backend: the addon is not loaded");

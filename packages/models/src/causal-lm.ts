@@ -1,5 +1,5 @@
 import type { RngStream} from "@pbrl/core-tensor";
-import { rmsNorm, rotary, swiglu, tf, variableFrom, type HostTensor } from "@pbrl/core-tensor";
+import { rmsNorm, rotary, swiglu, tf, variableFrom, type DecodeWeights, type HostTensor } from "@pbrl/core-tensor";
 import { attentionBias } from "./attention-mask.js";
 import { type CausalLMConfig } from "./config.js";
 import { gatherRows, matMul } from "./ops.js";
@@ -104,10 +104,11 @@ export class CausalLM {
   /**
    * Runs `fn` with transposed copies of the projection weights, made once: for many small
    * forward passes without gradients (token-by-token generation) this saves a transpose per
-   * weight per step. The weights must not change inside `fn`.
+   * weight per step. The weights must not change inside `fn`. Not on native, whose matmul reads
+   * transposed operands for free.
    */
   withFrozenWeights<T>(fn: () => T): T {
-    if (this.transposed !== undefined) return fn();
+    if (this.transposed !== undefined || tf.getBackend() === "native") return fn();
     const c = this.config;
     const names = [...this.params.keys()].filter((n) => n.endsWith("_proj.weight"));
     names.push(c.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight");
@@ -127,6 +128,43 @@ export class CausalLM {
 
   private rmsNorm(x: tf.Tensor2D, weight: string): tf.Tensor2D {
     return rmsNorm(x, this.w(weight) as tf.Tensor1D, this.config.rmsNormEps);
+  }
+
+  /** The weights {@link nativeDecodeStep} reads, by role. */
+  decodeWeights(): DecodeWeights {
+    const c = this.config;
+    const opt = (name: string, present: boolean): tf.Variable | undefined => (present ? this.w(name) : undefined);
+    return {
+      embed: this.w("model.embed_tokens.weight"),
+      finalNorm: this.w("model.norm.weight"),
+      lmHead: this.lmHeadWeight(),
+      layers: Array.from({ length: c.numLayers }, (_, i) => {
+        const p = `model.layers.${i}`;
+        return {
+          inputNorm: this.w(`${p}.input_layernorm.weight`),
+          q: this.w(`${p}.self_attn.q_proj.weight`),
+          k: this.w(`${p}.self_attn.k_proj.weight`),
+          v: this.w(`${p}.self_attn.v_proj.weight`),
+          o: this.w(`${p}.self_attn.o_proj.weight`),
+          qBias: opt(`${p}.self_attn.q_proj.bias`, c.qkvBias),
+          kBias: opt(`${p}.self_attn.k_proj.bias`, c.qkvBias),
+          vBias: opt(`${p}.self_attn.v_proj.bias`, c.qkvBias),
+          oBias: opt(`${p}.self_attn.o_proj.bias`, c.oBias),
+          postNorm: this.w(`${p}.post_attention_layernorm.weight`),
+          gate: this.w(`${p}.mlp.gate_proj.weight`),
+          up: this.w(`${p}.mlp.up_proj.weight`),
+          down: this.w(`${p}.mlp.down_proj.weight`),
+          gateBias: opt(`${p}.mlp.gate_proj.bias`, c.mlpBias),
+          upBias: opt(`${p}.mlp.up_proj.bias`, c.mlpBias),
+          downBias: opt(`${p}.mlp.down_proj.bias`, c.mlpBias),
+        };
+      }),
+    };
+  }
+
+  /** Rotary cos and sin tables [positions, headDim] of the given positions. */
+  rotaryTables(positions: ArrayLike<number>): { cos: Float32Array; sin: Float32Array } {
+    return ropeTables(this.invFreq, positions);
   }
 
   /** The output projection: the embedding matrix when tied, else lm_head. Shape [vocab, hidden]. */

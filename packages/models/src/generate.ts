@@ -1,6 +1,6 @@
-import { tf, type RngStream } from "@pbrl/core-tensor";
+import { NativeDecodeCache, nativeDecodeStep, tf, type DecodeWeights, type RngStream } from "@pbrl/core-tensor";
 import { positionsFromMask } from "./attention-mask.js";
-import { disposeCache, emptyCache, type CausalLM } from "./causal-lm.js";
+import { disposeCache, emptyCache, type CausalLM, type KVCache } from "./causal-lm.js";
 import { gatherRows } from "./ops.js";
 import { chooseToken, validateSampling, type SamplingOptions } from "./sampling.js";
 
@@ -86,6 +86,9 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
       return model.logits(gatherRows(h, lastRows)).dataSync() as Float32Array;
     });
     const vocab = model.config.vocabSize;
+    // On the native backend the steps after the prompt run in one addon call each (see
+    // nativeDecodeStep), from a copy of the prompt's keys and values.
+    const fast = cache !== undefined && tf.getBackend() === "native" ? nativeDecoder(model, cache, b, promptLen + options.maxNewTokens) : undefined;
     for (let step = 0; step < options.maxNewTokens; step++) {
       const chosen = new Int32Array(b);
       for (let i = 0; i < b; i++) {
@@ -114,6 +117,13 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
       ids = grownIds;
       mask = grownMask;
       total += 1;
+      if (fast !== undefined) {
+        const tables = model.rotaryTables(nextPos);
+        logits = new Float32Array(b * vocab);
+        nativeDecodeStep(fast.weights, fast.cache, { ids: chosen, cos: tables.cos, sin: tables.sin, keyMask: mask }, logits);
+        for (let i = 0; i < b; i++) nextPos[i]! += 1;
+        continue;
+      }
       logits = tf.tidy(() => {
         if (cache !== undefined) {
           const h = model.hidden({ ids: chosen, batch: b, length: 1, positions: nextPos, keyMask: mask, cache });
@@ -128,4 +138,16 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     if (cache !== undefined) disposeCache(cache);
   }
   return out;
+}
+
+/** The native decoder's state after the prompt: the weights it reads and the prompt's keys and values. */
+function nativeDecoder(model: CausalLM, cache: KVCache, batch: number, capacity: number): { weights: DecodeWeights; cache: NativeDecodeCache } {
+  const c = model.config;
+  const native = new NativeDecodeCache(
+    { hidden: c.hiddenSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, intermediate: c.intermediateSize, vocab: c.vocabSize, layers: c.numLayers, rmsNormEps: c.rmsNormEps },
+    batch,
+    capacity,
+  );
+  cache.layers.forEach((l, i) => native.load(i, l.k.dataSync() as Float32Array, l.v.dataSync() as Float32Array, cache.length));
+  return { weights: model.decodeWeights(), cache: native };
 }

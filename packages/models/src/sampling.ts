@@ -33,6 +33,7 @@ export function samplingDistribution(row: ArrayLike<number>, o: SamplingOptions)
   const v = row.length;
   const z = new Float64Array(v);
   for (let i = 0; i < v; i++) z[i] = row[i]! / o.temperature;
+  if (o.topK === 0 && o.topP === 1) return softmaxInPlace(z);
   const keep = new Uint8Array(v).fill(1);
   if (o.topK > 0 && o.topK < v) {
     const sorted = Float64Array.from(z).sort();
@@ -64,6 +65,22 @@ export function samplingDistribution(row: ArrayLike<number>, o: SamplingOptions)
     for (let i = 0; i < v; i++) p[i]! /= kept;
   }
   return p;
+}
+
+/**
+ * softmax(z), computed in z: the same operations in the same order as the general path with
+ * nothing removed, without its keep mask and second array (sampling runs once per row per token).
+ */
+function softmaxInPlace(z: Float64Array): Float64Array {
+  let max = -Infinity;
+  for (let i = 0; i < z.length; i++) if (z[i]! > max) max = z[i]!;
+  let total = 0;
+  for (let i = 0; i < z.length; i++) {
+    z[i] = Math.exp(z[i]! - max);
+    total += z[i]!;
+  }
+  for (let i = 0; i < z.length; i++) z[i]! /= total;
+  return z;
 }
 
 /** Chooses the next token for one row of logits. */

@@ -193,6 +193,21 @@ struct Args {
     }
     return static_cast<uint8_t*>(data);
   }
+  // A typed array of the given type (length in elements).
+  void* Typed(size_t i, napi_typedarray_type want, size_t* length, const char* what) {
+    *length = 0;
+    napi_value v = Arg(i);
+    if (!ok) return nullptr;
+    napi_typedarray_type type;
+    void* data = nullptr;
+    bool is_ta = false;
+    napi_is_typedarray(env, v, &is_ta);
+    if (!is_ta || napi_get_typedarray_info(env, v, &type, length, &data, nullptr, nullptr) != napi_ok || type != want) {
+      Fail("argument " + std::to_string(i) + " must be " + what);
+      return nullptr;
+    }
+    return data;
+  }
   // An Int32Array argument, or null/undefined (returns nullptr, *length = 0).
   const int32_t* Int32s(size_t i, size_t* length) {
     *length = 0;
@@ -924,6 +939,219 @@ static napi_value Rope(napi_env env, napi_callback_info info) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// One decoding step of a Llama-family model (Llama, Qwen2) for a batch of rows, without tfjs:
+// token-by-token generation is otherwise ~200 tfjs kernel calls per token, whose per-call
+// overhead, not arithmetic, bounds its speed. The weights stay where tfjs keeps them (the wasm
+// heap, HF layout [out, in]); the KV cache is JS-owned memory [layers, rows, kvHeads, cap, dim];
+// the rotary tables of the step come from JS (the same tables the tfjs path uses).
+//
+// decode(heap, weights (Float64Array of heap offsets, −1 = absent), dims (Float64Array), ids
+// (Int32Array [b]), cos, sin (Float32Array [b, d]), keyMask (Uint8Array [b, cur + 1]), cacheK,
+// cacheV (Float32Array), logits (Float32Array [b, V]))
+//   dims: b, hidden, heads, kvHeads, headDim, inter, vocab, layers, cap, cur, eps
+//   weights: embed, finalNorm, lmHead, then per layer: inNorm, q, k, v, o, qb, kb, vb, ob,
+//   postNorm, gate, up, down, gateB, upB, downB
+
+enum { kEmbed = 0, kFinalNorm = 1, kLmHead = 2, kLayer0 = 3, kPerLayer = 16 };
+enum { kInNorm = 0, kQ, kK, kV, kO, kQB, kKB, kVB, kOB, kPostNorm, kGate, kUp, kDown, kGateB, kUpB, kDownB };
+
+// y[i, j] = x[i] · W[j] for output columns [j0, j1) of a few rows: each weight row is read once for
+// all rows, while sgemm would first pack the whole weight matrix, which costs more than the
+// product when the rows are few. Eight lanes of partial sums, so the compiler vectorises the dot.
+static inline float Lanes(const float* acc) {
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+PBRL_CLONES static void FewRowsLinear(const float* x, const float* w, float* y, int64_t b, int64_t j0, int64_t j1, int64_t in, int64_t out) {
+  for (int64_t j = j0; j < j1; j++) {
+    const float* wj = w + j * in;
+    for (int64_t i = 0; i < b; i++) {
+      const float* xi = x + i * in;
+      float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      int64_t k = 0;
+      for (; k + 8 <= in; k += 8)
+        for (int l = 0; l < 8; l++) acc[l] += xi[k + l] * wj[k + l];
+      float sum = Lanes(acc);
+      for (; k < in; k++) sum += xi[k] * wj[k];
+      y[i * out + j] = sum;
+    }
+  }
+}
+
+static const int64_t kFewRows = 2;
+
+// y [b, out] = x [b, in] · Wᵀ (+ bias), W [out, in]. One or two rows by FewRowsLinear; more by
+// single-threaded sgemms on slices of the output columns, one per pool thread (OpenBLAS's own
+// threads cost more than they give on products this small). Waking the pool costs tens of µs,
+// so only products of ≥ 2^17 multiply-adds per thread are split.
+static void Linear(const float* x, const float* w, const float* bias, float* y, int64_t b, int64_t out, int64_t in) {
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 17) / (b * in));
+  if (b <= kFewRows) {
+    g_pool->ParallelFor(out, grain, [&](int64_t lo, int64_t hi) { FewRowsLinear(x, w, y, b, lo, hi, in, out); });
+  } else {
+    if (g_blas_threads > 1) openblas_set_num_threads(1);
+    g_pool->ParallelFor(out, grain, [&](int64_t lo, int64_t hi) {
+      cblas_sgemm(kRowMajor, kNoTrans, kTrans, static_cast<int>(b), static_cast<int>(hi - lo), static_cast<int>(in), 1.f, x,
+                  static_cast<int>(in), w + lo * in, static_cast<int>(in), 0.f, y + lo, static_cast<int>(out));
+    });
+    if (g_blas_threads > 1) openblas_set_num_threads(g_blas_threads);
+  }
+  if (bias != nullptr)
+    for (int64_t i = 0; i < b; i++)
+      for (int64_t j = 0; j < out; j++) y[i * out + j] += bias[j];
+}
+
+static void RmsNormRows(const float* x, const float* w, float* y, int64_t rows, int64_t cols, float eps) {
+  for (int64_t i = 0; i < rows; i++) {
+    const float* xr = x + i * cols;
+    float ss = 0.f;
+    for (int64_t j = 0; j < cols; j++) ss += xr[j] * xr[j];
+    const float r = 1.f / std::sqrt(ss / static_cast<float>(cols) + eps);
+    for (int64_t j = 0; j < cols; j++) y[i * cols + j] = w[j] * (xr[j] * r);
+  }
+}
+
+// x·cos + rot(x)·sin over one head vector of d values, in place.
+static void RopeInPlace(float* x, const float* c, const float* s, int64_t d) {
+  const int64_t half = d / 2;
+  for (int64_t k = 0; k < half; k++) {
+    const float a = x[k], b = x[k + half];
+    x[k] = a * c[k] - b * s[k];
+    x[k + half] = b * c[k + half] + a * s[k + half];
+  }
+}
+
+static napi_value Decode(napi_env env, napi_callback_info info) {
+  Args a(env, info);
+  size_t heapLen = 0, nw = 0, nd = 0, nids = 0, ncos = 0, nsin = 0, nmask = 0, nk = 0, nv = 0, nlog = 0;
+  uint8_t* heap = a.Heap(0, &heapLen);
+  const double* wOff = static_cast<const double*>(a.Typed(1, napi_float64_array, &nw, "a Float64Array of weight offsets"));
+  const double* dims = static_cast<const double*>(a.Typed(2, napi_float64_array, &nd, "a Float64Array of sizes"));
+  const int32_t* ids = static_cast<const int32_t*>(a.Typed(3, napi_int32_array, &nids, "an Int32Array of token ids"));
+  const float* cosT = static_cast<const float*>(a.Typed(4, napi_float32_array, &ncos, "a Float32Array of cos"));
+  const float* sinT = static_cast<const float*>(a.Typed(5, napi_float32_array, &nsin, "a Float32Array of sin"));
+  const uint8_t* mask = static_cast<const uint8_t*>(a.Typed(6, napi_uint8_array, &nmask, "a Uint8Array key mask"));
+  float* cacheK = static_cast<float*>(a.Typed(7, napi_float32_array, &nk, "a Float32Array K cache"));
+  float* cacheV = static_cast<float*>(a.Typed(8, napi_float32_array, &nv, "a Float32Array V cache"));
+  float* logits = static_cast<float*>(a.Typed(9, napi_float32_array, &nlog, "a Float32Array for the logits"));
+  if (!a.ok) return nullptr;
+  if (nd != 11) return a.Fail("decode: dims needs 11 values"), nullptr;
+  const int64_t b = static_cast<int64_t>(dims[0]), H = static_cast<int64_t>(dims[1]), nH = static_cast<int64_t>(dims[2]),
+                kvH = static_cast<int64_t>(dims[3]), d = static_cast<int64_t>(dims[4]), F = static_cast<int64_t>(dims[5]),
+                V = static_cast<int64_t>(dims[6]), L = static_cast<int64_t>(dims[7]), cap = static_cast<int64_t>(dims[8]),
+                cur = static_cast<int64_t>(dims[9]);
+  const float eps = static_cast<float>(dims[10]);
+  if (b < 1 || H < 1 || nH < 1 || kvH < 1 || nH % kvH != 0 || d < 2 || d % 2 != 0 || F < 1 || V < 1 || L < 1 || cur < 0 || cur >= cap)
+    return a.Fail("decode: bad sizes"), nullptr;
+  if (nw != static_cast<size_t>(kLayer0 + kPerLayer * L)) return a.Fail("decode: wrong number of weight offsets"), nullptr;
+  if (nids != static_cast<size_t>(b) || ncos != static_cast<size_t>(b * d) || nsin != ncos ||
+      nmask != static_cast<size_t>(b * (cur + 1)) || nk != static_cast<size_t>(L * b * kvH * cap * d) || nv != nk ||
+      nlog != static_cast<size_t>(b * V))
+    return a.Fail("decode: an array has the wrong length"), nullptr;
+  // Weight pointers, bounds-checked; −1 means absent (biases).
+  auto W = [&](int64_t idx, int64_t count, const char* what) -> const float* {
+    const double off = wOff[idx];
+    if (off < 0) return nullptr;
+    return At<float>(a, heap, heapLen, static_cast<int64_t>(off), count, what);
+  };
+  const int64_t qDim = nH * d, kvDim = kvH * d, rep = nH / kvH;
+  const float* embed = W(kEmbed, V * H, "decode embed");
+  const float* finalNorm = W(kFinalNorm, H, "decode final norm");
+  const float* lmHead = W(kLmHead, V * H, "decode lm head");
+  if (!a.ok) return nullptr;
+  if (embed == nullptr || finalNorm == nullptr || lmHead == nullptr) return a.Fail("decode: missing weights"), nullptr;
+  for (int64_t i = 0; i < b; i++)
+    if (ids[i] < 0 || ids[i] >= V) return a.Fail("decode: token id outside the vocabulary"), nullptr;
+
+  std::vector<float> h(b * H), xn(b * H), q(b * qDim), k(b * kvDim), v(b * kvDim), att(b * qDim), tmp(b * H), gate(b * F), up(b * F);
+  for (int64_t i = 0; i < b; i++) std::memcpy(&h[i * H], embed + static_cast<int64_t>(ids[i]) * H, H * sizeof(float));
+  const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  const int64_t T = cur + 1;
+  for (int64_t l = 0; l < L; l++) {
+    const int64_t base = kLayer0 + kPerLayer * l;
+    const float* inNorm = W(base + kInNorm, H, "decode input norm");
+    const float* wq = W(base + kQ, qDim * H, "decode q");
+    const float* wk = W(base + kK, kvDim * H, "decode k");
+    const float* wv = W(base + kV, kvDim * H, "decode v");
+    const float* wo = W(base + kO, H * qDim, "decode o");
+    const float* qb = W(base + kQB, qDim, "decode q bias");
+    const float* kb = W(base + kKB, kvDim, "decode k bias");
+    const float* vb = W(base + kVB, kvDim, "decode v bias");
+    const float* ob = W(base + kOB, H, "decode o bias");
+    const float* postNorm = W(base + kPostNorm, H, "decode post norm");
+    const float* wg = W(base + kGate, F * H, "decode gate");
+    const float* wu = W(base + kUp, F * H, "decode up");
+    const float* wd = W(base + kDown, H * F, "decode down");
+    const float* gb = W(base + kGateB, F, "decode gate bias");
+    const float* ub = W(base + kUpB, F, "decode up bias");
+    const float* db = W(base + kDownB, H, "decode down bias");
+    if (!a.ok) return nullptr;
+    if (!inNorm || !wq || !wk || !wv || !wo || !postNorm || !wg || !wu || !wd) return a.Fail("decode: missing weights"), nullptr;
+    RmsNormRows(h.data(), inNorm, xn.data(), b, H, eps);
+    Linear(xn.data(), wq, qb, q.data(), b, qDim, H);
+    Linear(xn.data(), wk, kb, k.data(), b, kvDim, H);
+    Linear(xn.data(), wv, vb, v.data(), b, kvDim, H);
+    float* Kl = cacheK + l * b * kvH * cap * d;
+    float* Vl = cacheV + l * b * kvH * cap * d;
+    for (int64_t i = 0; i < b; i++) {
+      const float* c = cosT + i * d;
+      const float* s = sinT + i * d;
+      for (int64_t hq = 0; hq < nH; hq++) RopeInPlace(&q[i * qDim + hq * d], c, s, d);
+      for (int64_t g = 0; g < kvH; g++) {
+        RopeInPlace(&k[i * kvDim + g * d], c, s, d);
+        std::memcpy(Kl + ((i * kvH + g) * cap + cur) * d, &k[i * kvDim + g * d], d * sizeof(float));
+        std::memcpy(Vl + ((i * kvH + g) * cap + cur) * d, &v[i * kvDim + g * d], d * sizeof(float));
+      }
+    }
+    // Attention of each row's query heads over its unmasked cached positions.
+    g_pool->ParallelFor(b * nH, std::max<int64_t>(1, (int64_t{1} << 17) / (2 * T * d)), [&](int64_t lo, int64_t hi) {
+      std::vector<float> p(T);
+      for (int64_t job = lo; job < hi; job++) {
+        const int64_t i = job / nH, hq = job % nH, g = hq / rep;
+        const float* qv = &q[i * qDim + hq * d];
+        const float* Kg = Kl + (i * kvH + g) * cap * d;
+        const float* Vg = Vl + (i * kvH + g) * cap * d;
+        const uint8_t* m = mask + i * T;
+        float mx = -INFINITY;
+        for (int64_t t = 0; t < T; t++) {
+          if (!m[t]) continue;
+          float dot = 0.f;
+          for (int64_t e = 0; e < d; e++) dot += qv[e] * Kg[t * d + e];
+          p[t] = dot * scale;
+          mx = std::max(mx, p[t]);
+        }
+        float sum = 0.f;
+        for (int64_t t = 0; t < T; t++) {
+          p[t] = m[t] ? std::exp(p[t] - mx) : 0.f;
+          sum += p[t];
+        }
+        float* o = &att[i * qDim + hq * d];
+        for (int64_t e = 0; e < d; e++) o[e] = 0.f;
+        for (int64_t t = 0; t < T; t++) {
+          if (p[t] == 0.f) continue;
+          const float w = p[t] / sum;
+          for (int64_t e = 0; e < d; e++) o[e] += w * Vg[t * d + e];
+        }
+      }
+    });
+    Linear(att.data(), wo, ob, tmp.data(), b, H, qDim);
+    for (int64_t j = 0; j < b * H; j++) h[j] += tmp[j];
+    RmsNormRows(h.data(), postNorm, xn.data(), b, H, eps);
+    Linear(xn.data(), wg, gb, gate.data(), b, F, H);
+    Linear(xn.data(), wu, ub, up.data(), b, F, H);
+    for (int64_t j = 0; j < b * F; j++) {
+      const float g = gate[j];
+      gate[j] = g / (1.f + std::exp(-g)) * up[j];
+    }
+    Linear(gate.data(), wd, db, tmp.data(), b, H, F);
+    for (int64_t j = 0; j < b * H; j++) h[j] += tmp[j];
+  }
+  RmsNormRows(h.data(), finalNorm, xn.data(), b, H, eps);
+  Linear(xn.data(), lmHead, nullptr, logits, b, V, H);
+  return Undefined(env);
+}
+
+// ---------------------------------------------------------------------------------------------
 
 static napi_value Info(napi_env env, napi_callback_info) {
   napi_value obj, v;
@@ -972,6 +1200,7 @@ static napi_value RegisterModule(napi_env env, napi_value exports) {
       {"swiglu", nullptr, Swiglu, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"swigluGrad", nullptr, SwigluGrad, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"rope", nullptr, Rope, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"decode", nullptr, Decode, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;
