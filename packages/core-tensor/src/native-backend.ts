@@ -92,6 +92,8 @@ export interface NativeAddon {
     cacheV: Float32Array,
     logits: Float32Array,
   ): void;
+  /** Samples one token per row from softmax(logits / temperature) with the row's uniform draw (< 0: skip the row). */
+  sample(logits: Float32Array, uniforms: Float64Array, temperature: number, out: Int32Array): void;
 }
 
 export type NativeLoad = { ok: true; addon: NativeAddon; info: NativeAddonInfo; path: string } | { ok: false; reason: string; disabled: boolean };
@@ -113,7 +115,7 @@ function nativeThreads(): number {
 }
 
 /** Every function of {@link NativeAddon}, checked when the addon loads. */
-const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "sum", "logsoftmaxGrad", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "decode"] as const satisfies readonly (keyof NativeAddon)[];
+const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "sum", "logsoftmaxGrad", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "decode", "sample"] as const satisfies readonly (keyof NativeAddon)[];
 
 const loaded = new Map<string, NativeLoad>();
 

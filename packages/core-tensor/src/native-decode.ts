@@ -101,3 +101,12 @@ export function nativeDecodeStep(
   addon.decode(heap(), Float64Array.from(offsets), Float64Array.from(dims), step.ids, step.cos, step.sin, step.keyMask, cache.k, cache.v, logits);
   cache.length += 1;
 }
+
+/**
+ * Draws one token per row from softmax(logits / temperature), [rows, vocab] logits, with each
+ * row's uniform draw in [0, 1) (a negative draw skips the row; its entry of `out` is left as is):
+ * the addon's float64 version of plain sampling (no top-k, no top-p), threaded over rows.
+ */
+export function nativeSampleRows(logits: Float32Array, uniforms: Float64Array, temperature: number, out: Int32Array): void {
+  nativeHeapAccess().addon.sample(logits, uniforms, temperature, out);
+}

@@ -379,7 +379,7 @@ describe("fallback to wasm", () => {
     delete process.env["PBRL_NATIVE"];
     const r = loadNativeAddon();
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no copy2d, sum, logsoftmaxGrad, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope, decode\); rebuild it: pnpm --filter @pbrl\/core-tensor build:native/);
+    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no copy2d, sum, logsoftmaxGrad, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope, decode, sample\); rebuild it: pnpm --filter @pbrl\/core-tensor build:native/);
     await expect(useBackend("native")).rejects.toThrow(/out of date/);
   });
 

@@ -1,4 +1,4 @@
-import { NativeDecodeCache, nativeDecodeStep, tf, type DecodeWeights, type RngStream } from "@pbrl/core-tensor";
+import { NativeDecodeCache, nativeDecodeStep, nativeSampleRows, tf, type DecodeWeights, type RngStream } from "@pbrl/core-tensor";
 import { positionsFromMask } from "./attention-mask.js";
 import { disposeCache, emptyCache, type CausalLM, type KVCache } from "./causal-lm.js";
 import { gatherRows } from "./ops.js";
@@ -89,14 +89,18 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     // On the native backend the steps after the prompt run in one addon call each (see
     // nativeDecodeStep), from a copy of the prompt's keys and values.
     const fast = cache !== undefined && tf.getBackend() === "native" ? nativeDecoder(model, cache, b, promptLen + options.maxNewTokens) : undefined;
+    // Plain sampling (no top-k, no top-p) of all rows in one addon call on native, with the same
+    // uniform draws, in the same order, as chooseToken would take.
+    const nativeSampling = tf.getBackend() === "native" && !sampling.greedy && sampling.topK === 0 && sampling.topP === 1 && options.rng !== undefined;
     for (let step = 0; step < options.maxNewTokens; step++) {
       const chosen = new Int32Array(b);
+      const sampled = nativeSampling ? sampleOnNative(logits, done, options.rng!, sampling.temperature) : undefined;
       for (let i = 0; i < b; i++) {
         if (done[i]) {
           chosen[i] = pad ?? 0;
           continue;
         }
-        const tok = chooseToken(logits.subarray(i * vocab, (i + 1) * vocab), sampling, options.rng);
+        const tok = sampled !== undefined ? sampled[i]! : chooseToken(logits.subarray(i * vocab, (i + 1) * vocab), sampling, options.rng);
         chosen[i] = tok;
         out[i]!.tokens.push(tok);
         if (stops.has(tok)) {
@@ -150,4 +154,13 @@ function nativeDecoder(model: CausalLM, cache: KVCache, batch: number, capacity:
   );
   cache.layers.forEach((l, i) => native.load(i, l.k.dataSync() as Float32Array, l.v.dataSync() as Float32Array, cache.length));
   return { weights: model.decodeWeights(), cache: native };
+}
+
+/** One token per row not yet done, drawn by the addon; done rows keep 0 and draw nothing. */
+function sampleOnNative(logits: Float32Array, done: Uint8Array, rng: RngStream, temperature: number): Int32Array {
+  const uniforms = new Float64Array(done.length);
+  for (let i = 0; i < done.length; i++) uniforms[i] = done[i] ? -1 : rng.random();
+  const out = new Int32Array(done.length);
+  nativeSampleRows(logits, uniforms, temperature, out);
+  return out;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RngStream } from "@pbrl/core-tensor";
+import { loadNativeAddon, nativeSampleRows, RngStream, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
 import { argmax, chooseToken, samplingDistribution, validateSampling, type SamplingOptions } from "../src/index.js";
 
 const opts = (o: Partial<SamplingOptions>): SamplingOptions => ({ greedy: false, temperature: 1, topK: 0, topP: 1, ...o });
@@ -56,5 +56,36 @@ describe("token choice", () => {
     expect(() => validateSampling(opts({ topP: 0 }))).toThrow(/top_p must be in \(0, 1\]/);
     expect(() => validateSampling(opts({ topK: -1 }))).toThrow(/top_k/);
     expect(() => chooseToken([1, 2], opts({}), undefined)).toThrow(/seeded RngStream/);
+  });
+});
+
+describe("plain sampling on the native backend", () => {
+  const load = loadNativeAddon();
+  // The addon's float64 sampler replaces chooseToken for plain sampling on native (generate.ts):
+  // from the same uniform draws it must pick the same tokens.
+  it.skipIf(!load.ok)("draws the same tokens as chooseToken from the same uniforms", async () => {
+    const previous = tf.getBackend();
+    await useBackend("native");
+    try {
+      const rows = 200;
+      const vocab = 1000;
+      const data = RngStream.fromSeed(3, "logits");
+      for (const temperature of [0.3, 1, 2.5]) {
+        const logits = Float32Array.from({ length: rows * vocab }, () => (data.random() - 0.5) * 12);
+        const uniforms = Float64Array.from({ length: rows }, (_, i) => (i % 17 === 0 ? -1 : data.random()));
+        const out = new Int32Array(rows).fill(-7);
+        nativeSampleRows(logits, uniforms, temperature, out);
+        for (let r = 0; r < rows; r++) {
+          if (uniforms[r]! < 0) {
+            expect(out[r]).toBe(-7); // skipped rows are left alone
+            continue;
+          }
+          const rng = { random: () => uniforms[r]! } as unknown as RngStream;
+          expect(out[r], `row ${r}, temperature ${temperature}`).toBe(chooseToken(logits.subarray(r * vocab, (r + 1) * vocab), { greedy: false, temperature, topK: 0, topP: 1 }, rng));
+        }
+      }
+    } finally {
+      await useBackend(previous as BackendName);
+    }
   });
 });
