@@ -44,8 +44,8 @@ Workloads: training steps (forward, backward, AdamW) on batch 8 × 128 random to
 backend (pure JS, ~30× slower) runs batch 1 × 32 and 16 new tokens. Then one round of
 \`pbrl demo\` (iterative MADPO on the embedded task: collection against the history comparator,
 then MADPO training, no evaluation): with --preset default the demo's own round (64 texts × 8
-candidates, 2 epochs, about 2 minutes on native), with --preset tiny, on cpu and for --rounds
-a small one (8 texts × 4 candidates, 1 epoch: about 10 s on native and wasm, 3 minutes on
+candidates, 2 epochs, about 20 s on native, 75 s on wasm), with --preset tiny, on cpu and for --rounds
+a small one (8 texts × 4 candidates, 1 epoch: about 2 s on native, 6 s on wasm, 3 minutes on
 cpu, so --rounds 20 is meant for --backends native,wasm). PyTorch has no demo and is not timed
 on it. Progress goes to stderr.
 `;
