@@ -46,7 +46,9 @@ export function workloadsFor(backend: BackendName | "pytorch", steps: number): W
     train_batch: 8,
     train_seq_len: 128,
     train_steps: steps,
-    train_warmup_steps: 1,
+    // Two untimed steps: on native the second step still ran ~1.7× slower than the steady state
+    // (the wasm heap grows to its high-water mark over the first two), which skewed a 3-step mean.
+    train_warmup_steps: 2,
     gen_prompt_len: 16,
     gen_new_tokens: 64,
     gen_batch_sizes: [1, 8],
