@@ -1,10 +1,9 @@
-import { globalGradNorm, tf, type RngStream } from "@pbrl/core-tensor";
+import { globalGradNorm, tf } from "@pbrl/core-tensor";
 import { buildScoringBatch, completionLogProbs, gatherRows, matMul, selectedLogProbs, type CausalLM, type ScoringItem } from "@pbrl/models";
-import type { CandidateSampler, Formatter, RewardProcessor, TaskItem } from "@pbrl/preference-data";
 import { ADVANTAGE_STD_FLOOR, shapeReturns, stdPop } from "./advantages.js";
 import { Critic, checkCriticType, type ActorValueHead, iacCriticText, maacCriticText, splitGrads, type CriticFitMetrics, type CriticRow, type CriticType } from "./critic.js";
-import { runCollections, type BatchPosition, type BatchReport, type ReturnShaping } from "./epochs.js";
-import type { JointReward, Rollout } from "./rollouts.js";
+import { runCollections, type BatchReport, type CollectionSettings } from "./epochs.js";
+import type { Rollout } from "./rollouts.js";
 import { NonFiniteError, policyRows, type Penalties, type TrainableAgent } from "./update.js";
 import { valueLoss, valueLossTerms } from "./value-loss.js";
 
@@ -452,22 +451,15 @@ export function actorCriticUpdate(agents: readonly TrainableAgent[], setup: Acto
   return metrics;
 }
 
-export interface ActorCriticEpochsOptions {
+export interface ActorCriticEpochsOptions extends CollectionSettings {
   agents: readonly TrainableAgent[];
   setup: ActorCriticSetup;
   criticType: CriticType;
-  items: readonly TaskItem[];
-  formatters: readonly Formatter[];
-  sampler: CandidateSampler;
   /** num_generations (1 is allowed for maac/iac). */
   numGenerations: number;
-  reward: JointReward;
-  rewardProcessor?: RewardProcessor | undefined;
-  rewardConcurrency?: number;
   normalize: boolean;
   valueLossCoef: number;
   valueClipRange?: number | null | undefined;
-  numTrainEpochs: number;
   /** Items per update (mini-batch). */
   trainBatchSize: number;
   /**
@@ -476,12 +468,8 @@ export interface ActorCriticEpochsOptions {
    * consumed in mini-batches of `trainBatchSize`, so later mini-batches clip against stale values.
    */
   rolloutBufferSize?: number | undefined;
-  shuffleRng: RngStream;
   maxRowsPerForward?: number | undefined;
   label?: string;
-  /** Return shaping (the reference KL), called right after sampling. */
-  shaping?: (rollouts: readonly Rollout[], position: BatchPosition) => ReturnShaping | Promise<ReturnShaping>;
-  beforeBatch?: (position: BatchPosition) => void | Promise<void>;
   /** Once per collection, with the mean of its updates' metrics (plus `rl/updates`). */
   onBatch?: (report: BatchReport) => void | Promise<void>;
 }

@@ -26,8 +26,8 @@ export interface BatchReport extends BatchPosition {
   jointEvaluations: number;
 }
 
-export interface RlEpochsOptions {
-  agents: readonly TrainableAgent[];
+/** What every on-policy runner samples from and reports to: the collection loop's inputs. */
+export interface CollectionSettings {
   items: readonly TaskItem[];
   formatters: readonly Formatter[];
   /** Samples the agents' responses (a PolicySampler over the same agents). */
@@ -36,17 +36,10 @@ export interface RlEpochsOptions {
   /** The training reward: the frozen reward model in MARLHF. */
   reward: JointReward;
   rewardProcessor?: RewardProcessor | undefined;
-  rewardConcurrency?: number;
-  mode: AdvantageMode;
-  normalize: boolean;
+  rewardConcurrency?: number | undefined;
   numTrainEpochs: number;
-  /** Items per update. */
-  trainBatchSize: number;
   /** Shuffles the items at the start of every epoch. */
   shuffleRng: RngStream;
-  maxRowsPerForward?: number | undefined;
-  /** Prefix of error locations, e.g. "round 3, ". */
-  label?: string;
   /** Per-batch return shaping (the reference-KL hook); called after sampling, before the update. */
   shaping?: (rollouts: readonly Rollout[], position: BatchPosition) => ReturnShaping | Promise<ReturnShaping>;
   /** Runs before each batch's sampling (e.g. evaluation on the trainer's schedule). */
@@ -55,22 +48,21 @@ export interface RlEpochsOptions {
   onBatch?: (report: BatchReport) => void | Promise<void>;
 }
 
+export interface RlEpochsOptions extends CollectionSettings {
+  agents: readonly TrainableAgent[];
+  mode: AdvantageMode;
+  normalize: boolean;
+  /** Items per update. */
+  trainBatchSize: number;
+  maxRowsPerForward?: number | undefined;
+  /** Prefix of error locations, e.g. "round 3, ". */
+  label?: string;
+}
+
 /** The collection loop both on-policy runners share (REINFORCE family and actor-critic). */
-export interface CollectionLoopOptions {
-  items: readonly TaskItem[];
-  formatters: readonly Formatter[];
-  sampler: CandidateSampler;
-  numGenerations: number;
-  reward: JointReward;
-  rewardProcessor?: RewardProcessor | undefined;
-  rewardConcurrency?: number | undefined;
-  numTrainEpochs: number;
+export interface CollectionLoopOptions extends CollectionSettings {
   /** Items sampled per collection. */
   itemsPerCollection: number;
-  shuffleRng: RngStream;
-  shaping?: RlEpochsOptions["shaping"];
-  beforeBatch?: RlEpochsOptions["beforeBatch"];
-  onBatch?: RlEpochsOptions["onBatch"];
 }
 
 /**

@@ -21,7 +21,7 @@ export type { Rollout, JointReward, CollectRolloutsOptions } from "./rollouts.js
 export { policyGradientUpdate, policyRows, sequenceLogProbs, agentAdvantages, NonFiniteError } from "./update.js";
 export type { TrainableAgent, Penalties, PolicyGradientOptions, PolicyGradientMetrics } from "./update.js";
 export { runRlEpochs } from "./epochs.js";
-export type { RlEpochsOptions, ReturnShaping, BatchPosition, BatchReport } from "./epochs.js";
+export type { RlEpochsOptions, CollectionSettings, ReturnShaping, BatchPosition, BatchReport } from "./epochs.js";
 export { KL_ESTIMATORS, tokenKl, sequenceKl, frozenReference, referenceKls, referenceKlPenalties, referenceKlShaping } from "./kl.js";
 export type { KlEstimator, KlPolicy, ReferenceKlOptions, ReferenceKlShapingOptions } from "./kl.js";
 export { valueLoss, valueLossTerms, meanValueLoss } from "./value-loss.js";
