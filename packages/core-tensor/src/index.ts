@@ -24,5 +24,5 @@ export {
 } from "./safetensors.js";
 export type { SafetensorsDtype, SafetensorsWriteDtype, HostTensor, LoadedTensor, SafetensorsFile, TensorToWrite, WriteCheckpointOptions } from "./safetensors.js";
 export { bf16BitsToFloat32, float32ToBf16Bits, f16BitsToFloat32, float32ToF16Bits } from "./half.js";
-export { NativeDecodeCache, nativeDecodeStep, nativeSampleRows } from "./native-decode.js";
+export { decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows } from "./native-decode.js";
 export type { DecodeDims, DecodeWeights } from "./native-decode.js";

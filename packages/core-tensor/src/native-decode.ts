@@ -79,26 +79,36 @@ export class NativeDecodeCache {
 }
 
 /**
- * One step: appends each row's token at position `cache.length` and writes the next-token logits
- * [batch, vocab] into `logits`. cos and sin are the rotary tables of the rows' positions
- * [batch, headDim]; keyMask [batch, cache.length + 1] marks the positions each row attends to.
+ * The heap offsets of the weights, in the order the addon reads them (−1 for an absent bias).
+ * Computed once per generation: the offsets stay put while the tensors live.
  */
-export function nativeDecodeStep(
-  weights: DecodeWeights,
-  cache: NativeDecodeCache,
-  step: { ids: Int32Array; cos: Float32Array; sin: Float32Array; keyMask: Uint8Array },
-  logits: Float32Array,
-): void {
-  if (cache.length >= cache.capacity) throw new RangeError(`nativeDecodeStep: the cache is full (${cache.capacity} positions)`);
-  const { addon, heap, offset } = nativeHeapAccess();
+export function decodeWeightOffsets(weights: DecodeWeights): Float64Array {
+  const { offset } = nativeHeapAccess();
   const at = (t: tf.Tensor | undefined): number => (t === undefined ? -1 : offset(t));
   const offsets = [at(weights.embed), at(weights.finalNorm), at(weights.lmHead)];
   for (const l of weights.layers) {
     offsets.push(at(l.inputNorm), at(l.q), at(l.k), at(l.v), at(l.o), at(l.qBias), at(l.kBias), at(l.vBias), at(l.oBias), at(l.postNorm), at(l.gate), at(l.up), at(l.down), at(l.gateBias), at(l.upBias), at(l.downBias));
   }
+  return Float64Array.from(offsets);
+}
+
+/**
+ * One step: appends each row's token at position `cache.length` and writes the next-token logits
+ * [batch, vocab] into `logits`. `weights` are {@link decodeWeightOffsets} of tensors still alive;
+ * cos and sin are the rotary tables of the rows' positions [batch, headDim]; keyMask
+ * [batch, cache.length + 1] marks the positions each row attends to.
+ */
+export function nativeDecodeStep(
+  weights: Float64Array,
+  cache: NativeDecodeCache,
+  step: { ids: Int32Array; cos: Float32Array; sin: Float32Array; keyMask: Uint8Array },
+  logits: Float32Array,
+): void {
+  if (cache.length >= cache.capacity) throw new RangeError(`nativeDecodeStep: the cache is full (${cache.capacity} positions)`);
+  const { addon, heap } = nativeHeapAccess();
   const d = cache.dims;
   const dims = [cache.batch, d.hidden, d.heads, d.kvHeads, d.headDim, d.intermediate, d.vocab, d.layers, cache.capacity, cache.length, d.rmsNormEps];
-  addon.decode(heap(), Float64Array.from(offsets), Float64Array.from(dims), step.ids, step.cos, step.sin, step.keyMask, cache.k, cache.v, logits);
+  addon.decode(heap(), weights, Float64Array.from(dims), step.ids, step.cos, step.sin, step.keyMask, cache.k, cache.v, logits);
   cache.length += 1;
 }
 

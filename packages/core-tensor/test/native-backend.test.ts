@@ -7,7 +7,7 @@
 // .ci/run when OpenBLAS is installed) a missing addon fails instead, so CI cannot silently lose
 // the native path.
 import { afterEach, describe, expect, it } from "vitest";
-import { BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, logSoftmaxSelectGrad, NATIVE_KERNELS, NativeDecodeCache, nativeDecodeStep, rmsNorm, rotary, swiglu, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
+import { BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, logSoftmaxSelectGrad, NATIVE_KERNELS, decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, rmsNorm, rotary, swiglu, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
 
 const load = loadNativeAddon();
 const unavailable = load.ok ? undefined : load.reason;
@@ -272,10 +272,11 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     await useBackend("native");
     const dims = { hidden: 8, heads: 2, kvHeads: 1, headDim: 4, intermediate: 16, vocab: 10, layers: 1, rmsNormEps: 1e-6 };
     const t = (shape: number[], seed: number): tf.Tensor => rand(shape, seed);
-    const weights = {
+    const tensors = {
       embed: t([10, 8], 1), finalNorm: t([8], 2), lmHead: t([10, 8], 3),
       layers: [{ inputNorm: t([8], 4), q: t([8, 8], 5), k: t([4, 8], 6), v: t([4, 8], 7), o: t([8, 8], 8), postNorm: t([8], 9), gate: t([16, 8], 10), up: t([16, 8], 11), down: t([8, 16], 12) }],
     };
+    const weights = decodeWeightOffsets(tensors);
     const cache = new NativeDecodeCache(dims, 2, 2);
     const step = (ids: number[], maskLen: number) => ({ ids: Int32Array.from(ids), cos: new Float32Array(8).fill(1), sin: new Float32Array(8), keyMask: new Uint8Array(maskLen).fill(1) });
     const logits = new Float32Array(20);
@@ -286,7 +287,7 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     expect(() => nativeDecodeStep(weights, cache, step([1, 10], 4), logits)).toThrow(/decode: token id outside the vocabulary/);
     nativeDecodeStep(weights, cache, step([3, 4], 4), logits);
     expect(() => nativeDecodeStep(weights, cache, step([1, 2], 6), logits)).toThrow(/the cache is full \(2 positions\)/);
-    tf.dispose([weights.embed, weights.finalNorm, weights.lmHead, ...Object.values(weights.layers[0]!)]);
+    tf.dispose([tensors.embed, tensors.finalNorm, tensors.lmHead, ...Object.values(tensors.layers[0]!)]);
   });
 
   it("gradients through native matMul, batched matMul, transpose and exp match cpu", async () => {

@@ -1,4 +1,4 @@
-import { NativeDecodeCache, nativeDecodeStep, nativeSampleRows, tf, type DecodeWeights, type RngStream } from "@pbrl/core-tensor";
+import { decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows, tf, type RngStream } from "@pbrl/core-tensor";
 import { positionsFromMask } from "./attention-mask.js";
 import { disposeCache, emptyCache, type CausalLM, type KVCache } from "./causal-lm.js";
 import { gatherRows } from "./ops.js";
@@ -123,7 +123,7 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
       total += 1;
       if (fast !== undefined) {
         const tables = model.rotaryTables(nextPos);
-        logits = new Float32Array(b * vocab);
+        logits = fast.logits;
         nativeDecodeStep(fast.weights, fast.cache, { ids: chosen, cos: tables.cos, sin: tables.sin, keyMask: mask }, logits);
         for (let i = 0; i < b; i++) nextPos[i]! += 1;
         continue;
@@ -144,8 +144,11 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
   return out;
 }
 
-/** The native decoder's state after the prompt: the weights it reads and the prompt's keys and values. */
-function nativeDecoder(model: CausalLM, cache: KVCache, batch: number, capacity: number): { weights: DecodeWeights; cache: NativeDecodeCache } {
+/**
+ * The native decoder's state after the prompt: where the weights it reads lie, the prompt's keys
+ * and values, and the logits buffer every step overwrites (read by sampling before the next).
+ */
+function nativeDecoder(model: CausalLM, cache: KVCache, batch: number, capacity: number): { weights: Float64Array; cache: NativeDecodeCache; logits: Float32Array } {
   const c = model.config;
   const native = new NativeDecodeCache(
     { hidden: c.hiddenSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, intermediate: c.intermediateSize, vocab: c.vocabSize, layers: c.numLayers, rmsNormEps: c.rmsNormEps },
@@ -153,7 +156,7 @@ function nativeDecoder(model: CausalLM, cache: KVCache, batch: number, capacity:
     capacity,
   );
   cache.layers.forEach((l, i) => native.load(i, l.k.dataSync() as Float32Array, l.v.dataSync() as Float32Array, cache.length));
-  return { weights: model.decodeWeights(), cache: native };
+  return { weights: decodeWeightOffsets(model.decodeWeights()), cache: native, logits: new Float32Array(batch * c.vocabSize) };
 }
 
 /** One token per row not yet done, drawn by the addon; done rows keep 0 and draw nothing. */

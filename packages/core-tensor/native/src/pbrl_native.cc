@@ -699,6 +699,15 @@ PBRL_CLONES static void RowSumRange(const float* x, float* y, int64_t r0, int64_
   }
 }
 
+// out[c] = Σ_p partial[p, c]: the per-thread partial column sums of a threaded reduction, added.
+static void AddParts(const std::vector<float>& partial, int parts, int64_t cols, float* out) {
+  for (int64_t c = 0; c < cols; c++) {
+    float s = 0.f;
+    for (int p = 0; p < parts; p++) s += partial[p * cols + c];
+    out[c] = s;
+  }
+}
+
 // sum(heap, xOff, yOff, rows, cols, overRows): overRows ? y[c] = Σ_r x[r, c] : y[r] = Σ_c x[r, c].
 static napi_value Sum(napi_env env, napi_callback_info info) {
   Args a(env, info);
@@ -722,11 +731,7 @@ static napi_value Sum(napi_env env, napi_callback_info info) {
   g_pool->ParallelFor(parts, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; p++) ColSumRange(x, partial.data() + p * cols, rows * p / parts, rows * (p + 1) / parts, cols);
   });
-  for (int64_t c = 0; c < cols; c++) {
-    float s = 0.f;
-    for (int p = 0; p < parts; p++) s += partial[p * cols + c];
-    y[c] = s;
-  }
+  AddParts(partial, parts, cols, y);
   return Undefined(env);
 }
 
@@ -772,6 +777,15 @@ static napi_value LogSoftmaxGrad(napi_env env, napi_callback_info info) {
 // ops the forward pass keeps four [N, H] temporaries alive for the backward pass and the backward
 // pass makes about ten more; fused, the backward pass needs only x, w and r (one float per row).
 
+// One row: y = w ⊙ x · r, returns r.
+static float RmsNormRow(const float* x, const float* w, float* y, int64_t cols, float eps) {
+  float ss = 0.f;
+  for (int64_t j = 0; j < cols; j++) ss += x[j] * x[j];
+  const float r = 1.f / std::sqrt(ss / static_cast<float>(cols) + eps);
+  for (int64_t j = 0; j < cols; j++) y[j] = w[j] * (x[j] * r);
+  return r;
+}
+
 // rmsnorm(heap, xOff, wOff, yOff, rstdOff, rows, cols, eps)
 static napi_value RmsNorm(napi_env env, napi_callback_info info) {
   Args a(env, info);
@@ -787,15 +801,7 @@ static napi_value RmsNorm(napi_env env, napi_callback_info info) {
   float* rstd = At<float>(a, heap, len, a.Int(4), rows, "rmsnorm rstd");
   if (!a.ok) return nullptr;
   g_pool->ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / cols), [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; i++) {
-      const float* xr = x + i * cols;
-      float* yr = y + i * cols;
-      float ss = 0.f;
-      for (int64_t j = 0; j < cols; j++) ss += xr[j] * xr[j];
-      const float r = 1.f / std::sqrt(ss / static_cast<float>(cols) + eps);
-      rstd[i] = r;
-      for (int64_t j = 0; j < cols; j++) yr[j] = w[j] * (xr[j] * r);
-    }
+    for (int64_t i = lo; i < hi; i++) rstd[i] = RmsNormRow(x + i * cols, w, y + i * cols, cols, eps);
   });
   return Undefined(env);
 }
@@ -837,11 +843,7 @@ static napi_value RmsNormGrad(napi_env env, napi_callback_info info) {
       }
     }
   });
-  for (int64_t j = 0; j < cols; j++) {
-    float s = 0.f;
-    for (int p = 0; p < parts; p++) s += partial[p * cols + j];
-    dw[j] = s;
-  }
+  AddParts(partial, parts, cols, dw);
   return Undefined(env);
 }
 
@@ -857,6 +859,12 @@ static void SigmoidLoop(const float* x, float* s, int64_t n) {
   for (int64_t i = 0; i < n; i++) s[i] = 1.f / (1.f + s[i]);
 }
 
+// y = g·σ(g) ⊙ u over a contiguous run (y must not alias g or u).
+static void SwigluLoop(const float* g, const float* u, float* y, int64_t n) {
+  SigmoidLoop(g, y, n);
+  for (int64_t i = 0; i < n; i++) y[i] = g[i] * y[i] * u[i];
+}
+
 // swiglu(heap, gOff, uOff, yOff, n)
 static napi_value Swiglu(napi_env env, napi_callback_info info) {
   Args a(env, info);
@@ -867,10 +875,7 @@ static napi_value Swiglu(napi_env env, napi_callback_info info) {
   const float* u = At<float>(a, heap, len, a.Int(2), n, "swiglu up");
   float* y = At<float>(a, heap, len, a.Int(3), n, "swiglu y");
   if (!a.ok) return nullptr;
-  g_pool->ParallelFor(n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-    SigmoidLoop(g + lo, y + lo, hi - lo);
-    for (int64_t i = lo; i < hi; i++) y[i] = g[i] * y[i] * u[i];
-  });
+  g_pool->ParallelFor(n, kElementwiseGrain, [&](int64_t lo, int64_t hi) { SwigluLoop(g + lo, u + lo, y + lo, hi - lo); });
   return Undefined(env);
 }
 
@@ -904,6 +909,16 @@ static napi_value SwigluGrad(napi_env env, napi_callback_info info) {
 // : −dy[k−half]·sin[k−half]). As tfjs ops: two slices, a negation, a concat, two products and a
 // sum per call, each a full copy of x.
 
+// One head vector of d values: y = x·cos + rot(x)·sin (y may be x).
+static void RopeRow(const float* x, const float* c, const float* s, float* y, int64_t d) {
+  const int64_t half = d / 2;
+  for (int64_t k = 0; k < half; k++) {
+    const float a = x[k], b = x[k + half];
+    y[k] = a * c[k] - b * s[k];
+    y[k + half] = b * c[k + half] + a * s[k + half];
+  }
+}
+
 // rope(heap, xOff, cosOff, sinOff, yOff, batch, heads, len, dim, backward)
 static napi_value Rope(napi_env env, napi_callback_info info) {
   Args a(env, info);
@@ -927,8 +942,7 @@ static napi_value Rope(napi_env env, napi_callback_info info) {
       const float* s = sn + table;
       float* yr = y + r * D;
       if (!backward) {
-        for (int64_t k = 0; k < half; k++) yr[k] = xr[k] * c[k] - xr[k + half] * s[k];
-        for (int64_t k = half; k < D; k++) yr[k] = xr[k] * c[k] + xr[k - half] * s[k];
+        RopeRow(xr, c, s, yr, D);
       } else {
         for (int64_t k = 0; k < half; k++) yr[k] = xr[k] * c[k] + xr[k + half] * s[k + half];
         for (int64_t k = half; k < D; k++) yr[k] = xr[k] * c[k] - xr[k - half] * s[k - half];
@@ -1002,23 +1016,7 @@ static void Linear(const float* x, const float* w, const float* bias, float* y, 
 }
 
 static void RmsNormRows(const float* x, const float* w, float* y, int64_t rows, int64_t cols, float eps) {
-  for (int64_t i = 0; i < rows; i++) {
-    const float* xr = x + i * cols;
-    float ss = 0.f;
-    for (int64_t j = 0; j < cols; j++) ss += xr[j] * xr[j];
-    const float r = 1.f / std::sqrt(ss / static_cast<float>(cols) + eps);
-    for (int64_t j = 0; j < cols; j++) y[i * cols + j] = w[j] * (xr[j] * r);
-  }
-}
-
-// x·cos + rot(x)·sin over one head vector of d values, in place.
-static void RopeInPlace(float* x, const float* c, const float* s, int64_t d) {
-  const int64_t half = d / 2;
-  for (int64_t k = 0; k < half; k++) {
-    const float a = x[k], b = x[k + half];
-    x[k] = a * c[k] - b * s[k];
-    x[k + half] = b * c[k + half] + a * s[k + half];
-  }
+  for (int64_t i = 0; i < rows; i++) RmsNormRow(x + i * cols, w, y + i * cols, cols, eps);
 }
 
 static napi_value Decode(napi_env env, napi_callback_info info) {
@@ -1063,7 +1061,7 @@ static napi_value Decode(napi_env env, napi_callback_info info) {
   for (int64_t i = 0; i < b; i++)
     if (ids[i] < 0 || ids[i] >= V) return a.Fail("decode: token id outside the vocabulary"), nullptr;
 
-  std::vector<float> h(b * H), xn(b * H), q(b * qDim), k(b * kvDim), v(b * kvDim), att(b * qDim), tmp(b * H), gate(b * F), up(b * F);
+  std::vector<float> h(b * H), xn(b * H), q(b * qDim), k(b * kvDim), v(b * kvDim), att(b * qDim), tmp(b * H), gate(b * F), up(b * F), act(b * F);
   for (int64_t i = 0; i < b; i++) std::memcpy(&h[i * H], embed + static_cast<int64_t>(ids[i]) * H, H * sizeof(float));
   const float scale = 1.f / std::sqrt(static_cast<float>(d));
   const int64_t T = cur + 1;
@@ -1096,9 +1094,9 @@ static napi_value Decode(napi_env env, napi_callback_info info) {
     for (int64_t i = 0; i < b; i++) {
       const float* c = cosT + i * d;
       const float* s = sinT + i * d;
-      for (int64_t hq = 0; hq < nH; hq++) RopeInPlace(&q[i * qDim + hq * d], c, s, d);
+      for (int64_t hq = 0; hq < nH; hq++) RopeRow(&q[i * qDim + hq * d], c, s, &q[i * qDim + hq * d], d);
       for (int64_t g = 0; g < kvH; g++) {
-        RopeInPlace(&k[i * kvDim + g * d], c, s, d);
+        RopeRow(&k[i * kvDim + g * d], c, s, &k[i * kvDim + g * d], d);
         std::memcpy(Kl + ((i * kvH + g) * cap + cur) * d, &k[i * kvDim + g * d], d * sizeof(float));
         std::memcpy(Vl + ((i * kvH + g) * cap + cur) * d, &v[i * kvDim + g * d], d * sizeof(float));
       }
@@ -1139,11 +1137,8 @@ static napi_value Decode(napi_env env, napi_callback_info info) {
     RmsNormRows(h.data(), postNorm, xn.data(), b, H, eps);
     Linear(xn.data(), wg, gb, gate.data(), b, F, H);
     Linear(xn.data(), wu, ub, up.data(), b, F, H);
-    for (int64_t j = 0; j < b * F; j++) {
-      const float g = gate[j];
-      gate[j] = g / (1.f + std::exp(-g)) * up[j];
-    }
-    Linear(gate.data(), wd, db, tmp.data(), b, H, F);
+    SwigluLoop(gate.data(), up.data(), act.data(), b * F);
+    Linear(act.data(), wd, db, tmp.data(), b, H, F);
     for (int64_t j = 0; j < b * H; j++) h[j] += tmp[j];
   }
   RmsNormRows(h.data(), finalNorm, xn.data(), b, H, eps);
