@@ -22,39 +22,84 @@ export interface MadpoUpdateOptions {
   where: string;
 }
 
+/** Agent `index`'s side of every pair of a batch (`batch[pair][agent]`). */
+export function agentPairs(batch: readonly (readonly AgentPairTokens[])[], index: number): AgentPairTokens[] {
+  return batch.map((pair) => {
+    const t = pair[index];
+    if (t === undefined) throw new RangeError(`a pair has no tokens for agent ${index}`);
+    return t;
+  });
+}
+
+/** Agent `index`'s margins on its pairs without gradients: what the other agents' losses hold fixed. */
+export function detachedMargins(agent: TrainableAgent, pairs: readonly AgentPairTokens[], scoreLastToken: boolean): number[] {
+  return tf.tidy(() => Array.from(agentMargins(agent.model, pairs, { scoreLastToken, padTokenId: agent.padTokenId }).dataSync()));
+}
+
+/** Throws {@link NonFiniteError} naming the agent and pair when a detached margin is NaN or ±∞. */
+export function checkMargins(margins: readonly number[], index: number, where: string): void {
+  const bad = margins.findIndex((x) => !Number.isFinite(x));
+  if (bad >= 0) throw new NonFiniteError(`MADPO: agent ${index} has a non-finite log-prob margin (${margins[bad]}) for pair ${bad} in ${where}`);
+}
+
+/**
+ * One optimizer step of agent `index`: its own differentiable margins plus `others` (the other
+ * agents' detached margins summed per pair) in the MADPO loss. Throws {@link NonFiniteError},
+ * before stepping, on a non-finite loss or gradient.
+ */
+export function agentStep(agent: TrainableAgent, pairs: readonly AgentPairTokens[], others: Float32Array, index: number, options: MadpoUpdateOptions): void {
+  const opts = { scoreLastToken: options.scoreLastToken, padTokenId: agent.padTokenId };
+  const { value, grads } = tf.variableGrads(() => agentLoss(agentMargins(agent.model, pairs, opts), others, options.beta), agent.model.trainableVariables());
+  const named = agent.model.gradsByWeightName(grads);
+  const loss = value.dataSync()[0]!;
+  const norm = Number.isFinite(loss) ? globalGradNorm(named.values()) : NaN;
+  if (!Number.isFinite(loss) || !Number.isFinite(norm)) {
+    tf.dispose([value, ...named.values()]);
+    const what = Number.isFinite(loss) ? `non-finite gradients (norm ${norm})` : `a non-finite loss (${loss})`;
+    throw new NonFiniteError(`MADPO: agent ${index} has ${what} in ${options.where}`);
+  }
+  agent.optimizer.step(named);
+  tf.dispose([value, ...named.values()]);
+}
+
+/**
+ * Where the agents of an update live and run their two phases: in this thread
+ * ({@link localAgents}) or one per worker thread (parallel_training="mp").
+ */
+export interface MadpoAgents {
+  readonly count: number;
+  /** Agent `index`'s detached margins on its pairs. */
+  margins(index: number, pairs: AgentPairTokens[], scoreLastToken: boolean): Promise<number[]>;
+  /** Agent `index`'s optimizer step given the others' detached margins summed per pair. */
+  step(index: number, pairs: AgentPairTokens[], others: Float32Array, options: MadpoUpdateOptions): Promise<void>;
+}
+
+/** Agents held by this thread: each phase runs at once, agent after agent. */
+export function localAgents(agents: readonly TrainableAgent[]): MadpoAgents {
+  return {
+    count: agents.length,
+    margins: async (i, pairs, scoreLastToken) => detachedMargins(agents[i]!, pairs, scoreLastToken),
+    step: async (i, pairs, others, options) => agentStep(agents[i]!, pairs, others, i, options),
+  };
+}
+
 /**
  * One MADPO update from a batch of pairs (`batch[pair][agent]`): every agent's margins once
- * without gradients; then, agent by agent, its own differentiable margins plus the others'
- * detached ones, and one optimizer step. Returns the batch metrics computed from the detached
- * margins, i.e. before the update.
+ * without gradients; then every agent's own differentiable margins plus the others' detached
+ * ones, and one optimizer step (agent after agent in this thread, concurrently across worker
+ * threads: each agent's step depends only on the detached margins). Returns the batch metrics
+ * computed from the detached margins, i.e. before the update.
  */
-export function madpoUpdate(agents: readonly TrainableAgent[], batch: readonly (readonly AgentPairTokens[])[], options: MadpoUpdateOptions): MarginMetrics {
+export async function madpoUpdate(agents: MadpoAgents, batch: readonly (readonly AgentPairTokens[])[], options: MadpoUpdateOptions): Promise<MarginMetrics> {
   if (batch.length === 0) throw new RangeError("madpoUpdate: empty batch");
-  const perAgent = agents.map((_, i) => batch.map((pair) => {
-    const t = pair[i];
-    if (t === undefined) throw new RangeError(`a pair has no tokens for agent ${i}`);
-    return t;
-  }));
-  const opts = (i: number) => ({ scoreLastToken: options.scoreLastToken, padTokenId: agents[i]!.padTokenId });
-  const detached = agents.map((a, i) => tf.tidy(() => Array.from(agentMargins(a.model, perAgent[i]!, opts(i)).dataSync())));
-  detached.forEach((m, i) => {
-    const bad = m.findIndex((x) => !Number.isFinite(x));
-    if (bad >= 0) throw new NonFiniteError(`MADPO: agent ${i} has a non-finite log-prob margin (${m[bad]}) for pair ${bad} in ${options.where}`);
-  });
+  const indices = Array.from({ length: agents.count }, (_, i) => i);
+  const perAgent = indices.map((i) => agentPairs(batch, i));
+  const detached = await Promise.all(indices.map((i) => agents.margins(i, perAgent[i]!, options.scoreLastToken)));
+  detached.forEach((m, i) => checkMargins(m, i, options.where));
   const metrics = marginMetrics(detached, options.beta);
-  agents.forEach((agent, i) => {
-    const others = othersSum(detached, i);
-    const { value, grads } = tf.variableGrads(() => agentLoss(agentMargins(agent.model, perAgent[i]!, opts(i)), others, options.beta), agent.model.trainableVariables());
-    const named = agent.model.gradsByWeightName(grads);
-    const loss = value.dataSync()[0]!;
-    const norm = Number.isFinite(loss) ? globalGradNorm(named.values()) : NaN;
-    if (!Number.isFinite(loss) || !Number.isFinite(norm)) {
-      tf.dispose([value, ...named.values()]);
-      const what = Number.isFinite(loss) ? `non-finite gradients (norm ${norm})` : `a non-finite loss (${loss})`;
-      throw new NonFiniteError(`MADPO: agent ${i} has ${what} in ${options.where}`);
-    }
-    agent.optimizer.step(named);
-    tf.dispose([value, ...named.values()]);
-  });
+  // Every step runs even when one fails, so no worker is left mid-step; the first error wins.
+  const steps = await Promise.allSettled(indices.map((i) => agents.step(i, perAgent[i]!, othersSum(detached, i), options)));
+  const failed = steps.find((r) => r.status === "rejected");
+  if (failed !== undefined) throw failed.reason;
   return metrics;
 }

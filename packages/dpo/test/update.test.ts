@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { AdamW, liveTensorCount, tf } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
 import type { AgentPairTokens } from "@pbrl/preference-data";
-import { agentMargins, madpoUpdate, NonFiniteError, type TrainableAgent } from "../src/index.js";
+import { agentMargins, localAgents, madpoUpdate, NonFiniteError, type TrainableAgent } from "../src/index.js";
 
 const MODELS = path.join(import.meta.dirname, "../../models/test/fixtures");
 
@@ -35,10 +35,10 @@ describe("the MADPO update", () => {
   it("raises every agent's margin on the batch and reports pre-update metrics", async () => {
     const a = await agents();
     const before = margins(a);
-    const metrics = madpoUpdate(a, batch, { beta: 0.1, scoreLastToken: false, where: "batch 0" });
+    const metrics = await madpoUpdate(localAgents(a), batch, { beta: 0.1, scoreLastToken: false, where: "batch 0" });
     expect(metrics["agent_0/margin"]).toBeCloseTo((before[0]![0]! + before[0]![1]!) / 2, 3);
     expect(Object.keys(metrics).sort()).toEqual(["agent_0/margin", "agent_1/margin", "joint/accuracy", "joint/margin", "loss"]);
-    for (let step = 0; step < 3; step++) madpoUpdate(a, batch, { beta: 0.1, scoreLastToken: false, where: `batch ${step + 1}` });
+    for (let step = 0; step < 3; step++) await madpoUpdate(localAgents(a), batch, { beta: 0.1, scoreLastToken: false, where: `batch ${step + 1}` });
     const after = margins(a);
     for (let i = 0; i < 2; i++) for (let p = 0; p < 2; p++) expect(after[i]![p]!).toBeGreaterThan(before[i]![p]!);
     a.forEach((x) => (x.optimizer.dispose(), x.model.dispose()));
@@ -59,7 +59,7 @@ describe("the MADPO update", () => {
     const named = b[0]!.model.gradsByWeightName(grads);
     b[0]!.optimizer.step(named);
     tf.dispose([value, ...named.values()]);
-    madpoUpdate(a, batch, { beta: 0.1, scoreLastToken: false, where: "batch 0" });
+    await madpoUpdate(localAgents(a), batch, { beta: 0.1, scoreLastToken: false, where: "batch 0" });
     const wa = a[0]!.model.hostWeights();
     let worst = 0;
     let largest = 0;
@@ -76,9 +76,9 @@ describe("the MADPO update", () => {
 
   it("leaves no tensors behind once the optimizers have their state", async () => {
     const a = await agents();
-    madpoUpdate(a, batch, { beta: 0.1, scoreLastToken: false, where: "warm-up" });
+    await madpoUpdate(localAgents(a), batch, { beta: 0.1, scoreLastToken: false, where: "warm-up" });
     const n = liveTensorCount();
-    madpoUpdate(a, batch, { beta: 0.1, scoreLastToken: true, where: "batch 1" });
+    await madpoUpdate(localAgents(a), batch, { beta: 0.1, scoreLastToken: true, where: "batch 1" });
     expect(liveTensorCount()).toBe(n);
     a.forEach((x) => (x.optimizer.dispose(), x.model.dispose()));
   });
@@ -87,8 +87,8 @@ describe("the MADPO update", () => {
     const a = await agents();
     const w = a[1]!.model.params.get("model.norm.weight")!;
     w.assign(tf.fill(w.shape, NaN));
-    expect(() => madpoUpdate(a, batch, { beta: 0.1, scoreLastToken: false, where: "round 2, batch 5" })).toThrow(NonFiniteError);
-    expect(() => madpoUpdate(a, batch, { beta: 0.1, scoreLastToken: false, where: "round 2, batch 5" })).toThrow(/agent 1 .*non-finite.* round 2, batch 5/);
+    await expect(madpoUpdate(localAgents(a), batch, { beta: 0.1, scoreLastToken: false, where: "round 2, batch 5" })).rejects.toThrow(NonFiniteError);
+    await expect(madpoUpdate(localAgents(a), batch, { beta: 0.1, scoreLastToken: false, where: "round 2, batch 5" })).rejects.toThrow(/agent 1 .*non-finite.* round 2, batch 5/);
     a.forEach((x) => (x.optimizer.dispose(), x.model.dispose()));
   });
 });

@@ -281,6 +281,17 @@ export class CausalLM {
     }
   }
 
+  /** Overwrites this model's weights with host copies (as {@link hostWeights} gives), every name and shape checked first. */
+  assignHostWeights(host: ReadonlyMap<string, HostTensor>, source = "host weights"): void {
+    for (const [name, v] of this.params) {
+      const t = host.get(name);
+      if (t === undefined || t.dtype !== "float32" || t.shape.join() !== v.shape.join()) {
+        throw new WeightLoadError(`${source}: weight "${name}" is missing or is not float32 of shape [${v.shape}]`);
+      }
+    }
+    for (const [name, v] of this.params) tf.tidy(() => v.assign(tf.tensor(host.get(name)!.data, v.shape, "float32")));
+  }
+
   /** Number of scalar weights. */
   numParameters(): number {
     let n = 0;

@@ -1,8 +1,10 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import { madpoUpdate, type TrainableAgent } from "@pbrl/dpo";
+import { madpoUpdate, type MadpoAgents } from "@pbrl/dpo";
 import type { CollectedPair } from "@pbrl/preference-data";
 import type { MADPOConfig } from "./config/madpo-config.js";
+import type { LearnContext } from "./learn-context.js";
 import type { MetricsLog } from "./metrics-log.js";
+import type { MadpoExecution } from "./parallel/madpo-execution.js";
 import { ProgressBar } from "./progress.js";
 
 /** Counters that run across epochs (and rounds): what the logs and the eval schedule count. */
@@ -21,7 +23,8 @@ export type EpochSettings = Pick<
 
 export interface EpochsContext {
   args: EpochSettings;
-  agents: readonly TrainableAgent[];
+  /** The agents, in this thread or in worker threads. */
+  agents: MadpoAgents;
   counters: TrainingCounters;
   shuffleRng: RngStream;
   metrics: MetricsLog;
@@ -49,7 +52,7 @@ export async function runMadpoEpochs(pairs: readonly CollectedPair[], ctx: Epoch
     for (let b = 0; b < batches; b++) {
       if (a.eval_interval > 0 && c.updates % a.eval_interval === 0) await ctx.evaluate();
       const batch = order.slice(b * a.train_batch_size, (b + 1) * a.train_batch_size).map((k) => pairs[k]!);
-      const m = madpoUpdate(ctx.agents, batch.map((p) => p.tokens), { beta: a.dpo_beta, scoreLastToken: a.madpo_score_last_token, where: `${ctx.label}epoch ${epoch + 1}, batch ${b + 1}` });
+      const m = await madpoUpdate(ctx.agents, batch.map((p) => p.tokens), { beta: a.dpo_beta, scoreLastToken: a.madpo_score_last_token, where: `${ctx.label}epoch ${epoch + 1}, batch ${b + 1}` });
       c.updates += 1;
       if (a.use_environment_step) c.envStep += a.environment_steps_per_pair * batch.length;
       const step = a.use_environment_step ? c.envStep : c.updates;
@@ -62,4 +65,28 @@ export async function runMadpoEpochs(pairs: readonly CollectedPair[], ctx: Epoch
     }
     bar.finish();
   }
+}
+
+/**
+ * A trainer's MADPO learning step: the epochs over `pairs`, with the agents where `execution`
+ * runs them; mid-phase evaluations see the current weights.
+ */
+export function learnWithMadpo(pairs: readonly CollectedPair[], ctx: LearnContext, settings: EpochSettings, execution: MadpoExecution, shuffleRng: RngStream): Promise<void> {
+  const agents = ctx.agents.map((ag, i) => ({ model: ag.model, optimizer: ctx.optimizers[i]!, padTokenId: ag.padTokenId }));
+  return execution.train(agents, (madpo, syncWeights) =>
+    runMadpoEpochs(pairs, {
+      args: settings,
+      agents: madpo,
+      counters: ctx.counters,
+      shuffleRng,
+      metrics: ctx.metrics,
+      evaluate: async () => {
+        await syncWeights();
+        await ctx.evaluate();
+      },
+      progress: ctx.progress,
+      label: ctx.label,
+      extra: ctx.extra,
+    }),
+  );
 }

@@ -21,7 +21,8 @@ import { buildComparator } from "./comparator-factory.js";
 import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
 import type { LearnContext } from "./learn-context.js";
-import { runMadpoEpochs, type TrainingCounters } from "./madpo-epochs.js";
+import { learnWithMadpo, type TrainingCounters } from "./madpo-epochs.js";
+import { madpoExecution, type MadpoExecution } from "./parallel/madpo-execution.js";
 import type { MADPOTrainerOptions } from "./madpo-trainer.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
@@ -100,6 +101,8 @@ export class MADPOIterTrainer {
   protected readonly trainerName: string = "madpo_iter";
   protected readonly task: TaskSetup;
   protected readonly log: (line: string) => void;
+  /** Where MADPO's agent updates run (parallel_training). */
+  protected readonly execution: MadpoExecution;
   private resolved: ResolvedAgent[] | undefined;
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private optimizers: AdamW[] = [];
@@ -108,10 +111,10 @@ export class MADPOIterTrainer {
   constructor(protected readonly options: MADPOIterTrainerOptions) {
     this.args = isBuilt(options.args) ? options.args : MADPOIterConfig(options.args ?? {});
     if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
-    if (this.args.parallel_training === "mp") throw new Error('parallel_training="mp" is not available yet in this version of pbrl; use "none"');
     this.task = taskSetup({ collaborationMode: this.args.collaboration_mode, numAgents: this.args.num_agents, formatters: options.formatters, rewardFunc: options.rewardFunc, adapter: options.centralizedAdapter, scoreLastToken: this.args.madpo_score_last_token });
     const verbose = this.args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
+    this.execution = madpoExecution(this.args.parallel_training, this.task.actors, this.log);
   }
 
   async agents(): Promise<ResolvedAgent[]> {
@@ -133,17 +136,7 @@ export class MADPOIterTrainer {
 
   /** Trains the agents on the round's selected pairs (MADPO for num_train_epochs). */
   protected async learn(train: readonly CollectedPair[], ctx: RoundContext): Promise<void> {
-    await runMadpoEpochs(train, {
-      args: { ...this.args, madpo_score_last_token: this.task.scoreLastToken },
-      agents: ctx.agents.map((ag, i) => ({ model: ag.model, optimizer: ctx.optimizers[i]!, padTokenId: ag.padTokenId })),
-      counters: ctx.counters,
-      shuffleRng: ctx.streams.get(STREAMS.shuffle),
-      metrics: ctx.metrics,
-      evaluate: ctx.evaluate,
-      progress: ctx.progress,
-      label: ctx.label,
-      extra: ctx.extra,
-    });
+    await learnWithMadpo(train, ctx, { ...this.args, madpo_score_last_token: this.task.scoreLastToken }, this.execution, ctx.streams.get(STREAMS.shuffle));
   }
 
   /** Writes what the learning step keeps across rounds into a checkpoint folder being assembled (MADPO: nothing). */
@@ -318,6 +311,7 @@ export class MADPOIterTrainer {
   }
 
   dispose(): void {
+    void this.execution.close();
     this.comparator?.dispose();
     for (const o of this.optimizers) o.dispose();
     disposeAgents(this.resolved ?? []);

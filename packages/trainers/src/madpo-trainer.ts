@@ -18,7 +18,8 @@ import { taskSetup, type TaskSetup } from "./collaboration.js";
 import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
 import type { LearnContext } from "./learn-context.js";
-import { runMadpoEpochs, type TrainingCounters } from "./madpo-epochs.js";
+import { learnWithMadpo, type TrainingCounters } from "./madpo-epochs.js";
+import { madpoExecution, type MadpoExecution } from "./parallel/madpo-execution.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
@@ -68,6 +69,8 @@ export class MADPOTrainer {
   protected readonly trainerName: string = "madpo";
   protected readonly task: TaskSetup;
   protected readonly log: (line: string) => void;
+  /** Where MADPO's agent updates run (parallel_training). */
+  protected readonly execution: MadpoExecution;
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private resolved: ResolvedAgent[] | undefined;
   private optimizers: AdamW[] = [];
@@ -76,10 +79,10 @@ export class MADPOTrainer {
   constructor(protected readonly options: MADPOTrainerOptions) {
     this.args = isBuilt(options.args) ? options.args : MADPOConfig(options.args ?? {});
     if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
-    if (this.args.parallel_training === "mp") throw new Error('parallel_training="mp" is not available yet in this version of pbrl; use "none"');
     this.task = taskSetup({ collaborationMode: this.args.collaboration_mode, numAgents: this.args.num_agents, formatters: options.formatters, rewardFunc: options.rewardFunc, adapter: options.centralizedAdapter, scoreLastToken: this.args.madpo_score_last_token });
     const verbose = this.args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
+    this.execution = madpoExecution(this.args.parallel_training, this.task.actors, this.log);
   }
 
   /** The agents, loaded on first use (after the backend is chosen). */
@@ -193,17 +196,7 @@ export class MADPOTrainer {
 
   /** Trains the agents on the collected pairs (MADPO for num_train_epochs). */
   protected async learn(pairs: readonly CollectedPair[], ctx: LearnContext): Promise<void> {
-    await runMadpoEpochs(pairs, {
-      args: { ...this.args, madpo_score_last_token: this.task.scoreLastToken },
-      agents: ctx.agents.map((ag, i) => ({ model: ag.model, optimizer: ctx.optimizers[i]!, padTokenId: ag.padTokenId })),
-      counters: ctx.counters,
-      shuffleRng: ctx.streams.get(STREAMS.shuffle),
-      metrics: ctx.metrics,
-      evaluate: ctx.evaluate,
-      progress: ctx.progress,
-      label: ctx.label,
-      extra: ctx.extra,
-    });
+    await learnWithMadpo(pairs, ctx, { ...this.args, madpo_score_last_token: this.task.scoreLastToken }, this.execution, ctx.streams.get(STREAMS.shuffle));
   }
 
   /** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder. */
@@ -214,6 +207,7 @@ export class MADPOTrainer {
 
   /** Frees the agents' weights and optimizer state. */
   dispose(): void {
+    void this.execution.close();
     for (const o of this.optimizers) o.dispose();
     disposeAgents(this.resolved ?? []);
   }

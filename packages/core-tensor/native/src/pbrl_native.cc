@@ -125,8 +125,15 @@ class Pool {
   bool stop_ = false;
 };
 
-static Pool* g_pool = nullptr;
-static int g_blas_threads = 1;
+// Per JavaScript thread: each worker thread that loads the addon gets its own pool and thread
+// count (pbrl's parallel_training="mp" runs one agent per worker), so no two threads ever share a
+// pool's job slot. OpenBLAS's count is process-wide; kernels re-assert theirs (SyncBlasThreads).
+static thread_local Pool* g_pool = nullptr;
+static thread_local int g_blas_threads = 1;
+
+static void SyncBlasThreads() {
+  if (openblas_get_num_threads() != g_blas_threads) openblas_set_num_threads(g_blas_threads);
+}
 
 // ---------------------------------------------------------------------------------------------
 // N-API argument helpers. Each throws a JavaScript error and returns false on a bad argument.
@@ -505,6 +512,7 @@ static napi_value MatMul(napi_env env, napi_callback_info info) {
   // waking OpenBLAS's threads costs more than they give there (measured 48 vs 10 µs for
   // [1, 256] · [256, 256] on 2 cores), and OpenBLAS's own threshold for threading is lower.
   const bool small = batch * M * N * K < kSmallGemm;
+  SyncBlasThreads();
   if (small && g_blas_threads > 1) openblas_set_num_threads(1);
   if (batch == 1 || (batchB == 1 && bIdx == nullptr && !ta && aIdx == nullptr && batchA == batch &&
                      batch * M <= INT32_MAX)) {
@@ -1229,8 +1237,17 @@ static napi_value Init(napi_env env, napi_callback_info info) {
   return Info(env, info);
 }
 
+// Runs on the thread whose environment is torn down (a worker thread that exits).
+static void FreePool(void*) {
+  delete g_pool;
+  g_pool = nullptr;
+}
+
 static napi_value RegisterModule(napi_env env, napi_value exports) {
-  if (g_pool == nullptr) g_pool = new Pool(1);
+  if (g_pool == nullptr) {
+    g_pool = new Pool(1);
+    napi_add_env_cleanup_hook(env, FreePool, nullptr);
+  }
   const napi_property_descriptor props[] = {
       {"init", nullptr, Init, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},

@@ -53,6 +53,14 @@ type MarlhfFields = ConfigOf<typeof MARLHF_FIELDS>;
 function marlhfRules<C extends MarlhfFields>(): ConfigRule<C>[] {
   return [
     {
+      field: "parallel_training",
+      uses: [],
+      check: (c) =>
+        c.parallel_training === "mp"
+          ? 'got "mp"; MARLHF\'s RL stage trains its agents in one thread in this version of pbrl (worker threads run the MADPO trainers\' updates); use "none"'
+          : undefined,
+    },
+    {
       field: "num_generations",
       uses: ["rl_algorithm"],
       check: (c) =>

@@ -1,0 +1,63 @@
+/**
+ * A worker thread that holds one agent (model and AdamW) for parallel_training="mp" and runs its
+ * share of each MADPO update: the detached margins, then its optimizer step. It computes with
+ * the same functions as the sequential update, on the trainer's backend, in its own tfjs.
+ */
+import { parentPort } from "node:worker_threads";
+import { AdamW, useBackend } from "@pbrl/core-tensor";
+import { agentStep, detachedMargins, type TrainableAgent } from "@pbrl/dpo";
+import { CausalLM } from "@pbrl/models";
+import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
+
+if (parentPort === null) throw new Error("agent-worker.js runs as a worker thread (parallel_training=\"mp\"), not as a script");
+const port = parentPort;
+let agent: TrainableAgent | undefined;
+
+function held(): TrainableAgent {
+  if (agent === undefined) throw new Error("agent worker: no agent loaded");
+  return agent;
+}
+
+async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: ArrayBuffer[] }> {
+  switch (req.kind) {
+    case "load": {
+      await useBackend(req.backend);
+      agent?.optimizer.dispose();
+      agent?.model.dispose();
+      const model = CausalLM.fromHostWeights(req.config, req.weights, "agent worker");
+      const s = req.optimizer;
+      const optimizer = new AdamW(model.params, { lr: s.lr, betas: s.betas, eps: s.eps, weightDecay: s.weightDecay });
+      optimizer.setState(s);
+      agent = { model, optimizer, padTokenId: req.padTokenId };
+      return { value: undefined, transfer: [] };
+    }
+    case "margins":
+      return { value: detachedMargins(held(), req.pairs, req.scoreLastToken), transfer: [] };
+    case "step":
+      agentStep(held(), req.pairs, req.others, req.index, req.options);
+      return { value: undefined, transfer: [] };
+    case "snapshot": {
+      const a = held();
+      const snap: AgentSnapshot = { weights: a.model.hostWeights(), optimizer: req.optimizer ? a.optimizer.getState() : undefined };
+      return { value: snap, transfer: transferables(snap.weights, snap.optimizer) };
+    }
+  }
+}
+
+// One request at a time, in arrival order: the trainer awaits each before sending the next.
+let queue = Promise.resolve();
+port.on("message", ({ id, req }: { id: number; req: WorkerRequest }) => {
+  queue = queue.then(async () => {
+    let reply: WorkerReply;
+    let transfer: ArrayBuffer[] = [];
+    try {
+      const r = await handle(req);
+      reply = { id, ok: true, value: r.value };
+      transfer = r.transfer;
+    } catch (e) {
+      const err = e instanceof Error ? e : new Error(String(e));
+      reply = { id, ok: false, error: { name: err.name, message: err.message, stack: err.stack } };
+    }
+    port.postMessage(reply, transfer);
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * parallel_training="mp": one worker thread per agent. Each worker holds its agent's model and
+ * optimizer while MADPO trains and runs that agent's two phases of every update, so the agents'
+ * forward and backward passes run at the same time on different cores. The trainer's own copies
+ * stay authoritative between training phases: weights and optimizer state go to the workers
+ * before a training phase and come back after it (and the weights before any evaluation).
+ */
+import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { BackendName } from "@pbrl/core-tensor";
+import { NonFiniteError, type MadpoAgents, type MadpoUpdateOptions, type TrainableAgent } from "@pbrl/dpo";
+import type { AgentPairTokens } from "@pbrl/preference-data";
+import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
+
+/**
+ * Worker threads run JavaScript, so from the TypeScript sources (the test suites) the built copy
+ * of the worker is used; `pnpm build` (part of `pnpm install` and `pnpm test`) makes it.
+ */
+function workerScript(): URL {
+  const here = new URL("./agent-worker.js", import.meta.url);
+  if (existsSync(fileURLToPath(here))) return here;
+  const built = new URL("../../dist/parallel/agent-worker.js", import.meta.url);
+  if (existsSync(fileURLToPath(built))) return built;
+  throw new Error(`parallel_training="mp" needs the built agent worker (${fileURLToPath(built)}); run \`pnpm build\``);
+}
+
+/**
+ * Node options for the worker: this process's, inherited, unless they carry the "pbrl-source"
+ * condition (the test suites' way to import TypeScript sources), which would lead the built
+ * worker to sources it cannot run; then the same list without it.
+ */
+function workerExecArgv(): string[] | undefined {
+  const a = process.execArgv;
+  if (!a.some((x, i) => x === "--conditions=pbrl-source" || ((x === "--conditions" || x === "-C") && a[i + 1] === "pbrl-source"))) return undefined;
+  const out: string[] = [];
+  for (let i = 0; i < a.length; i++) {
+    if ((a[i] === "--conditions" || a[i] === "-C") && a[i + 1] === "pbrl-source") i++;
+    else if (a[i] !== "--conditions=pbrl-source") out.push(a[i]!);
+  }
+  return out;
+}
+
+class AgentWorker {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private nextId = 0;
+  private stopped: Error | undefined;
+
+  constructor(
+    readonly index: number,
+    threads: number,
+  ) {
+    // Native kernels size their thread pool from PBRL_NATIVE_THREADS: the worker's share of the cores.
+    this.worker = new Worker(workerScript(), { execArgv: workerExecArgv(), env: { ...process.env, PBRL_NATIVE_THREADS: String(threads) } });
+    // An idle worker must not keep the process alive (a trainer that is never disposed).
+    this.worker.unref();
+    this.worker.on("message", (reply: WorkerReply) => this.settle(reply));
+    this.worker.on("error", (e) => this.stop(new Error(`agent worker ${index} failed: ${e.message}`)));
+    this.worker.on("exit", (code) => this.stop(new Error(`agent worker ${index} exited (code ${code})`)));
+  }
+
+  request<T>(req: WorkerRequest, transfer: ArrayBuffer[] = []): Promise<T> {
+    if (this.stopped !== undefined) return Promise.reject(this.stopped);
+    const id = this.nextId++;
+    if (this.pending.size === 0) this.worker.ref();
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.worker.postMessage({ id, req }, transfer);
+    });
+  }
+
+  private settle(reply: WorkerReply): void {
+    const p = this.pending.get(reply.id);
+    if (p === undefined) return;
+    this.pending.delete(reply.id);
+    if (this.pending.size === 0) this.worker.unref();
+    if (reply.ok) return p.resolve(reply.value);
+    const { name, message, stack } = reply.error;
+    const err = name === NonFiniteError.name ? new NonFiniteError(message) : new Error(`agent worker ${this.index}: ${message}`);
+    if (name !== NonFiniteError.name) err.name = name;
+    err.stack = stack ?? err.stack;
+    p.reject(err);
+  }
+
+  private stop(err: Error): void {
+    this.stopped ??= err;
+    for (const p of this.pending.values()) p.reject(this.stopped);
+    this.pending.clear();
+  }
+
+  async terminate(): Promise<void> {
+    this.stop(new Error(`agent worker ${this.index} was closed`));
+    await this.worker.terminate();
+  }
+}
+
+export class AgentWorkers implements MadpoAgents {
+  private readonly workers: AgentWorker[];
+  /** Whether the workers' weights have moved since the trainer's copies were last brought up to date. */
+  private stepped = false;
+
+  /** Threads each worker's native kernels use: an equal share of the cores, at least one. */
+  readonly threadsPerWorker: number;
+
+  constructor(
+    count: number,
+    private readonly backend: BackendName,
+  ) {
+    this.threadsPerWorker = Math.max(1, Math.floor(availableParallelism() / count));
+    this.workers = Array.from({ length: count }, (_, i) => new AgentWorker(i, this.threadsPerWorker));
+  }
+
+  get count(): number {
+    return this.workers.length;
+  }
+
+  /** Hands every agent's weights and optimizer state to its worker. */
+  async load(agents: readonly TrainableAgent[]): Promise<void> {
+    if (agents.length !== this.count) throw new RangeError(`AgentWorkers.load: ${agents.length} agents for ${this.count} workers`);
+    await Promise.all(
+      agents.map((a, i) => {
+        const weights = a.model.hostWeights();
+        const optimizer = a.optimizer.getState();
+        const req: WorkerRequest = { kind: "load", backend: this.backend, config: a.model.config, weights, optimizer, padTokenId: a.padTokenId };
+        return this.workers[i]!.request(req, transferables(weights, optimizer));
+      }),
+    );
+    this.stepped = false;
+  }
+
+  margins(index: number, pairs: AgentPairTokens[], scoreLastToken: boolean): Promise<number[]> {
+    return this.workers[index]!.request({ kind: "margins", pairs, scoreLastToken });
+  }
+
+  step(index: number, pairs: AgentPairTokens[], others: Float32Array, options: MadpoUpdateOptions): Promise<void> {
+    this.stepped = true;
+    return this.workers[index]!.request({ kind: "step", pairs, others, index, options });
+  }
+
+  /** Copies the workers' weights (and, with `optimizer`, their optimizer state) into the trainer's agents. */
+  async pull(agents: readonly TrainableAgent[], optimizer: boolean): Promise<void> {
+    if (!this.stepped && !optimizer) return;
+    await Promise.all(
+      agents.map(async (a, i) => {
+        const snap = await this.workers[i]!.request<AgentSnapshot>({ kind: "snapshot", optimizer });
+        a.model.assignHostWeights(snap.weights, `agent worker ${i}`);
+        if (snap.optimizer !== undefined) a.optimizer.setState(snap.optimizer);
+      }),
+    );
+    this.stepped = false;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+}

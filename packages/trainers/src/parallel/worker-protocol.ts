@@ -1,0 +1,33 @@
+/**
+ * Messages between a trainer and its agent workers (parallel_training="mp"). Every request
+ * carries an id; the worker answers each with the same id, in order.
+ */
+import type { AdamWState, BackendName, HostTensor } from "@pbrl/core-tensor";
+import type { MadpoUpdateOptions } from "@pbrl/dpo";
+import type { CausalLMConfig } from "@pbrl/models";
+import type { AgentPairTokens } from "@pbrl/preference-data";
+
+export type WorkerRequest =
+  /** Takes the agent: its model and optimizer state, replacing what the worker held. */
+  | { kind: "load"; backend: BackendName; config: CausalLMConfig; weights: Map<string, HostTensor>; optimizer: AdamWState; padTokenId: number }
+  /** The agent's margins on its pairs without gradients (→ number[]). */
+  | { kind: "margins"; pairs: AgentPairTokens[]; scoreLastToken: boolean }
+  /** One optimizer step on the agent's live margins plus the others' detached sum (→ undefined). */
+  | { kind: "step"; pairs: AgentPairTokens[]; others: Float32Array; index: number; options: MadpoUpdateOptions }
+  /** The agent's weights, and its optimizer state when asked (→ AgentSnapshot). */
+  | { kind: "snapshot"; optimizer: boolean };
+
+export interface AgentSnapshot {
+  weights: Map<string, HostTensor>;
+  optimizer: AdamWState | undefined;
+}
+
+export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { name: string; message: string; stack: string | undefined } };
+
+/** Buffers a message can hand over instead of copying (the sender never reads them again). */
+export function transferables(weights: ReadonlyMap<string, HostTensor>, optimizer: AdamWState | undefined): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const t of weights.values()) out.add(t.data.buffer as ArrayBuffer);
+  for (const m of [optimizer?.expAvg, optimizer?.expAvgSq]) for (const a of m?.values() ?? []) out.add(a.buffer as ArrayBuffer);
+  return [...out];
+}

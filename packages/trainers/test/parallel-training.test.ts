@@ -1,0 +1,114 @@
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { AdamW, tf } from "@pbrl/core-tensor";
+import { localAgents, madpoUpdate, NonFiniteError, type TrainableAgent } from "@pbrl/dpo";
+import { loadPretrained, type CausalLM } from "@pbrl/models";
+import type { AgentPairTokens } from "@pbrl/preference-data";
+import { ConfigError, MADPOIterTrainer, MADPOTrainer, MARLHFConfig, MARLHFIterConfig } from "../src/index.js";
+import { AgentWorkers } from "../src/parallel/agent-workers.js";
+import { ITERATIVE_RUN } from "./child/iterative-run-config.js";
+
+const TINY = path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama");
+const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-mp-"));
+const items = ["The cat", "We drink", "A bird", "Snow falls", "The river"].map((prompt, i) => ({ id: `q${i}`, prompt }));
+const countE = (c: string[][]) => c[0]!.map((a, j) => (a + c[1]![j]!).split("e").length - 1);
+
+const hash = (m: CausalLM) => {
+  const h = createHash("sha256");
+  for (const [, t] of m.hostWeights()) h.update(Buffer.from(t.data.buffer));
+  return h.digest("hex");
+};
+
+const madpoArgs = (over: Record<string, unknown>) => ({
+  output_dir: tmp(),
+  preference_num_candidates: 4,
+  preference_pairs_per_sample: 2,
+  max_new_tokens: 8,
+  temperature: 1.0,
+  top_p: 1.0,
+  num_train_epochs: 2,
+  train_batch_size: 2,
+  agent_learning_rate: 1e-3,
+  eval_interval: 2,
+  eval_num_samples: 3,
+  logging_steps: 1,
+  verbose: false,
+  ...over,
+});
+
+/** metrics.jsonl without its timestamps. */
+const metricsOf = (dir: string) => readFileSync(path.join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => {
+  const { time: _t, timestamp: _ts, ...rest } = JSON.parse(l) as Record<string, unknown>;
+  return rest;
+});
+
+// The workers compute with the same functions on the same backend as this thread, so on a
+// deterministic backend (wasm, cpu: the suites' backends) parallel and sequential runs agree bit for bit.
+describe('parallel_training="mp"', () => {
+  it("MADPO in agent worker threads trains exactly as in this thread: weights, metrics, evaluations", async () => {
+    const lines: string[] = [];
+    const runs = [];
+    for (const parallel of ["none", "mp"] as const) {
+      const args = madpoArgs({ parallel_training: parallel, agent_devices: "cpu", verbose: parallel === "mp" });
+      const trainer = new MADPOTrainer({ agentModel: TINY, trainDataset: items, evalDataset: items, rewardFunc: countE, args, log: (l) => lines.push(l) });
+      const r = await trainer.train();
+      runs.push({ r, hashes: (await trainer.agents()).map((a) => hash(a.model)), metrics: metricsOf(r.outputDir) });
+      trainer.dispose();
+    }
+    const [seq, mp] = runs;
+    expect(seq!.r.updates).toBeGreaterThan(2);
+    expect(mp!.hashes).toEqual(seq!.hashes);
+    expect(mp!.metrics).toEqual(seq!.metrics);
+    expect(mp!.r.evalAfter).toEqual(seq!.r.evalAfter);
+    expect(lines.some((l) => /parallel_training="mp": 2 agent worker threads on \w+/.test(l))).toBe(true);
+  });
+
+  it("iterative MADPO in worker threads: the same weights, optimizer checkpoints and metrics as in this thread", async () => {
+    const runs = [];
+    for (const parallel of ["none", "mp"] as const) {
+      const dir = tmp();
+      const trainer = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, num_iterations: 2, output_dir: dir, verbose: false, parallel_training: parallel, agent_devices: ["cpu", "cpu"] }, handleSignals: false });
+      const r = await trainer.train();
+      const optimizer = readFileSync(path.join(dir, "checkpoints", "round_0002", "optimizer_1.safetensors"));
+      runs.push({ updates: r.updates, hashes: (await trainer.agents()).map((a) => hash(a.model)), metrics: metricsOf(dir), optimizer: createHash("sha256").update(optimizer).digest("hex") });
+      trainer.dispose();
+    }
+    expect(runs[0]!.updates).toBeGreaterThan(0);
+    expect(runs[1]).toEqual(runs[0]);
+  });
+
+  it("a worker's non-finite loss stops the update with the same error as in this thread", async () => {
+    const agents: TrainableAgent[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { model } = await loadPretrained(TINY);
+      agents.push({ model, optimizer: new AdamW(model.params, { lr: 1e-3 }), padTokenId: 0 });
+    }
+    const w = agents[1]!.model.params.get("model.norm.weight")!;
+    w.assign(tf.fill(w.shape, NaN));
+    const pair: AgentPairTokens = { promptIds: [1, 40], winnerIds: [50, 51, 2], loserIds: [60, 61] };
+    const options = { beta: 0.1, scoreLastToken: false, where: "round 3, epoch 1, batch 2" };
+    const workers = new AgentWorkers(2, "wasm");
+    try {
+      await workers.load(agents);
+      const inWorkers = madpoUpdate(workers, [[pair, pair]], options);
+      await expect(inWorkers).rejects.toThrow(NonFiniteError);
+      await expect(inWorkers).rejects.toThrow(/agent 1 .*non-finite.*round 3, epoch 1, batch 2/);
+      await expect(madpoUpdate(localAgents(agents), [[pair, pair]], options)).rejects.toThrow(/agent 1 .*non-finite.*round 3, epoch 1, batch 2/);
+    } finally {
+      await workers.close();
+      agents.forEach((a) => (a.optimizer.dispose(), a.model.dispose()));
+    }
+    // A closed worker answers every later request with an error, never a hang.
+    await expect(workers.margins(0, [pair], false)).rejects.toThrow(/agent worker 0 was closed/);
+  });
+
+  it("MARLHF refuses mp with a reason, since its RL stage trains in one thread", () => {
+    for (const build of [MARLHFConfig, MARLHFIterConfig]) {
+      expect(() => build({ parallel_training: "mp", agent_devices: "cpu" })).toThrow(ConfigError);
+      expect(() => build({ parallel_training: "mp", agent_devices: "cpu" })).toThrow(/parallel_training: got "mp"; MARLHF's RL stage trains its agents in one thread/);
+    }
+  });
+});
