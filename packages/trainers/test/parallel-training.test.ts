@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { AdamW, tf } from "@pbrl/core-tensor";
+import { AdamW, currentBackend, loadNativeAddon, tf, useBackend } from "@pbrl/core-tensor";
 import { localAgents, madpoUpdate, NonFiniteError, type TrainableAgent } from "@pbrl/dpo";
 import { loadPretrained, type CausalLM } from "@pbrl/models";
 import type { AgentPairTokens } from "@pbrl/preference-data";
@@ -103,6 +103,52 @@ describe('parallel_training="mp"', () => {
     }
     // A closed worker answers every later request with an error, never a hang.
     await expect(workers.margins(0, [pair], false)).rejects.toThrow(/agent worker 0 was closed/);
+  });
+
+  // Where the addon is built (and always under PBRL_REQUIRE_NATIVE=1, as CI sets), the native
+  // path in worker threads: each thread has its own kernel pool, so a worker's setting up its
+  // pool must leave this thread's as it was.
+  it.runIf(loadNativeAddon().ok || process.env["PBRL_REQUIRE_NATIVE"] === "1")("native kernels in worker threads train as in this thread, within float summation noise", async () => {
+    const before = currentBackend()!.name;
+    await useBackend("native");
+    const threads = loadNativeAddon();
+    if (!threads.ok) throw new Error(threads.reason);
+    const mainThreads = threads.addon.info().threads;
+    const make = async () => {
+      const out: TrainableAgent[] = [];
+      for (let i = 0; i < 2; i++) {
+        const { model } = await loadPretrained(TINY);
+        out.push({ model, optimizer: new AdamW(model.params, { lr: 1e-3 }), padTokenId: 0 });
+      }
+      return out;
+    };
+    const local = await make();
+    const remote = await make();
+    const batch = (k: number): AgentPairTokens[][] => [0, 1, 2].map((p) => [0, 1].map((a) => ({ promptIds: [1, 40 + p + k], winnerIds: [50 + a, 51, 52 + p, 2], loserIds: [60 + k, 61 + a] })));
+    const options = (k: number) => ({ beta: 0.1, scoreLastToken: false, where: `batch ${k}` });
+    const workers = new AgentWorkers(2, "native");
+    try {
+      await workers.load(remote);
+      const seen = { local: [] as number[], remote: [] as number[] };
+      for (let k = 0; k < 3; k++) {
+        seen.local.push((await madpoUpdate(localAgents(local), batch(k), options(k))).loss);
+        seen.remote.push((await madpoUpdate(workers, batch(k), options(k))).loss);
+      }
+      expect(seen.local[2]).toBeLessThan(seen.local[0]!); // both sides learn the batches…
+      seen.remote.forEach((l, k) => expect(l).toBeCloseTo(seen.local[k]!, 4)); // …the same way
+      await workers.pull(remote, true);
+      local.forEach((a, i) => {
+        for (const [name, v] of a.model.params) {
+          const diff = tf.tidy(() => tf.max(tf.abs(tf.sub(v, remote[i]!.model.params.get(name)!))).dataSync()[0]!);
+          expect(diff, name).toBeLessThan(3 * 1e-3); // three AdamW steps of at most lr each
+        }
+      });
+      expect(threads.addon.info().threads).toBe(mainThreads);
+    } finally {
+      await workers.close();
+      [...local, ...remote].forEach((a) => (a.optimizer.dispose(), a.model.dispose()));
+      await useBackend(before);
+    }
   });
 
   it("MARLHF refuses mp with a reason, since its RL stage trains in one thread", () => {
