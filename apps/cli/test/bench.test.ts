@@ -34,13 +34,17 @@ describe("pbrl bench", () => {
     expect(report.machine["cpus"]).toBeGreaterThan(0);
     expect(wasm["demo_round"]).toEqual({ skipped: "--no-demo-round" });
     expect(wasm).not.toHaveProperty("flatness");
-    // parallel_training: the same two updates in this thread and in worker threads, timed.
-    const parallel = wasm["madpo_parallel"] as Json;
-    expect(parallel["workload"]).toEqual({ agents: 2, pairs_per_update: 8, prompt_len: 16, completion_len: 48, updates: 2 });
-    for (const k of ["sequential_update_s", "mp_update_s", "mp_speedup"]) expect(parallel[k]).toBeGreaterThan(0);
-    expect(parallel["mp_speedup"]).toBeCloseTo((parallel["sequential_update_s"] as number) / (parallel["mp_update_s"] as number), 6);
-    expect(parallel["max_abs_weight_diff"]).toBe(0); // wasm is deterministic: the workers train bit for bit as this thread
-    expect(err).toMatch(/pbrl bench \[wasm\]: MADPO update of 2 agents \(8 pairs\): [\d.]+ s in this thread, [\d.]+ s in worker threads/);
+    // parallel_training: the same sampling and updates in this thread and in worker threads, timed.
+    const parallel = wasm["parallel_training"] as { workload: Json; generation: Json; update: Json };
+    expect(parallel.workload).toEqual({ agents: 2, gen_prompts: 8, gen_candidates: 8, gen_prompt_len: 16, gen_new_tokens: 32, pairs_per_update: 8, prompt_len: 16, completion_len: 48, updates: 2 });
+    for (const t of [parallel.generation, parallel.update]) {
+      for (const k of ["sequential_s", "mp_s", "speedup"]) expect(t[k]).toBeGreaterThan(0);
+      expect(t["speedup"]).toBeCloseTo((t["sequential_s"] as number) / (t["mp_s"] as number), 6);
+    }
+    // wasm is deterministic: the workers sample and train bit for bit as this thread
+    expect(parallel.generation["same_tokens"]).toBe(true);
+    expect(parallel.update["max_abs_weight_diff"]).toBe(0);
+    expect(err).toMatch(/pbrl bench \[wasm\]: parallel_training: MADPO update of 2 agents \(8 pairs\): [\d.]+ s in this thread, [\d.]+ s in worker threads/);
     // Progress goes to stderr, so stdout is exactly one JSON document.
     expect(err).toMatch(/pbrl bench \[wasm\]: train step 2\/2/);
   });

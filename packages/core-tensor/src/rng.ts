@@ -124,6 +124,18 @@ export class RngStream {
     return Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
   }
 
+  /**
+   * A new, independent stream seeded from two draws of this one (53 bits, mixed as
+   * {@link fromSeed} mixes a seed). This stream advances by exactly two draws, however much the
+   * new one is used later: work handed to several consumers at once (agents generating in
+   * parallel) stays reproducible whatever order they finish in.
+   */
+  split(): RngStream {
+    const hi = this.nextUint32();
+    const lo = this.nextUint32() >>> 11;
+    return RngStream.fromSeed(hi * 2 ** 21 + lo, "split");
+  }
+
   /** Shuffles in place (Fisher–Yates) and returns the same array. */
   shuffle<T>(items: T[]): T[] {
     for (let i = items.length - 1; i > 0; i--) {

@@ -80,6 +80,34 @@ describe("RngStream", () => {
   });
 });
 
+describe("RngStream.split", () => {
+  it("advances the parent by exactly two draws and gives children independent of its later draws", () => {
+    const a = RngStream.fromSeed(5, "p");
+    const b = RngStream.fromSeed(5, "p");
+    const child = a.split();
+    b.nextUint32();
+    b.nextUint32();
+    expect(a.getState()).toEqual(b.getState());
+    // Deterministic: the same parent state gives the same child.
+    const again = RngStream.fromSeed(5, "p").split();
+    const xs = Array.from({ length: 8 }, () => child.nextUint32());
+    expect(Array.from({ length: 8 }, () => again.nextUint32())).toEqual(xs);
+    // Two successive children differ from each other and from the parent's own sequence.
+    const second = a.split();
+    const ys = Array.from({ length: 8 }, () => second.nextUint32());
+    expect(ys).not.toEqual(xs);
+    expect(Array.from({ length: 8 }, () => a.nextUint32())).not.toEqual(xs);
+    // Children look uniform: the mean of many draws of many children is near 1/2.
+    let sum = 0;
+    const parent = RngStream.fromSeed(9);
+    for (let c = 0; c < 200; c++) {
+      const s = parent.split();
+      for (let i = 0; i < 50; i++) sum += s.random();
+    }
+    expect(Math.abs(sum / 10_000 - 0.5)).toBeLessThan(0.02);
+  });
+});
+
 describe("RngStreams", () => {
   it("keeps named streams independent: drawing from one never shifts another", () => {
     const a = new RngStreams(42);

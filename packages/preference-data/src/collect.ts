@@ -72,7 +72,7 @@ export async function collectPreferencePairs(o: CollectOptions): Promise<Collect
   for (let start = 0; start < o.items.length; start += o.itemsPerBatch) {
     const items = o.items.slice(start, start + o.itemsPerBatch);
     const prompts = items.map((item, k) => formatPrompts(o.formatters, item, start + k));
-    const samples = o.sampler.sample(prompts, o.numCandidates);
+    const samples = await o.sampler.sample(prompts, o.numCandidates);
     const scored = await Promise.all(
       items.map((item, k) =>
         limit(() =>

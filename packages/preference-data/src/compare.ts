@@ -59,9 +59,10 @@ export async function collectComparisons(o: CompareOptions): Promise<CompareResu
   for (let start = 0; start < o.items.length; start += o.itemsPerBatch) {
     const items = o.items.slice(start, start + o.itemsPerBatch);
     const prompts = items.map((item, k) => formatPrompts(o.formatters, item, start + k));
-    const targetSamples = o.sampler.sample(prompts, o.numCandidates);
+    // Both sides at once: agents generating in worker threads overlap with a comparator that
+    // generates in this thread or waits on an API (each side draws from its own stream).
+    const [targetSamples, comparator] = await Promise.all([o.sampler.sample(prompts, o.numCandidates), o.comparator.sample(items, prompts, o.comparatorNumCandidates)]);
     const target = targetSamples.map(fromSamples);
-    const comparator = await o.comparator.sample(items, prompts, o.comparatorNumCandidates);
     if (comparator.length !== items.length) throw new Error(`comparator ${o.comparator.description} returned ${comparator.length} candidate sets for ${items.length} items`);
     const score = (set: CandidateSet, k: number): Promise<ScoredCandidates> =>
       limit(() => scoreJointCandidates(o.rewardFunc, set.texts.map((t) => [...t]), { item: items[k]!, itemIndex: start + k, prompts: prompts[k]! }, o.rewardProcessor));

@@ -17,8 +17,8 @@ export {
   PREFERENCE_SCORERS,
 } from "./pair-record.js";
 export type { PairRecord, RoundFile, PairsFile, PreferenceScorer } from "./pair-record.js";
-export { PolicySampler } from "./sampler.js";
-export type { AgentSamples, CandidateSampler, Policy, GenerationSettings } from "./sampler.js";
+export { PolicySampler, ParallelPolicySampler, sampleAgentRows } from "./sampler.js";
+export type { AgentSamples, AgentRowsGenerator, CandidateSampler, Policy, GenerationSettings } from "./sampler.js";
 export { collectPreferencePairs } from "./collect.js";
 export type { AgentPairTokens, CollectedPair, CollectOptions, CollectResult, CandidateCheck } from "./collect.js";
 export type { CandidateSet, Comparator, CentralizedAdapter, ReplayIndexEntry, ReplayState, PairTokenizer, ReplayBuffer } from "./interfaces.js";

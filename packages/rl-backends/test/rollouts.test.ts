@@ -46,10 +46,10 @@ describe("collectRollouts", () => {
     expect(new Set(all.map((t) => t.length)).size).toBeGreaterThan(1);
   });
 
-  it("matches a direct generate call with the same stream (EOS kept, nothing trimmed or padded)", async () => {
+  it("matches a direct generate call with the agent's stream (EOS kept, nothing trimmed or padded)", async () => {
     const r = await collectRollouts({ items: ITEMS.slice(0, 1), formatters: formatters(1), sampler: sampler(agents.slice(0, 1), 9), numGenerations: 5, reward: (c) => c[0]!.map(() => 0) });
     const direct = generate(agents[0]!.model, [r[0]!.promptIds[0]!], {
-      maxNewTokens: 6, temperature: 1, topP: 1, topK: 0, numReturnSequences: 5, eosTokenIds: [2, 327, 346, 137], padTokenId: 0, rng: RngStream.fromSeed(9, "policy"),
+      maxNewTokens: 6, temperature: 1, topP: 1, topK: 0, numReturnSequences: 5, eosTokenIds: [2, 327, 346, 137], padTokenId: 0, rng: RngStream.fromSeed(9, "policy").split(), // the sampler splits one stream per agent
     });
     expect(r[0]!.tokens[0]).toEqual(direct.map((d) => d.tokens));
   });

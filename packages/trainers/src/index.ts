@@ -26,8 +26,8 @@ export { MetricsLog } from "./metrics-log.js";
 export type { MetricsRecord } from "./metrics-log.js";
 export { ProgressBar } from "./progress.js";
 export { AgentWorkers } from "./parallel/agent-workers.js";
-export { madpoExecution } from "./parallel/madpo-execution.js";
-export type { MadpoExecution } from "./parallel/madpo-execution.js";
+export { agentExecution } from "./parallel/agent-execution.js";
+export type { AgentExecution } from "./parallel/agent-execution.js";
 // The data-side contracts a user needs to write tasks, rewards and samplers.
 export type { TaskItem, Formatter, RewardFunc, RewardContext, RewardProcessor, PairRecord, CandidateSampler, Comparator, CandidateSet, ReplayBuffer, ReplayState, CentralizedAdapter, CollectedPair, PairTokenizer } from "@pbrl/preference-data";
 export { CentralizedParseError } from "@pbrl/preference-data";

@@ -4,7 +4,7 @@ import type { CollectedPair } from "@pbrl/preference-data";
 import type { MADPOConfig } from "./config/madpo-config.js";
 import type { LearnContext } from "./learn-context.js";
 import type { MetricsLog } from "./metrics-log.js";
-import type { MadpoExecution } from "./parallel/madpo-execution.js";
+import type { AgentExecution } from "./parallel/agent-execution.js";
 import { ProgressBar } from "./progress.js";
 
 /** Counters that run across epochs (and rounds): what the logs and the eval schedule count. */
@@ -71,7 +71,7 @@ export async function runMadpoEpochs(pairs: readonly CollectedPair[], ctx: Epoch
  * A trainer's MADPO learning step: the epochs over `pairs`, with the agents where `execution`
  * runs them; mid-phase evaluations see the current weights.
  */
-export function learnWithMadpo(pairs: readonly CollectedPair[], ctx: LearnContext, settings: EpochSettings, execution: MadpoExecution, shuffleRng: RngStream): Promise<void> {
+export function learnWithMadpo(pairs: readonly CollectedPair[], ctx: LearnContext, settings: EpochSettings, execution: AgentExecution, shuffleRng: RngStream): Promise<void> {
   const agents = ctx.agents.map((ag, i) => ({ model: ag.model, optimizer: ctx.optimizers[i]!, padTokenId: ag.padTokenId }));
   return execution.train(agents, (madpo, syncWeights) =>
     runMadpoEpochs(pairs, {

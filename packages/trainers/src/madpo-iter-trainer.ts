@@ -5,7 +5,6 @@ import { loadPretrained } from "@pbrl/models";
 import {
   collectComparisons,
   pairTokensFromRecord,
-  PolicySampler,
   roundFileName,
   type CollectedPair,
   type Comparator,
@@ -22,7 +21,7 @@ import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
 import type { LearnContext } from "./learn-context.js";
 import { learnWithMadpo, type TrainingCounters } from "./madpo-epochs.js";
-import { madpoExecution, type MadpoExecution } from "./parallel/madpo-execution.js";
+import { agentExecution, type AgentExecution } from "./parallel/agent-execution.js";
 import type { MADPOTrainerOptions } from "./madpo-trainer.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
@@ -101,8 +100,8 @@ export class MADPOIterTrainer {
   protected readonly trainerName: string = "madpo_iter";
   protected readonly task: TaskSetup;
   protected readonly log: (line: string) => void;
-  /** Where MADPO's agent updates run (parallel_training). */
-  protected readonly execution: MadpoExecution;
+  /** Where the agents generate and train (parallel_training). */
+  protected readonly execution: AgentExecution;
   private resolved: ResolvedAgent[] | undefined;
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private optimizers: AdamW[] = [];
@@ -114,7 +113,7 @@ export class MADPOIterTrainer {
     this.task = taskSetup({ collaborationMode: this.args.collaboration_mode, numAgents: this.args.num_agents, formatters: options.formatters, rewardFunc: options.rewardFunc, adapter: options.centralizedAdapter, scoreLastToken: this.args.madpo_score_last_token });
     const verbose = this.args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
-    this.execution = madpoExecution(this.args.parallel_training, this.task.actors, this.log);
+    this.execution = agentExecution(this.args.parallel_training, this.task.actors, this.log);
   }
 
   async agents(): Promise<ResolvedAgent[]> {
@@ -224,7 +223,7 @@ export class MADPOIterTrainer {
           collected = await collectComparisons({
             items: this.options.trainDataset,
             formatters: this.task.formatters,
-            sampler: new PolicySampler(agents, samplingSettings(this.args), streams.get(STREAMS.policy)),
+            sampler: this.execution.sampler(agents, samplingSettings(this.args), streams.get(STREAMS.policy)),
             isValid: this.task.isValid,
             agents: tokenizing,
             comparator,

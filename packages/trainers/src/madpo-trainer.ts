@@ -5,7 +5,6 @@ import type { Tokenizer } from "@pbrl/models";
 import {
   collectPreferencePairs,
   type CollectedPair,
-  PolicySampler,
   writePairsFile,
   type CentralizedAdapter,
   type Formatter,
@@ -19,7 +18,7 @@ import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
 import type { LearnContext } from "./learn-context.js";
 import { learnWithMadpo, type TrainingCounters } from "./madpo-epochs.js";
-import { madpoExecution, type MadpoExecution } from "./parallel/madpo-execution.js";
+import { agentExecution, type AgentExecution } from "./parallel/agent-execution.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
@@ -69,8 +68,8 @@ export class MADPOTrainer {
   protected readonly trainerName: string = "madpo";
   protected readonly task: TaskSetup;
   protected readonly log: (line: string) => void;
-  /** Where MADPO's agent updates run (parallel_training). */
-  protected readonly execution: MadpoExecution;
+  /** Where the agents generate and train (parallel_training). */
+  protected readonly execution: AgentExecution;
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private resolved: ResolvedAgent[] | undefined;
   private optimizers: AdamW[] = [];
@@ -82,7 +81,7 @@ export class MADPOTrainer {
     this.task = taskSetup({ collaborationMode: this.args.collaboration_mode, numAgents: this.args.num_agents, formatters: options.formatters, rewardFunc: options.rewardFunc, adapter: options.centralizedAdapter, scoreLastToken: this.args.madpo_score_last_token });
     const verbose = this.args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
-    this.execution = madpoExecution(this.args.parallel_training, this.task.actors, this.log);
+    this.execution = agentExecution(this.args.parallel_training, this.task.actors, this.log);
   }
 
   /** The agents, loaded on first use (after the backend is chosen). */
@@ -134,7 +133,7 @@ export class MADPOTrainer {
     const collected = await collectPreferencePairs({
       items,
       formatters: this.task.formatters,
-      sampler: new PolicySampler(agents, samplingSettings(this.args), streams.get(STREAMS.policy)),
+      sampler: this.execution.sampler(agents, samplingSettings(this.args), streams.get(STREAMS.policy)),
       rewardFunc: this.task.rewardFunc,
       isValid: this.task.isValid,
       rewardProcessor: this.options.rewardProcessor,

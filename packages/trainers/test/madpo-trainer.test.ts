@@ -1,32 +1,10 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadPretrained, type CausalLM } from "@pbrl/models";
 import { PairRecordSchema, readPairsFile } from "@pbrl/preference-data";
-import { MADPOConfig, MADPOTrainer, type MADPOConfigInput, type RewardFunc } from "../src/index.js";
-
-const TINY = path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama");
-const items = ["The cat", "We drink", "A bird", "Snow falls", "The river"].map((prompt, i) => ({ id: `q${i}`, prompt }));
-/** Rewards answers with more letter e's, from both agents together. */
-const countE: RewardFunc = (c) => c[0]!.map((a, j) => (a + c[1]![j]!).split("e").length - 1);
-
-const small = (over: MADPOConfigInput = {}): MADPOConfigInput => ({
-  output_dir: mkdtempSync(path.join(tmpdir(), "pbrl-madpo-")),
-  preference_num_candidates: 4,
-  preference_pairs_per_sample: 2,
-  max_new_tokens: 8,
-  temperature: 1.0,
-  top_p: 1.0,
-  num_train_epochs: 2,
-  train_batch_size: 2,
-  agent_learning_rate: 1e-3,
-  eval_interval: 2,
-  eval_num_samples: 3,
-  logging_steps: 1,
-  verbose: false,
-  ...over,
-});
+import { MADPOConfig, MADPOTrainer } from "../src/index.js";
+import { countE, items, small, TINY } from "./small-madpo-run.js";
 
 function weights(models: CausalLM[]): Map<string, Float32Array>[] {
   return models.map((m) => new Map([...m.hostWeights()].map(([k, t]) => [k, t.data as Float32Array])));

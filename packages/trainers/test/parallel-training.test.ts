@@ -10,34 +10,15 @@ import type { AgentPairTokens } from "@pbrl/preference-data";
 import { ConfigError, MADPOIterTrainer, MADPOTrainer, MARLHFConfig, MARLHFIterConfig } from "../src/index.js";
 import { AgentWorkers } from "../src/parallel/agent-workers.js";
 import { ITERATIVE_RUN } from "./child/iterative-run-config.js";
+import { countE, items, small, TINY } from "./small-madpo-run.js";
 
-const TINY = path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama");
 const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-mp-"));
-const items = ["The cat", "We drink", "A bird", "Snow falls", "The river"].map((prompt, i) => ({ id: `q${i}`, prompt }));
-const countE = (c: string[][]) => c[0]!.map((a, j) => (a + c[1]![j]!).split("e").length - 1);
 
 const hash = (m: CausalLM) => {
   const h = createHash("sha256");
   for (const [, t] of m.hostWeights()) h.update(Buffer.from(t.data.buffer));
   return h.digest("hex");
 };
-
-const madpoArgs = (over: Record<string, unknown>) => ({
-  output_dir: tmp(),
-  preference_num_candidates: 4,
-  preference_pairs_per_sample: 2,
-  max_new_tokens: 8,
-  temperature: 1.0,
-  top_p: 1.0,
-  num_train_epochs: 2,
-  train_batch_size: 2,
-  agent_learning_rate: 1e-3,
-  eval_interval: 2,
-  eval_num_samples: 3,
-  logging_steps: 1,
-  verbose: false,
-  ...over,
-});
 
 /** metrics.jsonl without its timestamps. */
 const metricsOf = (dir: string) => readFileSync(path.join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => {
@@ -52,7 +33,7 @@ describe('parallel_training="mp"', () => {
     const lines: string[] = [];
     const runs = [];
     for (const parallel of ["none", "mp"] as const) {
-      const args = madpoArgs({ parallel_training: parallel, agent_devices: "cpu", verbose: parallel === "mp" });
+      const args = small({ parallel_training: parallel, agent_devices: "cpu", verbose: parallel === "mp" });
       const trainer = new MADPOTrainer({ agentModel: TINY, trainDataset: items, evalDataset: items, rewardFunc: countE, args, log: (l) => lines.push(l) });
       const r = await trainer.train();
       runs.push({ r, hashes: (await trainer.agents()).map((a) => hash(a.model)), metrics: metricsOf(r.outputDir) });

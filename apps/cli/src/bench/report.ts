@@ -1,7 +1,7 @@
 /** Ratios between pbrl and PyTorch, and the human-readable table of `pbrl bench`. */
 import * as os from "node:os";
 import { FLATNESS_MEANING, type DemoRoundResult, type FlatnessResult } from "./demo-rounds.js";
-import type { ParallelResult } from "./parallel-madpo.js";
+import type { ParallelResult } from "./parallel-agents.js";
 import type { TorchResult } from "./torch.js";
 import type { BackendResult } from "./worker.js";
 import { RATE_METRICS, type RateMetric, type Workloads } from "./workloads.js";
@@ -131,8 +131,8 @@ export function formatTable(report: BenchReport): string {
     return d !== undefined && "demo_round_s" in d ? d : undefined;
   };
   const parallel = (name: string): ParallelResult | undefined => {
-    const p = get(name)["madpo_parallel"] as BackendResult["madpo_parallel"] | undefined;
-    return p !== undefined && "mp_speedup" in p ? p : undefined;
+    const p = get(name)["parallel_training"] as BackendResult["parallel_training"] | undefined;
+    return p !== undefined && "update" in p ? p : undefined;
   };
   const flat = (name: string): FlatnessResult | undefined => {
     const f = get(name)["flatness"] as FlatnessResult | { not_measured: string } | undefined;
@@ -152,8 +152,8 @@ export function formatTable(report: BenchReport): string {
     ["tf memory MB (with AdamW)", (n) => fmt(num(n, "tf_memory_mb_with_optimizer")), undefined],
     ["tf memory MB (after)", (n) => fmt(num(n, "tf_memory_mb_after")), undefined],
     ["live tensors before → after", (n) => (num(n, "live_tensors_before") !== undefined ? `${num(n, "live_tensors_before")} → ${num(n, "live_tensors_after")}` : "–"), undefined],
-    ["MADPO update s, this thread → mp", (n) => (parallel(n) ? `${fmt(parallel(n)!.sequential_update_s)} → ${fmt(parallel(n)!.mp_update_s)}` : "–"), undefined],
-    ["mp speed-up (parallel_training)", (n) => fmt(parallel(n)?.mp_speedup), undefined],
+    ["2 agents sampling s, this thread → mp", (n) => (parallel(n) ? `${fmt(parallel(n)!.generation.sequential_s)} → ${fmt(parallel(n)!.generation.mp_s)}` : "–"), undefined],
+    ["2 agents MADPO update s, this thread → mp", (n) => (parallel(n) ? `${fmt(parallel(n)!.update.sequential_s)} → ${fmt(parallel(n)!.update.mp_s)}` : "–"), undefined],
     ["demo round s", (n) => fmt(demo(n)?.demo_round_s), (r) => fmt(r.demo_round_s)],
     ["demo round pairs / updates", (n) => (demo(n) ? `${demo(n)!.pairs} / ${demo(n)!.updates}` : "–"), undefined],
   ];

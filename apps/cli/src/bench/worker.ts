@@ -5,7 +5,7 @@
 import { AdamW, liveTensorCount, RngStream, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
 import { buildScoringBatch, CausalLM, completionLogProbs, generate, parseModelConfig } from "@pbrl/models";
 import type { CliIO } from "../io.js";
-import { measureParallel, type ParallelResult } from "./parallel-madpo.js";
+import { measureParallel, type ParallelResult } from "./parallel-agents.js";
 import { demoRoundWorkload, flatnessLine, runDemoRound, runFlatness, type DemoRoundResult, type FlatnessResult } from "./demo-rounds.js";
 import { genMetric, presetConfigJson, workloadsFor, type GenMetric, type Preset, type RateMetric, type Workloads } from "./workloads.js";
 
@@ -46,8 +46,8 @@ export type BackendResult = {
   /** Live tensors with the model built, before any workload, and after all of them. */
   live_tensors_before: number;
   live_tensors_after: number;
-  /** MADPO updates of two agents in this thread and in one worker thread per agent (parallel_training="mp"), or why it did not run. */
-  madpo_parallel: ParallelResult | { skipped: string };
+  /** Two agents' generation and MADPO updates in this thread and in one worker thread per agent (parallel_training="mp"), or why it did not run. */
+  parallel_training: ParallelResult | { skipped: string };
   /** One round of the embedded demo (collection + MADPO training), or why it did not run. */
   demo_round: DemoRoundResult | { skipped: string };
   /** With --rounds N only: the state after each of N demo rounds, and whether it stayed flat. */
@@ -59,7 +59,7 @@ export type BackendResult = {
 } & Record<RateMetric, number>;
 
 /** What the model workloads measure (everything but the demo rounds and the worker's totals). */
-type ModelResult = Omit<BackendResult, "backend" | "description" | "isolation" | "pid" | "madpo_parallel" | "demo_round" | "flatness" | "wall_s" | "cpu_s">;
+type ModelResult = Omit<BackendResult, "backend" | "description" | "isolation" | "pid" | "parallel_training" | "demo_round" | "flatness" | "wall_s" | "cpu_s">;
 
 const MB = 1024 * 1024;
 
@@ -82,7 +82,7 @@ export async function runBenchWorker(spec: WorkerSpec, io: CliIO, isolation: Bac
     isolation,
     pid: process.pid,
     ...model,
-    madpo_parallel: parallel,
+    parallel_training: parallel,
     demo_round: demoRound,
     ...(flatness !== undefined ? { flatness } : {}),
     wall_s: (performance.now() - start) / 1000,
@@ -90,14 +90,14 @@ export async function runBenchWorker(spec: WorkerSpec, io: CliIO, isolation: Bac
   };
 }
 
-async function timeParallel(spec: WorkerSpec, say: (msg: string) => void): Promise<BackendResult["madpo_parallel"]> {
-  // The pure-JS kernels would take over ten minutes for these updates of the default model.
+async function timeParallel(spec: WorkerSpec, say: (msg: string) => void): Promise<BackendResult["parallel_training"]> {
+  // The pure-JS kernels would take over ten minutes for this work on the default model.
   if (spec.backend === "cpu" && spec.preset === "default") return { skipped: "cpu backend with the default preset (pure-JS kernels: over ten minutes); --preset tiny measures it" };
   const r = await measureParallel(spec.preset, spec.backend, spec.steps);
-  say(
-    `MADPO update of ${r.workload.agents} agents (${r.workload.pairs_per_update} pairs): ${r.sequential_update_s.toFixed(2)} s in this thread, ` +
-      `${r.mp_update_s.toFixed(2)} s in worker threads (${r.threads_per_worker} thread${r.threads_per_worker === 1 ? "" : "s"} each): ${r.mp_speedup.toFixed(2)}×`,
-  );
+  const w = r.workload;
+  const t = `${r.threads_per_worker} thread${r.threads_per_worker === 1 ? "" : "s"} each`;
+  say(`parallel_training: sampling ${w.gen_prompts}×${w.gen_candidates} candidates per agent: ${r.generation.sequential_s.toFixed(2)} s in this thread, ${r.generation.mp_s.toFixed(2)} s in worker threads (${t}): ${r.generation.speedup.toFixed(2)}×`);
+  say(`parallel_training: MADPO update of ${w.agents} agents (${w.pairs_per_update} pairs): ${r.update.sequential_s.toFixed(2)} s in this thread, ${r.update.mp_s.toFixed(2)} s in worker threads: ${r.update.speedup.toFixed(2)}×`);
   return r;
 }
 

@@ -47,9 +47,10 @@ then MADPO training, no evaluation): with --preset default the demo's own round 
 candidates, 2 epochs, about 20 s on native, 75 s on wasm), with --preset tiny, on cpu and for --rounds
 a small one (8 texts × 4 candidates, 1 epoch: about 2 s on native, 6 s on wasm, 3 minutes on
 cpu, so --rounds 20 is meant for --backends native,wasm). PyTorch has no demo and is not timed
-on it. Between the two, parallel_training: --steps MADPO updates of two agents of the preset
-model (8 pairs, 16 prompt + 48 completion tokens), in this thread and then one worker thread per
-agent, from the same weights (skipped on cpu with the default preset). Progress goes to stderr.
+on it. Between the two, parallel_training: two agents of the preset model sample 8 prompts × 8
+candidates (32 new tokens) and then take --steps MADPO updates (8 pairs, 16 prompt + 48
+completion tokens), in this thread and then in one worker thread per agent, from the same
+weights and streams (skipped on cpu with the default preset). Progress goes to stderr.
 `;
 
 const DEFAULT_BACKENDS = "native,wasm,cpu";

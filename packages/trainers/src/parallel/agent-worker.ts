@@ -1,43 +1,57 @@
 /**
- * A worker thread that holds one agent (model and AdamW) for parallel_training="mp" and runs its
- * share of each MADPO update: the detached margins, then its optimizer step. It computes with
- * the same functions as the sequential update, on the trainer's backend, in its own tfjs.
+ * A worker thread that holds one agent for parallel_training="mp": it generates the agent's
+ * candidates and runs its share of each MADPO update (the detached margins, then its optimizer
+ * step), with the same functions as this work in the trainer's thread, on the trainer's
+ * backend, in a tfjs of its own.
  */
 import { parentPort } from "node:worker_threads";
-import { AdamW, useBackend } from "@pbrl/core-tensor";
+import { AdamW, RngStream, useBackend } from "@pbrl/core-tensor";
 import { agentStep, detachedMargins, type TrainableAgent } from "@pbrl/dpo";
 import { CausalLM } from "@pbrl/models";
+import { sampleAgentRows } from "@pbrl/preference-data";
 import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
 
-if (parentPort === null) throw new Error("agent-worker.js runs as a worker thread (parallel_training=\"mp\"), not as a script");
+if (parentPort === null) throw new Error('agent-worker.js runs as a worker thread (parallel_training="mp"), not as a script');
 const port = parentPort;
-let agent: TrainableAgent | undefined;
+let agent: { model: CausalLM; optimizer: AdamW | undefined; padTokenId: number } | undefined;
 
-function held(): TrainableAgent {
+function held(): NonNullable<typeof agent> {
   if (agent === undefined) throw new Error("agent worker: no agent loaded");
   return agent;
+}
+
+function trainable(): TrainableAgent {
+  const a = held();
+  if (a.optimizer === undefined) throw new Error("agent worker: the agent was loaded without optimizer state, for generation only");
+  return { model: a.model, optimizer: a.optimizer, padTokenId: a.padTokenId };
 }
 
 async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: ArrayBuffer[] }> {
   switch (req.kind) {
     case "load": {
       await useBackend(req.backend);
-      agent?.optimizer.dispose();
+      agent?.optimizer?.dispose();
       agent?.model.dispose();
+      agent = undefined;
       const model = CausalLM.fromHostWeights(req.config, req.weights, "agent worker");
       const s = req.optimizer;
-      const optimizer = new AdamW(model.params, { lr: s.lr, betas: s.betas, eps: s.eps, weightDecay: s.weightDecay });
-      optimizer.setState(s);
+      const optimizer = s === undefined ? undefined : new AdamW(model.params, { lr: s.lr, betas: s.betas, eps: s.eps, weightDecay: s.weightDecay });
+      if (s !== undefined) optimizer!.setState(s);
       agent = { model, optimizer, padTokenId: req.padTokenId };
       return { value: undefined, transfer: [] };
     }
+    case "generate": {
+      const a = held();
+      const rows = sampleAgentRows({ model: a.model, eosTokenIds: req.eosTokenIds, padTokenId: a.padTokenId }, req.promptIds, req.n, req.settings, RngStream.fromState(req.rng));
+      return { value: rows, transfer: [] };
+    }
     case "margins":
-      return { value: detachedMargins(held(), req.pairs, req.scoreLastToken), transfer: [] };
+      return { value: detachedMargins(trainable(), req.pairs, req.scoreLastToken), transfer: [] };
     case "step":
-      agentStep(held(), req.pairs, req.others, req.index, req.options);
+      agentStep(trainable(), req.pairs, req.others, req.index, req.options);
       return { value: undefined, transfer: [] };
     case "snapshot": {
-      const a = held();
+      const a = trainable();
       const snap: AgentSnapshot = { weights: a.model.hostWeights(), optimizer: req.optimizer ? a.optimizer.getState() : undefined };
       return { value: snap, transfer: transferables(snap.weights, snap.optimizer) };
     }

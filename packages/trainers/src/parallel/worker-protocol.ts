@@ -2,14 +2,16 @@
  * Messages between a trainer and its agent workers (parallel_training="mp"). Every request
  * carries an id; the worker answers each with the same id, in order.
  */
-import type { AdamWState, BackendName, HostTensor } from "@pbrl/core-tensor";
+import type { AdamWState, BackendName, HostTensor, RngState } from "@pbrl/core-tensor";
 import type { MadpoUpdateOptions } from "@pbrl/dpo";
 import type { CausalLMConfig } from "@pbrl/models";
-import type { AgentPairTokens } from "@pbrl/preference-data";
+import type { AgentPairTokens, GenerationSettings } from "@pbrl/preference-data";
 
 export type WorkerRequest =
-  /** Takes the agent: its model and optimizer state, replacing what the worker held. */
-  | { kind: "load"; backend: BackendName; config: CausalLMConfig; weights: Map<string, HostTensor>; optimizer: AdamWState; padTokenId: number }
+  /** Takes the agent's weights (and optimizer state, to train), replacing what the worker held. */
+  | { kind: "load"; backend: BackendName; config: CausalLMConfig; weights: Map<string, HostTensor>; optimizer: AdamWState | undefined; padTokenId: number }
+  /** The agent's candidates, as sampleAgentRows gives them here, from the given stream state (→ number[][]). */
+  | { kind: "generate"; promptIds: number[][]; n: number; settings: GenerationSettings; eosTokenIds: number[]; rng: RngState }
   /** The agent's margins on its pairs without gradients (→ number[]). */
   | { kind: "margins"; pairs: AgentPairTokens[]; scoreLastToken: boolean }
   /** One optimizer step on the agent's live margins plus the others' detached sum (→ undefined). */

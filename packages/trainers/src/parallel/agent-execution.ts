@@ -1,0 +1,84 @@
+import { currentBackend, type RngStream } from "@pbrl/core-tensor";
+import { localAgents, type MadpoAgents, type TrainableAgent } from "@pbrl/dpo";
+import { ParallelPolicySampler, PolicySampler, type CandidateSampler, type GenerationSettings, type Policy } from "@pbrl/preference-data";
+import { AgentWorkers } from "./agent-workers.js";
+
+/**
+ * Where the agents generate and train (parallel_training): in this thread, or one worker
+ * thread per agent. Either way the results are the same: each agent samples from its own
+ * stream split off the sampler's, and MADPO's two phases per update depend only on the batch.
+ */
+export interface AgentExecution {
+  /** A sampler of the agents' candidates (one collection phase: weights as they are now). */
+  sampler(policies: readonly Policy[], settings: GenerationSettings, rng: RngStream): CandidateSampler;
+  /**
+   * One training phase: `fn` trains through the agents it is given and calls `syncWeights`
+   * before anything reads the trainer's weights mid-phase (an evaluation). When `fn` resolves,
+   * the trainer's agents hold the trained weights and optimizer state.
+   */
+  train<T>(agents: readonly TrainableAgent[], fn: (agents: MadpoAgents, syncWeights: () => Promise<void>) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+const inThisThread: AgentExecution = {
+  sampler: (policies, settings, rng) => new PolicySampler(policies, settings, rng),
+  train: (agents, fn) => fn(localAgents(agents), async () => {}),
+  close: async () => {},
+};
+
+class InWorkers implements AgentExecution {
+  private started: AgentWorkers | undefined;
+
+  constructor(private readonly log: (line: string) => void) {}
+
+  private workers(count: number): AgentWorkers {
+    if (this.started === undefined) {
+      const backend = currentBackend();
+      if (backend === undefined) throw new Error('parallel_training="mp": no tensor backend is active');
+      this.started = new AgentWorkers(count, backend.name);
+      const t = this.started.threadsPerWorker;
+      this.log(`pbrl: parallel_training="mp": ${count} agent worker threads on ${backend.name}, ${t} compute thread${t === 1 ? "" : "s"} each`);
+    }
+    return this.started;
+  }
+
+  sampler(policies: readonly Policy[], settings: GenerationSettings, rng: RngStream): CandidateSampler {
+    const workers = this.workers(policies.length);
+    // The workers get the weights once per sampler, i.e. per collection phase. A worker answers
+    // requests in order, so a generation posted now runs after the load: posting it at once,
+    // with no await in between, lets the workers start while this thread goes on to the
+    // comparator's own generation.
+    const loaded = workers.loadWeights(policies);
+    loaded.catch(() => {}); // a failed load surfaces through every generation that waits on it
+    return new ParallelPolicySampler(policies, settings, rng, (agent, promptIds, n, s, stream) =>
+      Promise.all([loaded, workers.generate(agent, promptIds, n, s, policies[agent]!.eosTokenIds, stream)]).then(([, rows]) => rows),
+    );
+  }
+
+  async train<T>(agents: readonly TrainableAgent[], fn: (agents: MadpoAgents, syncWeights: () => Promise<void>) => Promise<T>): Promise<T> {
+    const workers = this.workers(agents.length);
+    await workers.load(agents);
+    // On an error the trainer's agents keep the weights they had before this phase.
+    const result = await fn(workers, () => workers.pull(agents, false));
+    await workers.pull(agents, true);
+    return result;
+  }
+
+  async close(): Promise<void> {
+    await this.started?.close();
+    this.started = undefined;
+  }
+}
+
+/**
+ * The execution a config asks for: parallel_training="mp" with two or more actor models runs one
+ * worker thread per agent; otherwise (or with one actor: nothing to run side by side) this thread.
+ */
+export function agentExecution(parallelTraining: "none" | "mp", actors: number, log: (line: string) => void): AgentExecution {
+  if (parallelTraining === "none") return inThisThread;
+  if (actors < 2) {
+    log('pbrl: parallel_training="mp" has no effect with a single actor model; it runs in this thread');
+    return inThisThread;
+  }
+  return new InWorkers(log);
+}
