@@ -1,7 +1,10 @@
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { AdamW, currentBackend, loadNativeAddon, tf, useBackend } from "@pbrl/core-tensor";
 import { localAgents, madpoUpdate, NonFiniteError, type TrainableAgent } from "@pbrl/dpo";
@@ -47,7 +50,7 @@ describe('parallel_training="mp"', () => {
     expect(lines.some((l) => /parallel_training="mp": 2 agent worker threads on \w+/.test(l))).toBe(true);
   });
 
-  it("iterative MADPO in worker threads: the same weights, optimizer checkpoints and metrics as in this thread", async () => {
+  it("iterative MADPO in worker threads: the same weights, optimizer checkpoints and metrics as in this thread, also after a resume", async () => {
     const runs = [];
     for (const parallel of ["none", "mp"] as const) {
       const dir = tmp();
@@ -59,6 +62,17 @@ describe('parallel_training="mp"', () => {
     }
     expect(runs[0]!.updates).toBeGreaterThan(0);
     expect(runs[1]).toEqual(runs[0]);
+    // Stopped after round 1 and resumed in worker threads: the same run again.
+    const dir = tmp();
+    const args = { ...ITERATIVE_RUN.args, output_dir: dir, verbose: false, parallel_training: "mp" as const, agent_devices: "cpu" };
+    const first = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...args, num_iterations: 1 }, handleSignals: false });
+    await first.train();
+    first.dispose();
+    const resumed = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...args, num_iterations: 2, resume_from_checkpoint: true }, handleSignals: false });
+    const r = await resumed.train();
+    expect(r.resumedAfterRound).toBe(1);
+    expect((await resumed.agents()).map((a) => hash(a.model))).toEqual(runs[0]!.hashes);
+    resumed.dispose();
   });
 
   it("a worker's non-finite loss stops the update with the same error as in this thread", async () => {
@@ -130,6 +144,24 @@ describe('parallel_training="mp"', () => {
       [...local, ...remote].forEach((a) => (a.optimizer.dispose(), a.model.dispose()));
       await useBackend(before);
     }
+  });
+
+  it("idle workers never keep the process alive: a script that forgets to close them still exits", async () => {
+    const dist = (pkg: string) => pathToFileURL(path.join(import.meta.dirname, `../../${pkg}/dist/index.js`)).href;
+    const script = `
+      const { useBackend, RngStream } = await import(${JSON.stringify(dist("core-tensor"))});
+      const { loadPretrained } = await import(${JSON.stringify(dist("models"))});
+      const { AgentWorkers } = await import(${JSON.stringify(dist("trainers"))});
+      await useBackend("wasm");
+      const { model } = await loadPretrained(${JSON.stringify(TINY)});
+      const workers = new AgentWorkers(2, "wasm");
+      await workers.loadWeights([{ model, padTokenId: 0 }, { model, padTokenId: 0 }]);
+      const rows = await workers.generate(1, [[1, 40, 41]], 2, { maxNewTokens: 3, temperature: 1, topP: 1, topK: null, maxBatchRows: 8 }, [2], RngStream.fromSeed(0));
+      console.log(JSON.stringify(rows.map((r) => r.length)));`;
+    const started = performance.now();
+    const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], { timeout: 60_000 });
+    expect(JSON.parse(stdout)).toHaveLength(2);
+    expect(performance.now() - started).toBeLessThan(60_000);
   });
 
   it("MARLHF refuses mp with a reason, since its RL stage trains in one thread", () => {

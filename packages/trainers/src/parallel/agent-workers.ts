@@ -27,22 +27,6 @@ function workerScript(): URL {
   throw new Error(`parallel_training="mp" needs the built agent worker (${fileURLToPath(built)}); run \`pnpm build\``);
 }
 
-/**
- * Node options for the worker: this process's, inherited, unless they carry the "pbrl-source"
- * condition (the test suites' way to import TypeScript sources), which would lead the built
- * worker to sources it cannot run; then the same list without it.
- */
-function workerExecArgv(): string[] | undefined {
-  const a = process.execArgv;
-  if (!a.some((x, i) => x === "--conditions=pbrl-source" || ((x === "--conditions" || x === "-C") && a[i + 1] === "pbrl-source"))) return undefined;
-  const out: string[] = [];
-  for (let i = 0; i < a.length; i++) {
-    if ((a[i] === "--conditions" || a[i] === "-C") && a[i + 1] === "pbrl-source") i++;
-    else if (a[i] !== "--conditions=pbrl-source") out.push(a[i]!);
-  }
-  return out;
-}
-
 class AgentWorker {
   private readonly worker: Worker;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
@@ -54,7 +38,12 @@ class AgentWorker {
     threads: number,
   ) {
     // Native kernels size their thread pool from PBRL_NATIVE_THREADS: the worker's share of the cores.
-    this.worker = new Worker(workerScript(), { execArgv: workerExecArgv(), env: { ...process.env, PBRL_NATIVE_THREADS: String(threads) } });
+    this.worker = new Worker(workerScript(), {
+      // Built JavaScript needs none of this process's Node options, and some would break it: the
+      // test suites' "pbrl-source" condition (TypeScript sources), --input-type, loaders.
+      execArgv: [],
+      env: { ...process.env, PBRL_NATIVE_THREADS: String(threads) },
+    });
     // An idle worker must not keep the process alive (a trainer that is never disposed).
     this.worker.unref();
     this.worker.on("message", (reply: WorkerReply) => this.settle(reply));
