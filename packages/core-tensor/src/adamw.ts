@@ -1,3 +1,4 @@
+import { adamwStep } from "./fused-ops.js";
 import { variableFrom } from "./memory.js";
 import { tf } from "./tf.js";
 
@@ -76,15 +77,11 @@ export class AdamW {
       s.step += 1;
       const bc1 = 1 - b1 ** s.step;
       const bc2Sqrt = Math.sqrt(1 - b2 ** s.step);
-      tf.tidy(() => {
-        const decayed = this.weightDecay !== 0 ? tf.mul(p, 1 - this.lr * this.weightDecay) : p;
-        const m = tf.add(tf.mul(s.m, b1), tf.mul(g, 1 - b1));
-        const v = tf.add(tf.mul(s.v, b2), tf.mul(tf.square(g), 1 - b2));
-        const denom = tf.add(tf.div(tf.sqrt(v), bc2Sqrt), this.eps);
-        s.m.assign(m);
-        s.v.assign(v);
-        p.assign(tf.sub(decayed, tf.mul(tf.div(m, denom), this.lr / bc1)));
-      });
+      const [pNew, m, v] = adamwStep(p, g, s.m, s.v, { lr: this.lr, weightDecay: this.weightDecay, betas: this.betas, eps: this.eps, bc1, bc2Sqrt });
+      s.m.assign(m);
+      s.v.assign(v);
+      p.assign(pNew);
+      tf.dispose([pNew, m, v]);
     }
   }
 

@@ -3,7 +3,7 @@
  * equivalent sequence of tfjs ops elsewhere (the same ops, in the same order, that callers used
  * before, so the wasm and cpu results do not change).
  */
-import { PBRL_LOG_SOFTMAX_GRAD, PBRL_RMS_NORM, PBRL_ROPE, PBRL_RMS_NORM_GRAD, PBRL_SWIGLU, PBRL_SWIGLU_GRAD } from "./native-backend.js";
+import { PBRL_ADAMW, PBRL_LOG_SOFTMAX_GRAD, PBRL_RMS_NORM, PBRL_ROPE, PBRL_RMS_NORM_GRAD, PBRL_SWIGLU, PBRL_SWIGLU_GRAD } from "./native-backend.js";
 import { tf } from "./tf.js";
 
 /**
@@ -94,4 +94,34 @@ export function rotary(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.T
     return { value, gradFunc };
   });
   return op(x) as tf.Tensor4D;
+}
+
+/** The scalars of one AdamW step of one parameter (see {@link adamwStep}). */
+export interface AdamWScalars {
+  lr: number;
+  weightDecay: number;
+  betas: readonly [number, number];
+  eps: number;
+  /** 1 − β1^t and √(1 − β2^t) for the parameter's step count t. */
+  bc1: number;
+  bc2Sqrt: number;
+}
+
+/**
+ * One AdamW step (torch.optim.AdamW) of parameter p with gradient g and moments m, v: returns the
+ * new [p, m, v] as new tensors. On native one threaded pass; elsewhere the tfjs ops.
+ */
+export function adamwStep(p: tf.Tensor, g: tf.Tensor, m: tf.Tensor, v: tf.Tensor, k: AdamWScalars): [tf.Tensor, tf.Tensor, tf.Tensor] {
+  const [b1, b2] = k.betas;
+  if (onNative() && p.dtype === "float32" && g.dtype === "float32") {
+    const attrs = { decay: 1 - k.lr * k.weightDecay, b1, c1: 1 - b1, b2, c2: 1 - b2, bc2Sqrt: k.bc2Sqrt, eps: k.eps, stepSize: k.lr / k.bc1 };
+    return run(PBRL_ADAMW, { p, g, m, v }, attrs) as [tf.Tensor, tf.Tensor, tf.Tensor];
+  }
+  return tf.tidy(() => {
+    const decayed = k.weightDecay !== 0 ? tf.mul(p, 1 - k.lr * k.weightDecay) : p;
+    const mNew = tf.add(tf.mul(m, b1), tf.mul(g, 1 - b1));
+    const vNew = tf.add(tf.mul(v, b2), tf.mul(tf.square(g), 1 - b2));
+    const denom = tf.add(tf.div(tf.sqrt(vNew), k.bc2Sqrt), k.eps);
+    return [tf.sub(decayed, tf.mul(tf.div(mNew, denom), k.lr / k.bc1)), mNew, vNew];
+  });
 }

@@ -92,6 +92,26 @@ export interface NativeAddon {
     cacheV: Float32Array,
     logits: Float32Array,
   ): void;
+  /** One AdamW step of n parameters into new buffers (see src/fused-ops.ts `adamwStep`). */
+  adamw(
+    heap: ArrayBuffer,
+    pOff: number,
+    gOff: number,
+    mOff: number,
+    vOff: number,
+    pOutOff: number,
+    mOutOff: number,
+    vOutOff: number,
+    n: number,
+    decay: number,
+    b1: number,
+    c1: number,
+    b2: number,
+    c2: number,
+    bc2Sqrt: number,
+    eps: number,
+    stepSize: number,
+  ): void;
   /** Samples one token per row from softmax(logits / temperature) with the row's uniform draw (< 0: skip the row). */
   sample(logits: Float32Array, uniforms: Float64Array, temperature: number, out: Int32Array): void;
 }
@@ -115,7 +135,7 @@ function nativeThreads(): number {
 }
 
 /** Every function of {@link NativeAddon}, checked when the addon loads. */
-const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "sum", "logsoftmaxGrad", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "decode", "sample"] as const satisfies readonly (keyof NativeAddon)[];
+const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "sum", "logsoftmaxGrad", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "decode", "sample", "adamw"] as const satisfies readonly (keyof NativeAddon)[];
 
 const loaded = new Map<string, NativeLoad>();
 
@@ -514,6 +534,7 @@ const swigluGrad = (args: KernelArgs): TensorInfo[] => {
 };
 
 export const PBRL_ROPE = "PbrlRope";
+export const PBRL_ADAMW = "PbrlAdamW";
 
 const rope = (args: KernelArgs): TensorInfo => {
   const { inputs, backend, attrs } = args;
@@ -526,6 +547,19 @@ const rope = (args: KernelArgs): TensorInfo => {
   return y;
 };
 
+const adamw = (args: KernelArgs): TensorInfo[] => {
+  const { inputs, backend, attrs } = args;
+  const { p, g, m, v } = inputs as Record<"p" | "g" | "m" | "v", TensorInfo>;
+  const outs = [backend.makeOutput(p.shape, "float32"), backend.makeOutput(p.shape, "float32"), backend.makeOutput(p.shape, "float32")] as const;
+  const n = sizeOf(p.shape);
+  const k = (name: string) => attrs[name] as number;
+  if (n > 0) {
+    const o = (t: TensorInfo) => offsetOf(backend, t);
+    native().adamw(heapOf(backend), o(p), o(g), o(m), o(v), o(outs[0]), o(outs[1]), o(outs[2]), n, k("decay"), k("b1"), k("c1"), k("b2"), k("c2"), k("bc2Sqrt"), k("eps"), k("stepSize"));
+  }
+  return [...outs];
+};
+
 /** pbrl's own kernels (src/fused-ops.ts), by name: registered for the native backend only. */
 const FUSED_KERNELS: Record<string, (args: KernelArgs) => TensorInfo | TensorInfo[]> = {
   [PBRL_LOG_SOFTMAX_GRAD]: logSoftmaxGrad,
@@ -534,6 +568,7 @@ const FUSED_KERNELS: Record<string, (args: KernelArgs) => TensorInfo | TensorInf
   [PBRL_SWIGLU]: swiglu,
   [PBRL_SWIGLU_GRAD]: swigluGrad,
   [PBRL_ROPE]: rope,
+  [PBRL_ADAMW]: adamw,
 };
 
 /** Names of pbrl's fused kernels, which exist on the native backend only. */

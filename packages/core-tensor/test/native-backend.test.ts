@@ -7,7 +7,7 @@
 // .ci/run when OpenBLAS is installed) a missing addon fails instead, so CI cannot silently lose
 // the native path.
 import { afterEach, describe, expect, it } from "vitest";
-import { BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, logSoftmaxSelectGrad, NATIVE_KERNELS, decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, rmsNorm, rotary, swiglu, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
+import { BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, logSoftmaxSelectGrad, NATIVE_KERNELS, decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, rmsNorm, rotary, swiglu, adamwStep, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
 
 const load = loadNativeAddon();
 const unavailable = load.ok ? undefined : load.reason;
@@ -84,7 +84,7 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     }
     // every other wasm kernel is there too, so nothing falls back to another backend; plus the
     // kernels of pbrl's fused ops (src/fused-ops.ts)
-    expect(FUSED_KERNEL_NAMES).toEqual(["PbrlLogSoftmaxGrad", "PbrlRmsNorm", "PbrlRmsNormGrad", "PbrlSwiglu", "PbrlSwigluGrad", "PbrlRope"]);
+    expect(FUSED_KERNEL_NAMES).toEqual(["PbrlLogSoftmaxGrad", "PbrlRmsNorm", "PbrlRmsNormGrad", "PbrlSwiglu", "PbrlSwigluGrad", "PbrlRope", "PbrlAdamW"]);
     expect(tf.getKernelsForBackend("native").length).toBe(tf.getKernelsForBackend("wasm").length + FUSED_KERNEL_NAMES.length);
     for (const name of FUSED_KERNEL_NAMES) expect(tf.getKernel(name, "native"), name).toBeDefined();
   });
@@ -228,6 +228,18 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     expect(() => logSoftmaxSelectGrad(x, lse, Int32Array.from([1, 5]), dy)).toThrow(/target 5 outside \[0, 5\)/);
     expect(() => logSoftmaxSelectGrad(x, lse, Int32Array.from([1]), dy)).toThrow(/1 targets for 2 rows/);
     tf.dispose([x, lse, dy]);
+  });
+
+  it("fused AdamW step: the new parameter and moments match the tfjs ops on cpu", async () => {
+    for (const [shape, weightDecay, t] of [[[256, 688], 0.01, 1], [[7], 0, 5], [[0, 3], 0.01, 2]] as const) {
+      await expectSame(() => {
+        const p = rand([...shape], 91);
+        const g = tf.mul(rand([...shape], 92), 0.3);
+        const m = tf.mul(rand([...shape], 93), 0.1);
+        const v = tf.abs(tf.mul(rand([...shape], 94), 0.01));
+        return adamwStep(p, g, m, v, { lr: 0.05, weightDecay, betas: [0.9, 0.999], eps: 1e-8, bc1: 1 - 0.9 ** t, bc2Sqrt: Math.sqrt(1 - 0.999 ** t) });
+      }, 1e-6);
+    }
   });
 
   it("fused RMSNorm, SwiGLU and rotary embedding: values and gradients of the native kernels match the tfjs ops on cpu", async () => {
@@ -380,7 +392,7 @@ describe("fallback to wasm", () => {
     delete process.env["PBRL_NATIVE"];
     const r = loadNativeAddon();
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no copy2d, sum, logsoftmaxGrad, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope, decode, sample\); rebuild it: pnpm --filter @pbrl\/core-tensor build:native/);
+    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no copy2d, sum, logsoftmaxGrad, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope, decode, sample, adamw\); rebuild it: pnpm --filter @pbrl\/core-tensor build:native/);
     await expect(useBackend("native")).rejects.toThrow(/out of date/);
   });
 
