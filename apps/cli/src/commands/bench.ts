@@ -19,7 +19,8 @@ const MIN_ROUNDS = 3;
 export const BENCH_HELP = `pbrl bench [options]
 
 Measures training and generation speed and memory of a randomly initialised Llama-style model
-on each tensor backend, and of the same model in PyTorch + transformers when available; then
+on each tensor backend, and of the same model in PyTorch + transformers when available (run
+first, right before the first backend, so the compared training steps run close together); then
 times one round of the embedded demo on each backend.
 
   --preset P       default (vocab 8000, hidden 256, 6 layers, 4 heads, intermediate 688,
@@ -158,6 +159,11 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
 
   const results: Record<string, Outcome> = {};
   const workloads: Record<string, Workloads> = {};
+  // PyTorch first, right before the first pbrl backend: on a shared machine whose speed drifts
+  // over minutes, the training steps compared in the ratios then run seconds apart rather than
+  // after every pbrl backend's demo rounds.
+  const torch = noTorch ? undefined : await torchSide(values.python, configJson, steps, io);
+  if (torch !== undefined && !isMeasured(torch)) io.err(`pbrl bench [pytorch]: ${"skipped" in torch ? `skipped — ${torch.skipped}` : `failed — ${torch.failed}`}\n`);
   // By default native runs when its addon is built; asked for by name, it must run (and fails).
   const nativeLoad = loadNativeAddon();
   const optional = new Set<BackendName>(values.backends === undefined && !nativeLoad.ok ? ["native"] : []);
@@ -175,13 +181,11 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
     else io.err(`pbrl bench [${backend}]: failed — ${r.failed}\n`);
   }
 
-  if (noTorch) {
-    results["pytorch"] = { skipped: "--no-torch" };
+  if (torch !== undefined) {
+    results["pytorch"] = isMeasured(torch) ? { ...torch, ...torchDemoNotMeasured(demoRound, rounds) } : torch;
+    if (isMeasured(torch)) workloads["pytorch"] = torch.workloads;
   } else {
-    const t = await torchSide(values.python, configJson, steps, io);
-    results["pytorch"] = isMeasured(t) ? { ...t, ...torchDemoNotMeasured(demoRound, rounds) } : t;
-    if (isMeasured(t)) workloads["pytorch"] = t.workloads;
-    else io.err(`pbrl bench [pytorch]: ${"skipped" in t ? `skipped — ${t.skipped}` : `failed — ${t.failed}`}\n`);
+    results["pytorch"] = { skipped: "--no-torch" };
   }
 
   const report: BenchReport = {
