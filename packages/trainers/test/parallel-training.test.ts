@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
@@ -162,6 +162,25 @@ describe('parallel_training="mp"', () => {
     const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], { timeout: 60_000 });
     expect(JSON.parse(stdout)).toHaveLength(2);
     expect(performance.now() - started).toBeLessThan(60_000);
+  });
+
+  it("each worker gets an equal share of the threads PBRL_NATIVE_THREADS allows (else of the cores), at least one", async () => {
+    const before = process.env["PBRL_NATIVE_THREADS"];
+    try {
+      for (const [setting, count, expected] of [["6", 2, 3], ["5", 2, 2], ["1", 3, 1]] as const) {
+        process.env["PBRL_NATIVE_THREADS"] = setting;
+        const w = new AgentWorkers(count, "wasm");
+        expect(w.threadsPerWorker).toBe(expected);
+        await w.close();
+      }
+      delete process.env["PBRL_NATIVE_THREADS"];
+      const w = new AgentWorkers(2, "wasm");
+      expect(w.threadsPerWorker).toBe(Math.max(1, Math.floor(availableParallelism() / 2)));
+      await w.close();
+    } finally {
+      if (before === undefined) delete process.env["PBRL_NATIVE_THREADS"];
+      else process.env["PBRL_NATIVE_THREADS"] = before;
+    }
   });
 
   it("MARLHF refuses mp with a reason, since its RL stage trains in one thread", () => {

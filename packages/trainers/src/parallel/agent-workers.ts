@@ -27,6 +27,12 @@ function workerScript(): URL {
   throw new Error(`parallel_training="mp" needs the built agent worker (${fileURLToPath(built)}); run \`pnpm build\``);
 }
 
+/** The threads this process may compute with: PBRL_NATIVE_THREADS when set (as the native backend reads it), else every core. */
+function computeThreads(): number {
+  const n = Number(process.env["PBRL_NATIVE_THREADS"]);
+  return Number.isInteger(n) && n >= 1 ? n : availableParallelism();
+}
+
 class AgentWorker {
   private readonly worker: Worker;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
@@ -91,14 +97,14 @@ export class AgentWorkers implements MadpoAgents {
   /** Whether the workers' weights have moved since the trainer's copies were last brought up to date. */
   private stepped = false;
 
-  /** Threads each worker's native kernels use: an equal share of the cores, at least one. */
+  /** Threads each worker's native kernels use: an equal share of this process's, at least one. */
   readonly threadsPerWorker: number;
 
   constructor(
     count: number,
     private readonly backend: BackendName,
   ) {
-    this.threadsPerWorker = Math.max(1, Math.floor(availableParallelism() / count));
+    this.threadsPerWorker = Math.max(1, Math.floor(computeThreads() / count));
     this.workers = Array.from({ length: count }, (_, i) => new AgentWorker(i, this.threadsPerWorker));
   }
 
