@@ -128,7 +128,7 @@ export function nativeAddonPath(): string {
 }
 
 /** Threads for OpenBLAS and the addon's pool: `PBRL_NATIVE_THREADS` when set, else every core. */
-function nativeThreads(): number {
+export function nativeThreads(): number {
   const v = process.env["PBRL_NATIVE_THREADS"];
   const n = v === undefined || v === "" ? NaN : Number(v);
   return Number.isInteger(n) && n >= 1 ? n : availableParallelism();

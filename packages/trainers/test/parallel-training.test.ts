@@ -17,6 +17,16 @@ import { countE, items, small, TINY } from "./small-madpo-run.js";
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-mp-"));
 
+/** Two agents of the tiny fixture, each with its own AdamW (lr 1e-3). */
+async function tinyAgents(): Promise<TrainableAgent[]> {
+  const out: TrainableAgent[] = [];
+  for (let i = 0; i < 2; i++) {
+    const { model } = await loadPretrained(TINY);
+    out.push({ model, optimizer: new AdamW(model.params, { lr: 1e-3 }), padTokenId: 0 });
+  }
+  return out;
+}
+
 const hash = (m: CausalLM) => {
   const h = createHash("sha256");
   for (const [, t] of m.hostWeights()) h.update(Buffer.from(t.data.buffer));
@@ -76,11 +86,7 @@ describe('parallel_training="mp"', () => {
   });
 
   it("a worker's non-finite loss stops the update with the same error as in this thread", async () => {
-    const agents: TrainableAgent[] = [];
-    for (let i = 0; i < 2; i++) {
-      const { model } = await loadPretrained(TINY);
-      agents.push({ model, optimizer: new AdamW(model.params, { lr: 1e-3 }), padTokenId: 0 });
-    }
+    const agents = await tinyAgents();
     const w = agents[1]!.model.params.get("model.norm.weight")!;
     w.assign(tf.fill(w.shape, NaN));
     const pair: AgentPairTokens = { promptIds: [1, 40], winnerIds: [50, 51, 2], loserIds: [60, 61] };
@@ -109,16 +115,8 @@ describe('parallel_training="mp"', () => {
     const threads = loadNativeAddon();
     if (!threads.ok) throw new Error(threads.reason);
     const mainThreads = threads.addon.info().threads;
-    const make = async () => {
-      const out: TrainableAgent[] = [];
-      for (let i = 0; i < 2; i++) {
-        const { model } = await loadPretrained(TINY);
-        out.push({ model, optimizer: new AdamW(model.params, { lr: 1e-3 }), padTokenId: 0 });
-      }
-      return out;
-    };
-    const local = await make();
-    const remote = await make();
+    const local = await tinyAgents();
+    const remote = await tinyAgents();
     const batch = (k: number): AgentPairTokens[][] => [0, 1, 2].map((p) => [0, 1].map((a) => ({ promptIds: [1, 40 + p + k], winnerIds: [50 + a, 51, 52 + p, 2], loserIds: [60 + k, 61 + a] })));
     const options = (k: number) => ({ beta: 0.1, scoreLastToken: false, where: `batch ${k}` });
     const workers = new AgentWorkers(2, "native");

@@ -887,6 +887,32 @@ static napi_value Swiglu(napi_env env, napi_callback_info info) {
   return Undefined(env);
 }
 
+// swiglu_grad(heap, gOff, uOff, dyOff, dgOff, duOff, n)
+static napi_value SwigluGrad(napi_env env, napi_callback_info info) {
+  Args a(env, info);
+  size_t len = 0;
+  uint8_t* heap = a.Heap(0, &len);
+  const int64_t n = a.Int(6);
+  const float* g = At<float>(a, heap, len, a.Int(1), n, "swiglu_grad gate");
+  const float* u = At<float>(a, heap, len, a.Int(2), n, "swiglu_grad up");
+  const float* dy = At<float>(a, heap, len, a.Int(3), n, "swiglu_grad dy");
+  float* dg = At<float>(a, heap, len, a.Int(4), n, "swiglu_grad dgate");
+  float* du = At<float>(a, heap, len, a.Int(5), n, "swiglu_grad dup");
+  if (!a.ok) return nullptr;
+  g_pool->ParallelFor(n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    SigmoidLoop(g + lo, dg + lo, hi - lo);
+    for (int64_t i = lo; i < hi; i++) {
+      const float s = dg[i];
+      du[i] = dy[i] * g[i] * s;
+      dg[i] = dy[i] * u[i] * s * (1.f + g[i] * (1.f - s));
+    }
+  });
+  return Undefined(env);
+}
+
+// ---------------------------------------------------------------------------------------------
+// AdamW, the optimizer step of every parameter (AdamW.step in src/adamw.ts).
+
 // adamw(heap, pOff, gOff, mOff, vOff, pOutOff, mOutOff, vOutOff, n, decay, b1, c1, b2, c2, bc2Sqrt, eps, stepSize):
 // one AdamW step over n parameters in one pass, the float32 operations of the tfjs op sequence
 // in src/fused-ops.ts in the same order (decay = 1 − lr·λ, c1 = 1 − β1, c2 = 1 − β2,
@@ -916,29 +942,6 @@ static napi_value AdamWStep(napi_env env, napi_callback_info info) {
       pOut[i] = p[i] * decay - (mi / denom) * stepSize;
       mOut[i] = mi;
       vOut[i] = vi;
-    }
-  });
-  return Undefined(env);
-}
-
-// swiglu_grad(heap, gOff, uOff, dyOff, dgOff, duOff, n)
-static napi_value SwigluGrad(napi_env env, napi_callback_info info) {
-  Args a(env, info);
-  size_t len = 0;
-  uint8_t* heap = a.Heap(0, &len);
-  const int64_t n = a.Int(6);
-  const float* g = At<float>(a, heap, len, a.Int(1), n, "swiglu_grad gate");
-  const float* u = At<float>(a, heap, len, a.Int(2), n, "swiglu_grad up");
-  const float* dy = At<float>(a, heap, len, a.Int(3), n, "swiglu_grad dy");
-  float* dg = At<float>(a, heap, len, a.Int(4), n, "swiglu_grad dgate");
-  float* du = At<float>(a, heap, len, a.Int(5), n, "swiglu_grad dup");
-  if (!a.ok) return nullptr;
-  g_pool->ParallelFor(n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-    SigmoidLoop(g + lo, dg + lo, hi - lo);
-    for (int64_t i = lo; i < hi; i++) {
-      const float s = dg[i];
-      du[i] = dy[i] * g[i] * s;
-      dg[i] = dy[i] * u[i] * s * (1.f + g[i] * (1.f - s));
     }
   });
   return Undefined(env);

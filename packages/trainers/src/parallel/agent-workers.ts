@@ -7,10 +7,9 @@
  * weights also before any evaluation in the middle of one).
  */
 import { existsSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { AdamW, BackendName, RngStream } from "@pbrl/core-tensor";
+import { nativeThreads, type AdamW, type BackendName, type RngStream } from "@pbrl/core-tensor";
 import { NonFiniteError, type MadpoAgents, type MadpoUpdateOptions, type TrainableAgent } from "@pbrl/dpo";
 import type { AgentPairTokens, GenerationSettings } from "@pbrl/preference-data";
 import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
@@ -25,12 +24,6 @@ function workerScript(): URL {
   const built = new URL("../../dist/parallel/agent-worker.js", import.meta.url);
   if (existsSync(fileURLToPath(built))) return built;
   throw new Error(`parallel_training="mp" needs the built agent worker (${fileURLToPath(built)}); run \`pnpm build\``);
-}
-
-/** The threads this process may compute with: PBRL_NATIVE_THREADS when set (as the native backend reads it), else every core. */
-function computeThreads(): number {
-  const n = Number(process.env["PBRL_NATIVE_THREADS"]);
-  return Number.isInteger(n) && n >= 1 ? n : availableParallelism();
 }
 
 class AgentWorker {
@@ -104,7 +97,7 @@ export class AgentWorkers implements MadpoAgents {
     count: number,
     private readonly backend: BackendName,
   ) {
-    this.threadsPerWorker = Math.max(1, Math.floor(computeThreads() / count));
+    this.threadsPerWorker = Math.max(1, Math.floor(nativeThreads() / count));
     this.workers = Array.from({ length: count }, (_, i) => new AgentWorker(i, this.threadsPerWorker));
   }
 
