@@ -3,8 +3,58 @@
  * equivalent sequence of tfjs ops elsewhere (the same ops, in the same order, that callers used
  * before, so the wasm and cpu results do not change).
  */
-import { PBRL_ADAMW, PBRL_LOG_SOFTMAX_GRAD, PBRL_RMS_NORM, PBRL_ROPE, PBRL_RMS_NORM_GRAD, PBRL_SWIGLU, PBRL_SWIGLU_GRAD } from "./native-backend.js";
+import { PBRL_ADAMW, PBRL_LOG_SOFTMAX_GRAD, PBRL_LOG_SOFTMAX_SELECT, PBRL_RMS_NORM, PBRL_SCATTER_ADD_ROWS, PBRL_ROPE, PBRL_RMS_NORM_GRAD, PBRL_SWIGLU, PBRL_SWIGLU_GRAD } from "./native-backend.js";
 import { tf } from "./tf.js";
+
+const onNative = (): boolean => tf.getBackend() === "native";
+const run = (kernel: string, inputs: Record<string, tf.Tensor>, attrs: Record<string, number> = {}): tf.Tensor | tf.Tensor[] =>
+  tf.engine().runKernel(kernel, inputs as unknown as tf.NamedTensorMap, attrs) as tf.Tensor | tf.Tensor[];
+
+/**
+ * The selected log-probabilities log softmax(x)[i, targets[i]] of logits x [N, V] as [N], and
+ * lse = logsumexp(x, 1) as [N, 1] (what {@link logSoftmaxSelectGrad} needs). On native one threaded
+ * pass; elsewhere tfjs's logSumExp and a gather. Not differentiable by itself (see
+ * models' selectedLogProbs); targets must lie in [0, V).
+ */
+export function logSoftmaxSelect(x: tf.Tensor2D, targets: Int32Array): { value: tf.Tensor1D; lse: tf.Tensor2D } {
+  const [n, vocab] = x.shape;
+  if (targets.length !== n) throw new RangeError(`logSoftmaxSelect: ${targets.length} targets for ${n} rows`);
+  const flat = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const t = targets[i]!;
+    if (t < 0 || t >= vocab) throw new RangeError(`logSoftmaxSelect: target ${t} outside the vocabulary [0, ${vocab})`);
+    flat[i] = i * vocab + t;
+  }
+  if (onNative() && x.dtype === "float32" && vocab > 0) {
+    const [value, lse] = tf.tidy(() => run(PBRL_LOG_SOFTMAX_SELECT, { x, targets: tf.tensor1d(targets, "int32") })) as [tf.Tensor1D, tf.Tensor2D];
+    return { value, lse };
+  }
+  const lse = tf.logSumExp(x, 1, true) as tf.Tensor2D;
+  const value = tf.tidy(() => tf.sub(tf.gather(tf.reshape(x, [-1]), tf.tensor1d(flat, "int32")), tf.reshape(lse, [-1]))) as tf.Tensor1D;
+  return { value, lse };
+}
+
+/**
+ * The gradient of a row gather: [rows, cols] zeros with dy [N, cols]'s row r added into row
+ * indices[r]. On native one threaded kernel; elsewhere on the host (wasm has no UnsortedSegmentSum
+ * kernel, and the cpu backend's takes most of a training step for an 8000-row embedding).
+ */
+export function scatterAddRows(dy: tf.Tensor, indices: Int32Array, rows: number): tf.Tensor2D {
+  const cols = dy.shape[dy.shape.length - 1]!;
+  if (dy.size !== indices.length * cols) throw new RangeError(`scatterAddRows: ${indices.length} indices for a gradient of shape [${dy.shape.join(", ")}]`);
+  for (const i of indices) if (i < 0 || i >= rows) throw new RangeError(`scatterAddRows: index ${i} outside [0, ${rows})`);
+  if (onNative() && dy.dtype === "float32") {
+    return tf.tidy(() => run(PBRL_SCATTER_ADD_ROWS, { dy: tf.reshape(dy, [indices.length, cols]), indices: tf.tensor1d(indices, "int32") }, { rows })) as tf.Tensor2D;
+  }
+  const g = dy.dataSync();
+  const acc = new Float32Array(rows * cols);
+  for (let r = 0; r < indices.length; r++) {
+    const dst = indices[r]! * cols;
+    const src = r * cols;
+    for (let c = 0; c < cols; c++) acc[dst + c]! += g[src + c]!;
+  }
+  return tf.tensor2d(acc, [rows, cols]);
+}
 
 /**
  * The gradient of the selected log-probabilities log softmax(x)[i, targets[i]] with respect to
@@ -29,9 +79,6 @@ export function logSoftmaxSelectGrad(x: tf.Tensor2D, lse: tf.Tensor2D, targets: 
   });
 }
 
-const onNative = (): boolean => tf.getBackend() === "native";
-const run = (kernel: string, inputs: Record<string, tf.Tensor>, attrs: Record<string, number> = {}): tf.Tensor | tf.Tensor[] =>
-  tf.engine().runKernel(kernel, inputs as unknown as tf.NamedTensorMap, attrs) as tf.Tensor | tf.Tensor[];
 
 /**
  * Llama's RMSNorm over the last axis of x [N, H] with weight [H]: w ⊙ x / √(mean(x²) + eps). On

@@ -65,10 +65,16 @@ export interface NativeAddon {
   unary(heap: ArrayBuffer, op: number, xOff: number, yOff: number, n: number): void;
   /** `rows` rows of `rowBytes` bytes from srcOff + r·srcStride to dstOff + r·dstStride (strides in bytes). */
   copy2d(heap: ArrayBuffer, srcOff: number, srcStride: number, dstOff: number, dstStride: number, rows: number, rowBytes: number): void;
+  /** x as [outer, axisLen, inner] (inner in bytes): out[o, i] = x[o, idx[i]] for i < count (idx int32). */
+  gather(heap: ArrayBuffer, xOff: number, idxOff: number, outOff: number, outer: number, axisLen: number, count: number, innerBytes: number): void;
+  /** out [rows, cols] = Σ_i onehot(idx[i]) ⊗ dy[i] for dy [count, cols] (float32, idx int32). */
+  scatterAddRows(heap: ArrayBuffer, dyOff: number, idxOff: number, outOff: number, count: number, rows: number, cols: number): void;
   /** float32 sums of a rows × cols matrix: over the rows (→ cols values) or within each row (→ rows values). */
   sum(heap: ArrayBuffer, xOff: number, yOff: number, rows: number, cols: number, overRows: boolean): void;
   /** out[i, j] = dy[i] · ([j = targets[i]] − exp(x[i, j] − lse[i])) over a rows × cols x (targets int32). */
   logsoftmaxGrad(heap: ArrayBuffer, xOff: number, lseOff: number, targetsOff: number, dyOff: number, outOff: number, rows: number, cols: number): void;
+  /** lse[i] = logsumexp(x[i, :]) and value[i] = x[i, targets[i]] − lse[i] over a rows × cols x (targets int32). */
+  logsoftmaxSelect(heap: ArrayBuffer, xOff: number, targetsOff: number, valueOff: number, lseOff: number, rows: number, cols: number): void;
   /** y = w ⊙ x · rstd and rstd = 1/√(mean(x²) + eps) per row of a rows × cols x. */
   rmsnorm(heap: ArrayBuffer, xOff: number, wOff: number, yOff: number, rstdOff: number, rows: number, cols: number, eps: number): void;
   /** The gradients of rmsnorm with respect to x and w, given its saved rstd and the upstream dy. */
@@ -135,7 +141,7 @@ export function nativeThreads(): number {
 }
 
 /** Every function of {@link NativeAddon}, checked when the addon loads. */
-const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "sum", "logsoftmaxGrad", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "decode", "sample", "adamw"] as const satisfies readonly (keyof NativeAddon)[];
+const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "gather", "scatterAddRows", "sum", "logsoftmaxGrad", "logsoftmaxSelect", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "decode", "sample", "adamw"] as const satisfies readonly (keyof NativeAddon)[];
 
 const loaded = new Map<string, NativeLoad>();
 
@@ -179,6 +185,7 @@ interface WasmHeapBackend {
   wasm: { HEAPU8: Uint8Array };
   dataIdMap: { get(dataId: object): { memoryOffset: number; shape: number[]; dtype: DataType } | undefined };
   makeOutput(shape: number[], dtype: DataType): TensorInfo;
+  incRef(dataId: object): void;
 }
 
 interface KernelArgs {
@@ -454,11 +461,42 @@ const sum: NativeKernel = (args, wasmKernel) => {
   return out;
 };
 
+// tfjs saves every tensor a gradient needs through an Identity kernel, which wasm implements as a
+// copy: ~280 copies (~24 ms, and the memory) per training step of the bench model. Tensors are
+// immutable and the wasm heap is reference-counted (Reshape shares data the same way), so the
+// output shares its input's data, as on the cpu backend.
+const identity: NativeKernel = (args, wasmKernel) => {
+  const { inputs, backend } = args;
+  const x = inputs["x"]!;
+  if (x.dtype === "string") return wasmKernel(args as never);
+  backend.incRef(x.dataId);
+  return { dataId: x.dataId, shape: x.shape.slice(), dtype: x.dtype };
+};
+
+// GatherV2 with batchDims 0 as row copies (an embedding lookup, picking hidden states).
+const gatherV2: NativeKernel = (args, wasmKernel) => {
+  const { inputs, backend, attrs } = args;
+  const x = inputs["x"]!;
+  const indices = inputs["indices"]!;
+  const bytes = elementBytes(x.dtype);
+  if (bytes === undefined || indices.dtype !== "int32" || Number(attrs["batchDims"] ?? 0) !== 0) return wasmKernel(args as never);
+  const axis = tf.util.parseAxisParam(attrs["axis"] as number, x.shape)[0]!;
+  const count = sizeOf(indices.shape);
+  const out = backend.makeOutput([...x.shape.slice(0, axis), ...indices.shape, ...x.shape.slice(axis + 1)], x.dtype);
+  const outer = sizeOf(x.shape.slice(0, axis));
+  const innerBytes = sizeOf(x.shape.slice(axis + 1)) * bytes;
+  if (outer * count * innerBytes === 0) return out;
+  native().gather(heapOf(backend), offsetOf(backend, x), offsetOf(backend, indices), offsetOf(backend, out), outer, x.shape[axis]!, count, innerBytes);
+  return out;
+};
+
 /** The kernels that run in the addon on the native backend; every other kernel is wasm's. */
 export const NATIVE_KERNELS: Readonly<Record<string, NativeKernel>> = {
   BatchMatMul: batchMatMul,
   _FusedMatMul: fusedMatMul,
   Transpose: transpose,
+  Identity: identity,
+  GatherV2: gatherV2,
   Slice: slice,
   SplitV: splitV,
   Concat: concat,
@@ -483,6 +521,30 @@ const logSoftmaxGrad = (args: KernelArgs): TensorInfo => {
   const out = backend.makeOutput([rows, cols], "float32");
   if (rows * cols === 0) return out;
   native().logsoftmaxGrad(heapOf(backend), offsetOf(backend, x), offsetOf(backend, lse), offsetOf(backend, targets), offsetOf(backend, dy), offsetOf(backend, out), rows, cols);
+  return out;
+};
+
+export const PBRL_LOG_SOFTMAX_SELECT = "PbrlLogSoftmaxSelect";
+
+const logSoftmaxSelect = (args: KernelArgs): TensorInfo[] => {
+  const { inputs, backend } = args;
+  const { x, targets } = inputs as Record<"x" | "targets", TensorInfo>;
+  const [rows, cols] = x.shape as [number, number];
+  const value = backend.makeOutput([rows], "float32");
+  const lse = backend.makeOutput([rows, 1], "float32");
+  if (rows > 0) native().logsoftmaxSelect(heapOf(backend), offsetOf(backend, x), offsetOf(backend, targets), offsetOf(backend, value), offsetOf(backend, lse), rows, cols);
+  return [value, lse];
+};
+
+export const PBRL_SCATTER_ADD_ROWS = "PbrlScatterAddRows";
+
+const scatterAddRows = (args: KernelArgs): TensorInfo => {
+  const { inputs, backend, attrs } = args;
+  const { dy, indices } = inputs as Record<"dy" | "indices", TensorInfo>;
+  const [count, cols] = dy.shape as [number, number];
+  const rows = attrs["rows"] as number;
+  const out = backend.makeOutput([rows, cols], "float32");
+  if (rows * cols > 0) native().scatterAddRows(heapOf(backend), offsetOf(backend, dy), offsetOf(backend, indices), offsetOf(backend, out), count, rows, cols);
   return out;
 };
 
@@ -563,6 +625,8 @@ const adamw = (args: KernelArgs): TensorInfo[] => {
 /** pbrl's own kernels (src/fused-ops.ts), by name: registered for the native backend only. */
 const FUSED_KERNELS: Record<string, (args: KernelArgs) => TensorInfo | TensorInfo[]> = {
   [PBRL_LOG_SOFTMAX_GRAD]: logSoftmaxGrad,
+  [PBRL_LOG_SOFTMAX_SELECT]: logSoftmaxSelect,
+  [PBRL_SCATTER_ADD_ROWS]: scatterAddRows,
   [PBRL_RMS_NORM]: rmsNorm,
   [PBRL_RMS_NORM_GRAD]: rmsNormGrad,
   [PBRL_SWIGLU]: swiglu,

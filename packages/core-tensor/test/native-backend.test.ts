@@ -7,7 +7,7 @@
 // .ci/run when OpenBLAS is installed) a missing addon fails instead, so CI cannot silently lose
 // the native path.
 import { afterEach, describe, expect, it } from "vitest";
-import { BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, logSoftmaxSelectGrad, NATIVE_KERNELS, decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, rmsNorm, rotary, swiglu, adamwStep, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
+import { BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, logSoftmaxSelect, logSoftmaxSelectGrad, NATIVE_KERNELS, scatterAddRows, decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, rmsNorm, rotary, swiglu, adamwStep, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
 
 const load = loadNativeAddon();
 const unavailable = load.ok ? undefined : load.reason;
@@ -67,6 +67,11 @@ async function expectSame(f: () => tf.Tensor | tf.Tensor[], tol = 1e-5, referenc
   });
 }
 
+function expectClose(got: number[], want: number[], tol = 1e-5): void {
+  expect(got.length).toBe(want.length);
+  got.forEach((g, i) => expect(Math.abs(g - want[i]!)).toBeLessThanOrEqual(tol * Math.max(1, Math.abs(want[i]!))));
+}
+
 describe.skipIf(unavailable !== undefined && !required)(`native backend kernels vs cpu${unavailable !== undefined ? ` (skipped: ${unavailable})` : ""}`, () => {
   afterEach(async () => {
     await useBackend("wasm");
@@ -84,7 +89,7 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     }
     // every other wasm kernel is there too, so nothing falls back to another backend; plus the
     // kernels of pbrl's fused ops (src/fused-ops.ts)
-    expect(FUSED_KERNEL_NAMES).toEqual(["PbrlLogSoftmaxGrad", "PbrlRmsNorm", "PbrlRmsNormGrad", "PbrlSwiglu", "PbrlSwigluGrad", "PbrlRope", "PbrlAdamW"]);
+    expect(FUSED_KERNEL_NAMES).toEqual(["PbrlLogSoftmaxGrad", "PbrlLogSoftmaxSelect", "PbrlScatterAddRows", "PbrlRmsNorm", "PbrlRmsNormGrad", "PbrlSwiglu", "PbrlSwigluGrad", "PbrlRope", "PbrlAdamW"]);
     expect(tf.getKernelsForBackend("native").length).toBe(tf.getKernelsForBackend("wasm").length + FUSED_KERNEL_NAMES.length);
     for (const name of FUSED_KERNEL_NAMES) expect(tf.getKernel(name, "native"), name).toBeDefined();
   });
@@ -198,6 +203,75 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
       await expectSame(() => tf.concat([make(), tf.zeros(make().shape, make().dtype).slice([0, 0, 0, 0], [3, 4, 5, 0])], 3), 0); // an empty input
     }
     await expectSame(() => tf.slice(rand([8, 4, 128, 64], 52), [0, 0, 0, 32], [-1, -1, -1, 32]), 0); // the rotary half
+  });
+
+  it("identity (tfjs's copy of every tensor a gradient saves) shares the data instead of copying it", async () => {
+    await useBackend("native");
+    const x = rand([64, 32], 55);
+    const expected = x.dataSync().slice();
+    const buffers = tf.memory().numDataBuffers;
+    const y = tf.clone(x);
+    expect(tf.memory().numDataBuffers).toBe(buffers);
+    x.dispose();
+    expect(y.dataSync()).toEqual(expected); // still alive: the data is freed with its last tensor
+    y.dispose();
+    await expectSame(() => tf.clone(rand([3, 5], 56)), 0);
+    // saved tensors of a gradient: the same values as through cpu's identity
+    await expectSame(() => tf.grad((v: tf.Tensor) => tf.sum(tf.mul(tf.exp(v), v)))(rand([4, 6], 57)), 1e-6);
+  });
+
+  it("gather: rows of float32, int32 and bool along each axis, n-D indices, repeats; out-of-range indices throw", async () => {
+    const x = (): tf.Tensor => rand([5, 6, 7], 58);
+    const ints = (): tf.Tensor => tf.cast(tf.mul(x(), 100), "int32");
+    const bools = (): tf.Tensor => tf.greater(x(), 0);
+    for (const make of [x, ints, bools]) {
+      for (let axis = 0; axis < 3; axis++) {
+        await expectSame(() => tf.gather(make(), tf.tensor1d([4, 0, 4, 2], "int32"), axis), 0);
+        await expectSame(() => tf.gather(make(), tf.tensor2d([[1, 3], [0, 0], [4, 2]], [3, 2], "int32"), axis), 0);
+      }
+    }
+    await expectSame(() => tf.gather(rand([8000, 256], 59), tf.tensor1d(Int32Array.from({ length: 1024 }, (_, i) => (i * 7919) % 8000), "int32")), 0);
+    await expectSame(() => tf.gather(x(), tf.tensor1d([], "int32")), 0);
+    await useBackend("native");
+    const t = tf.zeros([4, 3]);
+    expect(() => tf.gather(t, tf.tensor1d([1, 4], "int32"))).toThrow(/gather: index 4 outside \[0, 4\)/);
+    t.dispose();
+  });
+
+  it("scatter-add of rows (a row gather's gradient): native kernel vs the host loop on cpu, repeated indices summed", async () => {
+    for (const [n, rows, cols] of [[5, 3, 7], [1024, 8000, 256], [0, 4, 3]] as const) {
+      const indices = Int32Array.from({ length: n }, (_, i) => (i * 7919) % rows);
+      await expectSame(() => scatterAddRows(rand([n, cols], 60), indices, rows), 1e-6);
+    }
+    // hand-computed: rows 0 and 2 of dy both go to row 1
+    await useBackend("native");
+    const g = scatterAddRows(tf.tensor2d([[1, 2], [3, 4], [5, 6]]), Int32Array.from([1, 0, 1]), 3);
+    expect(Array.from(g.dataSync())).toEqual([3, 4, 6, 8, 0, 0]);
+    g.dispose();
+    const dy = tf.ones([2, 2]);
+    expect(() => scatterAddRows(dy, Int32Array.from([0, 3]), 3)).toThrow(/index 3 outside \[0, 3\)/);
+    expect(() => scatterAddRows(dy, Int32Array.from([0]), 3)).toThrow(/1 indices for a gradient of shape \[2, 2\]/);
+    dy.dispose();
+  });
+
+  it("fused log-softmax select: the selected log-probabilities and log-sum-exp match tfjs's logSumExp and gather on cpu", async () => {
+    for (const [n, v] of [[3, 7], [37, 8000], [2, 1]] as const) {
+      const targets = Int32Array.from({ length: n }, (_, i) => (i * 7919) % v);
+      targets[n - 1] = v - 1;
+      await expectSame(() => {
+        const { value, lse } = logSoftmaxSelect(tf.mul(rand([n, v], 73), 30) as tf.Tensor2D, targets);
+        return [value, lse];
+      }, 2e-6);
+    }
+    await useBackend("native");
+    const x = tf.tensor2d([[0, Math.log(3)], [1000, 1000]]);
+    const { value, lse } = logSoftmaxSelect(x, Int32Array.from([1, 0]));
+    // no overflow at 1000 (float32 keeps 1000 + log 2 to ~6e-5)
+    expectClose(Array.from(value.dataSync()), [Math.log(3 / 4), -Math.log(2)], 1e-4);
+    expectClose(Array.from(lse.dataSync()), [Math.log(4), 1000 + Math.log(2)]);
+    expect(lse.shape).toEqual([2, 1]);
+    expect(() => logSoftmaxSelect(x, Int32Array.from([1, 2]))).toThrow(/target 2 outside the vocabulary \[0, 2\)/);
+    tf.dispose([x, value, lse]);
   });
 
   it("sum over leading axes, trailing axes, with keepDims; other axes via wasm", async () => {
@@ -392,7 +466,7 @@ describe("fallback to wasm", () => {
     delete process.env["PBRL_NATIVE"];
     const r = loadNativeAddon();
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no copy2d, sum, logsoftmaxGrad, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope, decode, sample, adamw\); rebuild it: pnpm --filter @pbrl\/core-tensor build:native/);
+    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no copy2d, gather, scatterAddRows, sum, logsoftmaxGrad, logsoftmaxSelect, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope, decode, sample, adamw\); rebuild it: pnpm --filter @pbrl\/core-tensor build:native/);
     await expect(useBackend("native")).rejects.toThrow(/out of date/);
   });
 

@@ -6,13 +6,12 @@
  * for a float32 output dtype. Both ops below therefore carry their own gradients, computed from
  * host-side indices that are known before the tape starts.
  */
-import { logSoftmaxSelectGrad, tf } from "@pbrl/core-tensor";
+import { logSoftmaxSelect, logSoftmaxSelectGrad, scatterAddRows, tf } from "@pbrl/core-tensor";
 
 /**
  * Rows `indices` of a 2-D tensor: an embedding lookup, or picking hidden states at chosen
- * positions. Gradient: the output gradient scatter-added back into the selected rows, on the
- * host — wasm has no UnsortedSegmentSum kernel, and the cpu backend's takes most of a training
- * step for an 8000-row embedding. The tensorflow backend's native kernel is used as is.
+ * positions. Gradient: the output gradient scatter-added back into the selected rows (core-tensor's
+ * scatterAddRows). The tensorflow backend's native kernel is used as is.
  */
 export function gatherRows(x: tf.Tensor2D, indices: Int32Array): tf.Tensor2D {
   const [rows, cols] = x.shape;
@@ -23,16 +22,7 @@ export function gatherRows(x: tf.Tensor2D, indices: Int32Array): tf.Tensor2D {
   const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const input = args[0] as tf.Tensor;
     const value = tf.tidy(() => tf.gather(input, tf.tensor1d(indices, "int32"))) as tf.Tensor2D;
-    const gradFunc = (dy: tf.Tensor): tf.Tensor => {
-      const g = dy.dataSync();
-      const acc = new Float32Array(rows * cols);
-      for (let r = 0; r < indices.length; r++) {
-        const dst = indices[r]! * cols;
-        const src = r * cols;
-        for (let c = 0; c < cols; c++) acc[dst + c]! += g[src + c]!;
-      }
-      return tf.tensor2d(acc, [rows, cols]);
-    };
+    const gradFunc = (dy: tf.Tensor): tf.Tensor => scatterAddRows(dy, indices, rows);
     return { value, gradFunc };
   });
   return op(x) as tf.Tensor2D;
@@ -44,19 +34,10 @@ export function gatherRows(x: tf.Tensor2D, indices: Int32Array): tf.Tensor2D {
  * [N, V] log-softmax is never kept for the backward pass.
  */
 export function selectedLogProbs(logits: tf.Tensor2D, targets: Int32Array): tf.Tensor1D {
-  const [n, vocab] = logits.shape;
-  if (targets.length !== n) throw new RangeError(`selectedLogProbs: ${targets.length} targets for ${n} rows`);
-  const flat = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
-    const t = targets[i]!;
-    if (t < 0 || t >= vocab) throw new RangeError(`selectedLogProbs: target ${t} outside the vocabulary [0, ${vocab})`);
-    flat[i] = i * vocab + t;
-  }
   const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const x = args[0] as tf.Tensor2D;
     const save = args[1] as tf.GradSaveFunc;
-    const lse = tf.logSumExp(x, 1, true); // [n, 1]
-    const value = tf.tidy(() => tf.sub(tf.gather(tf.reshape(x, [-1]), tf.tensor1d(flat, "int32")), tf.reshape(lse, [-1]))) as tf.Tensor1D;
+    const { value, lse } = logSoftmaxSelect(x, targets);
     save([x, lse]);
     lse.dispose();
     // (onehot − softmax) · dy: one fused kernel on the native backend, tfjs ops elsewhere.
