@@ -14,7 +14,7 @@ import { logSoftmaxSelect, logSoftmaxSelectGrad, scatterAddRows, tf } from "@pbr
  * scatterAddRows). The tensorflow backend's native kernel is used as is.
  */
 export function gatherRows(x: tf.Tensor2D, indices: Int32Array): tf.Tensor2D {
-  const [rows, cols] = x.shape;
+  const rows = x.shape[0];
   for (const i of indices) if (i < 0 || i >= rows) throw new RangeError(`gatherRows: index ${i} outside [0, ${rows})`);
   if (tf.getBackend() === "tensorflow") {
     return tf.tidy(() => tf.gather(x, tf.tensor1d(indices, "int32")));
