@@ -80,7 +80,7 @@ export async function useBackend(name: BackendName = "wasm"): Promise<BackendInf
     if (current?.name === name && tf.getBackend() === name) return current;
     registerNativeBackend(load.addon);
     const t = load.info.blasThreads;
-    detail = ` (OpenBLAS sgemm, ${t} thread${t === 1 ? "" : "s"}, on the wasm heap)`;
+    detail = ` (OpenBLAS sgemm, ${load.info.blasCore} kernels, ${t} thread${t === 1 ? "" : "s"}, on the wasm heap)`;
   }
   if (current?.name === name && tf.getBackend() === name) return current;
   if (name === "tensorflow") {

@@ -3,7 +3,7 @@
  * equivalent sequence of tfjs ops elsewhere (the same ops, in the same order, that callers used
  * before, so the wasm and cpu results do not change).
  */
-import { PBRL_ADAMW, PBRL_LOG_SOFTMAX_GRAD, PBRL_LOG_SOFTMAX_SELECT, PBRL_RMS_NORM, PBRL_SCATTER_ADD_ROWS, PBRL_ROPE, PBRL_RMS_NORM_GRAD, PBRL_SWIGLU, PBRL_SWIGLU_GRAD } from "./native-backend.js";
+import { PBRL_ADAMW, PBRL_ATTENTION, PBRL_ATTENTION_GRAD, PBRL_LOG_SOFTMAX_GRAD, PBRL_LOG_SOFTMAX_SELECT, PBRL_RMS_NORM, PBRL_SCATTER_ADD_ROWS, PBRL_ROPE, PBRL_RMS_NORM_GRAD, PBRL_SWIGLU, PBRL_SWIGLU_GRAD } from "./native-backend.js";
 import { tf } from "./tf.js";
 
 const onNative = (): boolean => tf.getBackend() === "native";
@@ -141,6 +141,33 @@ export function rotary(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.T
     return { value, gradFunc };
   });
   return op(x) as tf.Tensor4D;
+}
+
+/**
+ * Grouped-query causal attention on the native backend: softmax(scale·q·kᵀ + mask)·v for q
+ * [B, H, T, D] and k, v [B, KV, S, D] (S = past + T, H a multiple of KV), where query i sees key j
+ * when j ≤ past + i and keyMask[b, j] = 1 (int32 [B, S], a constant); returns [B, T, H, D], the
+ * heads side by side. One kernel forward and one backward, which keeps only the probabilities.
+ * Native only: on other backends models' attention runs it as tfjs ops with an additive bias.
+ */
+export function fusedAttention(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, keyMask: tf.Tensor2D, scale: number): tf.Tensor4D {
+  if (!onNative()) throw new Error(`fusedAttention runs on the native backend only (active: ${tf.getBackend()})`);
+  const [b, h, t, d] = q.shape;
+  const [kb, kv, s, kd] = k.shape;
+  const ok = kb === b && kd === d && kv > 0 && h % kv === 0 && s >= t && v.shape.every((n, i) => n === k.shape[i]) && keyMask.dtype === "int32" && keyMask.shape[0] === b && keyMask.shape[1] === s;
+  if (!ok) throw new RangeError(`fusedAttention: q [${q.shape}], k [${k.shape}], v [${v.shape}] and keyMask [${keyMask.shape}] (${keyMask.dtype}) do not fit together`);
+  const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [qi, ki, vi] = args as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
+    const save = args[3] as tf.GradSaveFunc;
+    const [out, probs] = run(PBRL_ATTENTION, { q: qi, k: ki, v: vi, keyMask }, { scale }) as [tf.Tensor4D, tf.Tensor4D];
+    save([qi, ki, vi, keyMask, probs]);
+    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+      const [sq, sk, sv, sm, sp] = saved as [tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor];
+      return run(PBRL_ATTENTION_GRAD, { q: sq, k: sk, v: sv, keyMask: sm, probs: sp, dy }, { scale }) as tf.Tensor[];
+    };
+    return { value: out, gradFunc };
+  });
+  return op(q, k, v) as tf.Tensor4D;
 }
 
 /** The scalars of one AdamW step of one parameter (see {@link adamwStep}). */

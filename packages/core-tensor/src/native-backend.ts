@@ -18,7 +18,7 @@
  * and `PBRL_NATIVE=off` pretends it is absent (to exercise the fallback to wasm).
  * docs/native-backend.md describes the whole path.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -85,6 +85,31 @@ export interface NativeAddon {
   swigluGrad(heap: ArrayBuffer, gOff: number, uOff: number, dyOff: number, dgOff: number, duOff: number, n: number): void;
   /** Rotary embedding of x [batch, heads, len, dim] with cos, sin [batch, 1, len, dim], or (backward) its transpose. */
   rope(heap: ArrayBuffer, xOff: number, cosOff: number, sinOff: number, yOff: number, batch: number, heads: number, len: number, dim: number, backward: boolean): void;
+  /**
+   * Causal attention of q [b, h, t, d] over k, v [b, kv, s, d] with a key mask [b, s] (int32): out
+   * [b, t, h, d] and the probabilities [b, h, t, s].
+   */
+  attention(heap: ArrayBuffer, qOff: number, kOff: number, vOff: number, maskOff: number, outOff: number, probsOff: number, b: number, h: number, kv: number, t: number, s: number, d: number, scale: number): void;
+  /** The gradients of {@link attention} with respect to q, k and v, given its probabilities and the upstream dy [b, t, h, d]. */
+  attentionGrad(
+    heap: ArrayBuffer,
+    qOff: number,
+    kOff: number,
+    vOff: number,
+    maskOff: number,
+    probsOff: number,
+    dyOff: number,
+    b: number,
+    h: number,
+    kv: number,
+    t: number,
+    s: number,
+    d: number,
+    scale: number,
+    dqOff: number,
+    dkOff: number,
+    dvOff: number,
+  ): void;
   /** One decoding step of a Llama-family model (see src/native-decode.ts). */
   decode(
     heap: ArrayBuffer,
@@ -140,8 +165,48 @@ export function nativeThreads(): number {
   return Number.isInteger(n) && n >= 1 ? n : availableParallelism();
 }
 
+/**
+ * The OpenBLAS kernel family pbrl's addon asks for (OpenBLAS reads OPENBLAS_CORETYPE once, when
+ * the library loads), or undefined to leave the environment and OpenBLAS's own detection alone.
+ * `PBRL_BLAS_CORETYPE` (any OpenBLAS core name) wins. Otherwise, on AMD processors with AVX-512
+ * (Zen 4, Zen 5): SkylakeX, whatever OPENBLAS_CORETYPE says. OpenBLAS releases before 0.3.22
+ * (Debian 12 ships 0.3.21) take those processors for Haswell and run their AVX2 sgemm, and
+ * machines like this one set OPENBLAS_CORETYPE=Haswell for every program; the SkylakeX kernels
+ * need exactly the AVX-512 subsets such a processor has, and on this machine's Zen 5 they cut a
+ * training step's matrix products from 249 to 147 ms (PyTorch's MKL uses AVX-512 here too).
+ * Intel processors are left alone: OpenBLAS picks AVX-512 kernels there itself.
+ */
+export function blasCoreOverride(cpuinfo: string, env: NodeJS.ProcessEnv): string | undefined {
+  const forced = env["PBRL_BLAS_CORETYPE"] ?? "";
+  if (forced !== "") return forced;
+  if (!/^vendor_id\s*:\s*AuthenticAMD$/m.test(cpuinfo)) return undefined;
+  const flags = new Set((/^flags\s*:(.*)$/m.exec(cpuinfo)?.[1] ?? "").trim().split(/\s+/));
+  return ["avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"].every((f) => flags.has(f)) ? "SkylakeX" : undefined;
+}
+
+/** Runs `load` (which loads OpenBLAS) with OPENBLAS_CORETYPE = core, then restores the variable for child processes. */
+function withBlasCore<T>(core: string | undefined, load: () => T): T {
+  if (core === undefined) return load();
+  const before = process.env["OPENBLAS_CORETYPE"];
+  process.env["OPENBLAS_CORETYPE"] = core;
+  try {
+    return load();
+  } finally {
+    if (before === undefined) delete process.env["OPENBLAS_CORETYPE"];
+    else process.env["OPENBLAS_CORETYPE"] = before;
+  }
+}
+
+function readCpuinfo(): string {
+  try {
+    return process.platform === "linux" && process.arch === "x64" ? readFileSync("/proc/cpuinfo", "utf8") : "";
+  } catch {
+    return "";
+  }
+}
+
 /** Every function of {@link NativeAddon}, checked when the addon loads. */
-const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "gather", "scatterAddRows", "sum", "logsoftmaxGrad", "logsoftmaxSelect", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "decode", "sample", "adamw"] as const satisfies readonly (keyof NativeAddon)[];
+const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "gather", "scatterAddRows", "sum", "logsoftmaxGrad", "logsoftmaxSelect", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "attention", "attentionGrad", "decode", "sample", "adamw"] as const satisfies readonly (keyof NativeAddon)[];
 
 const loaded = new Map<string, NativeLoad>();
 
@@ -160,7 +225,7 @@ export function loadNativeAddon(): NativeLoad {
     result = { ok: false, reason: `native addon not built (${path} does not exist)`, disabled: false };
   } else {
     try {
-      const addon = createRequire(import.meta.url)(path) as NativeAddon;
+      const addon = withBlasCore(blasCoreOverride(readCpuinfo(), process.env), () => createRequire(import.meta.url)(path) as NativeAddon);
       // An addon built from older sources (pnpm install skipped, or sources pulled since) lacks
       // newer functions; refuse it here rather than fail in the middle of a kernel.
       const missing = REQUIRED_ADDON_FUNCTIONS.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
@@ -596,6 +661,8 @@ const swigluGrad = (args: KernelArgs): TensorInfo[] => {
 };
 
 export const PBRL_ROPE = "PbrlRope";
+export const PBRL_ATTENTION = "PbrlAttention";
+export const PBRL_ATTENTION_GRAD = "PbrlAttentionGrad";
 export const PBRL_ADAMW = "PbrlAdamW";
 
 const rope = (args: KernelArgs): TensorInfo => {
@@ -607,6 +674,37 @@ const rope = (args: KernelArgs): TensorInfo => {
     native().rope(heapOf(backend), offsetOf(backend, x), offsetOf(backend, cos), offsetOf(backend, sin), offsetOf(backend, y), b, h, t, d, attrs["backward"] === 1);
   }
   return y;
+};
+
+/** [b, h, kv, t, s, d] of an attention call, from q [b, h, t, d] and k [b, kv, s, d]. */
+function attentionDims(q: TensorInfo, k: TensorInfo): [number, number, number, number, number, number] {
+  const [b, h, t, d] = q.shape as [number, number, number, number];
+  return [b, h, k.shape[1]!, t, k.shape[2]!, d];
+}
+
+const attention = (args: KernelArgs): TensorInfo[] => {
+  const { inputs, backend, attrs } = args;
+  const { q, k, v, keyMask } = inputs as Record<"q" | "k" | "v" | "keyMask", TensorInfo>;
+  const [b, h, kv, t, s, d] = attentionDims(q, k);
+  const out = backend.makeOutput([b, t, h, d], "float32");
+  const probs = backend.makeOutput([b, h, t, s], "float32");
+  if (b * h * t * d > 0) {
+    const o = (x: TensorInfo) => offsetOf(backend, x);
+    native().attention(heapOf(backend), o(q), o(k), o(v), o(keyMask), o(out), o(probs), b, h, kv, t, s, d, attrs["scale"] as number);
+  }
+  return [out, probs];
+};
+
+const attentionGrad = (args: KernelArgs): TensorInfo[] => {
+  const { inputs, backend, attrs } = args;
+  const { q, k, v, keyMask, probs, dy } = inputs as Record<"q" | "k" | "v" | "keyMask" | "probs" | "dy", TensorInfo>;
+  const [b, h, kv, t, s, d] = attentionDims(q, k);
+  const grads = [backend.makeOutput(q.shape, "float32"), backend.makeOutput(k.shape, "float32"), backend.makeOutput(v.shape, "float32")] as const;
+  const o = (x: TensorInfo) => offsetOf(backend, x);
+  if (b * kv * s * d > 0) {
+    native().attentionGrad(heapOf(backend), o(q), o(k), o(v), o(keyMask), o(probs), o(dy), b, h, kv, t, s, d, attrs["scale"] as number, o(grads[0]), o(grads[1]), o(grads[2]));
+  }
+  return [...grads];
 };
 
 const adamw = (args: KernelArgs): TensorInfo[] => {
@@ -632,6 +730,8 @@ const FUSED_KERNELS: Record<string, (args: KernelArgs) => TensorInfo | TensorInf
   [PBRL_SWIGLU]: swiglu,
   [PBRL_SWIGLU_GRAD]: swigluGrad,
   [PBRL_ROPE]: rope,
+  [PBRL_ATTENTION]: attention,
+  [PBRL_ATTENTION_GRAD]: attentionGrad,
   [PBRL_ADAMW]: adamw,
 };
 

@@ -7,8 +7,10 @@
 // .ci/run when OpenBLAS is installed) a missing addon fails instead, so CI cannot silently lose
 // the native path.
 import { afterEach, describe, expect, it } from "vitest";
-import { BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, logSoftmaxSelect, logSoftmaxSelectGrad, NATIVE_KERNELS, scatterAddRows, decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, rmsNorm, rotary, swiglu, adamwStep, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
+import { readFileSync } from "node:fs";
+import { blasCoreOverride, BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, fusedAttention, logSoftmaxSelect, logSoftmaxSelectGrad, NATIVE_KERNELS, scatterAddRows, decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, rmsNorm, rotary, swiglu, adamwStep, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
 
+const coreTypeBefore = process.env["OPENBLAS_CORETYPE"];
 const load = loadNativeAddon();
 const unavailable = load.ok ? undefined : load.reason;
 const required = process.env["PBRL_REQUIRE_NATIVE"] === "1";
@@ -82,14 +84,14 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     const info = await useBackend("native");
     expect(info.name).toBe("native");
     expect(tf.getBackend()).toBe("native");
-    expect(info.description).toMatch(/^tensor backend: native \(OpenBLAS sgemm, \d+ threads?, on the wasm heap\)/);
+    expect(info.description).toMatch(/^tensor backend: native \(OpenBLAS sgemm, \w+ kernels, \d+ threads?, on the wasm heap\)/);
     for (const name of Object.keys(NATIVE_KERNELS)) {
       expect(tf.getKernel(name, "native")?.kernelFunc).toBeDefined();
       expect(tf.getKernel(name, "native")!.kernelFunc).not.toBe(tf.getKernel(name, "wasm")!.kernelFunc);
     }
     // every other wasm kernel is there too, so nothing falls back to another backend; plus the
     // kernels of pbrl's fused ops (src/fused-ops.ts)
-    expect(FUSED_KERNEL_NAMES).toEqual(["PbrlLogSoftmaxGrad", "PbrlLogSoftmaxSelect", "PbrlScatterAddRows", "PbrlRmsNorm", "PbrlRmsNormGrad", "PbrlSwiglu", "PbrlSwigluGrad", "PbrlRope", "PbrlAdamW"]);
+    expect(FUSED_KERNEL_NAMES).toEqual(["PbrlLogSoftmaxGrad", "PbrlLogSoftmaxSelect", "PbrlScatterAddRows", "PbrlRmsNorm", "PbrlRmsNormGrad", "PbrlSwiglu", "PbrlSwigluGrad", "PbrlRope", "PbrlAttention", "PbrlAttentionGrad", "PbrlAdamW"]);
     expect(tf.getKernelsForBackend("native").length).toBe(tf.getKernelsForBackend("wasm").length + FUSED_KERNEL_NAMES.length);
     for (const name of FUSED_KERNEL_NAMES) expect(tf.getKernel(name, "native"), name).toBeDefined();
   });
@@ -316,6 +318,54 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     }
   });
 
+  it("fused attention: values and gradients match softmax(q·kᵀ·scale + bias)·v as tfjs ops on cpu, with grouped heads, a cache, padding and odd lengths", async () => {
+    // [b, h, kv, t, past, d]: the bench model's shape; grouped heads with rows beyond one causal
+    // block and a cache; one query after a long cache (a decoding step); a single head.
+    const cases = [[8, 4, 4, 128, 0, 64], [2, 4, 2, 37, 5, 8], [3, 2, 1, 70, 0, 16], [2, 2, 2, 1, 40, 8], [1, 1, 1, 3, 0, 4]] as const;
+    for (const [b, h, kv, t, past, d] of cases) {
+      const s = past + t;
+      const rep = h / kv;
+      // left padding of a different length per row; row 1 (when there) padded past the first
+      // causal block, so that its first queries see no key at all
+      const mask = new Int32Array(b * s).fill(1);
+      for (let r = 0; r < b; r++) for (let j = 0; j < Math.min(s - 1, r === 1 ? 34 : r); j++) mask[r * s + j] = 0;
+      const scale = 1 / Math.sqrt(d);
+      const inputs = (): tf.Tensor4D[] => [rand([b, h, t, d], 95), rand([b, kv, s, d], 96), rand([b, kv, s, d], 97)].map((x) => tf.mul(x, 2) as tf.Tensor4D);
+      const dy = (): tf.Tensor => rand([b, t, h, d], 98);
+      const native = (): tf.Tensor[] => {
+        const keyMask = tf.tensor2d(mask, [b, s], "int32");
+        const { value, grads } = tf.valueAndGrads((q: tf.Tensor, k: tf.Tensor, v: tf.Tensor) => fusedAttention(q as tf.Tensor4D, k as tf.Tensor4D, v as tf.Tensor4D, keyMask, scale))(inputs(), dy());
+        keyMask.dispose();
+        return [value, ...grads];
+      };
+      const reference = (): tf.Tensor[] => {
+        const bias = new Float32Array(b * t * s);
+        for (let r = 0; r < b; r++) for (let i = 0; i < t; i++) for (let j = 0; j < s; j++) if (j > past + i || mask[r * s + j] !== 1) bias[(r * t + i) * s + j] = -1e9;
+        const biasT = tf.tensor4d(bias, [b, 1, t, s]);
+        const f = (q: tf.Tensor, k: tf.Tensor, v: tf.Tensor): tf.Tensor => {
+          const group = tf.tensor1d(Int32Array.from({ length: h }, (_, i) => Math.floor(i / rep)), "int32");
+          const kr = tf.gather(k, group, 1); // each head's key/value group
+          const vr = tf.gather(v, group, 1);
+          const probs = tf.softmax(tf.add(tf.mul(tf.matMul(q, kr, false, true), scale), biasT));
+          return tf.transpose(tf.matMul(probs, vr), [0, 2, 1, 3]);
+        };
+        const { value, grads } = tf.valueAndGrads(f)(inputs(), dy());
+        return [value, ...grads];
+      };
+      await expectSame(native, 2e-5, reference);
+    }
+    await useBackend("native");
+    const q = tf.zeros([1, 3, 2, 4]) as tf.Tensor4D;
+    const k = tf.zeros([1, 2, 2, 4]) as tf.Tensor4D;
+    const m = tf.ones([1, 2], "int32") as tf.Tensor2D;
+    expect(() => fusedAttention(q, k, k, m, 1)).toThrow(/q \[1,3,2,4\], k \[1,2,2,4\].*do not fit together/);
+    tf.dispose([q, k, m]);
+    await useBackend("wasm");
+    const w = tf.zeros([1, 1, 1, 1]) as tf.Tensor4D;
+    expect(() => fusedAttention(w, w, w, tf.ones([1, 1], "int32") as tf.Tensor2D, 1)).toThrow(/native backend only \(active: wasm\)/);
+    w.dispose();
+  });
+
   it("fused RMSNorm, SwiGLU and rotary embedding: values and gradients of the native kernels match the tfjs ops on cpu", async () => {
     // rows × hidden as in the bench model (threaded partial sums of dw), an odd small shape, no rows.
     for (const [n, h] of [[1024, 256], [3, 7], [0, 5]] as const) {
@@ -418,6 +468,26 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
   });
 });
 
+describe("OpenBLAS kernel family", () => {
+  const amd = "vendor_id\t: AuthenticAMD\nflags\t\t: fpu sse avx2 fma avx512f avx512dq avx512cd avx512bw avx512vl avx512_bf16\n";
+  it("asks for the SkylakeX kernels on AMD processors with AVX-512, unless PBRL_BLAS_CORETYPE says otherwise", () => {
+    expect(blasCoreOverride(amd, {})).toBe("SkylakeX");
+    expect(blasCoreOverride(amd, { OPENBLAS_CORETYPE: "Haswell" })).toBe("SkylakeX"); // a machine-wide setting for other programs
+    expect(blasCoreOverride(amd, { PBRL_BLAS_CORETYPE: "Zen" })).toBe("Zen");
+    expect(blasCoreOverride("", { PBRL_BLAS_CORETYPE: "Haswell" })).toBe("Haswell");
+    expect(blasCoreOverride(amd.replace(" avx512bw", ""), {})).toBeUndefined(); // a subset SkylakeX needs is missing
+    expect(blasCoreOverride(amd.replace("AuthenticAMD", "GenuineIntel"), {})).toBeUndefined(); // OpenBLAS picks these itself
+    expect(blasCoreOverride("", {})).toBeUndefined(); // no /proc/cpuinfo
+  });
+
+  it.skipIf(!load.ok)("the loaded OpenBLAS runs the kernels chosen for this processor, and the environment is left as it was", () => {
+    const cpuinfo = process.platform === "linux" ? readFileSync("/proc/cpuinfo", "utf8") : "";
+    const chosen = blasCoreOverride(cpuinfo, process.env);
+    if (load.ok && chosen !== undefined) expect(load.info.blasCore.toLowerCase()).toBe(chosen.toLowerCase());
+    expect(process.env["OPENBLAS_CORETYPE"]).toBe(coreTypeBefore);
+  });
+});
+
 describe("fallback to wasm", () => {
   const saved = { native: process.env["PBRL_NATIVE"], addon: process.env["PBRL_NATIVE_ADDON"], backend: process.env["PBRL_BACKEND"] };
   afterEach(async () => {
@@ -466,7 +536,7 @@ describe("fallback to wasm", () => {
     delete process.env["PBRL_NATIVE"];
     const r = loadNativeAddon();
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no copy2d, gather, scatterAddRows, sum, logsoftmaxGrad, logsoftmaxSelect, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope, decode, sample, adamw\); rebuild it: pnpm --filter @pbrl\/core-tensor build:native/);
+    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no copy2d, gather, scatterAddRows, sum, logsoftmaxGrad, logsoftmaxSelect, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope, attention, attentionGrad, decode, sample, adamw\); rebuild it: pnpm --filter @pbrl\/core-tensor build:native/);
     await expect(useBackend("native")).rejects.toThrow(/out of date/);
   });
 

@@ -1,6 +1,6 @@
 import type { RngStream} from "@pbrl/core-tensor";
 import { rmsNorm, rotary, swiglu, tf, variableFrom, type DecodeWeights, type HostTensor } from "@pbrl/core-tensor";
-import { attentionBias } from "./attention-mask.js";
+import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
 import { gatherRows, matMul } from "./ops.js";
 import { isIgnorableCheckpointEntry, parameterSpecs, type ParameterSpec } from "./parameters.js";
@@ -181,15 +181,12 @@ export class CausalLM {
     for (const id of input.ids) if (id < 0 || id >= c.vocabSize) throw new RangeError(`token id ${id} outside the vocabulary [0, ${c.vocabSize})`);
     const past = input.cache?.length ?? 0;
     const positions = input.positions ?? defaultPositions(b, t, past);
-    const rep = c.numHeads / c.numKvHeads;
     const d = c.headDim;
-    // Constants built outside any tape: rotary tables and the attention bias.
+    // Constants built outside any tape: rotary tables and the attention mask.
     const rope = ropeTables(this.invFreq, positions);
     const cos = tf.tensor4d(rope.cos, [b, 1, t, d]);
     const sin = tf.tensor4d(rope.sin, [b, 1, t, d]);
-    const biasSpec = attentionBias({ batch: b, queries: t, past, repeat: rep, ...(input.keyMask !== undefined ? { keyMask: input.keyMask } : {}) });
-    const bias = tf.tensor4d(biasSpec.data, biasSpec.shape);
-    const scale = 1 / Math.sqrt(d);
+    const attention = new CausalAttention({ batch: b, queries: t, past, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: d, ...(input.keyMask !== undefined ? { keyMask: input.keyMask } : {}) });
     const newCache: { k: tf.Tensor4D; v: tf.Tensor4D }[] = [];
 
     const out = tf.tidy(() => {
@@ -208,13 +205,7 @@ export class CausalLM {
           v = tf.concat([cached.v, v], 2);
         }
         if (input.cache !== undefined) newCache.push({ k: tf.keep(k), v: tf.keep(v) });
-        // Grouped-query attention without copying keys: the `rep` query heads that share a
-        // key/value head are stacked along the query axis, [B, kvH, rep·T, D].
-        const qg = tf.reshape(q, [b, c.numKvHeads, rep * t, d]);
-        const scores = tf.add(tf.mul(matMul(qg, k, false, true), scale), bias);
-        const probs = tf.softmax(scores);
-        const o = tf.reshape<tf.Rank.R2>(tf.transpose(tf.reshape(matMul(probs, v), [b, c.numHeads, t, d]), [0, 2, 1, 3]), [b * t, c.numHeads * d]);
-        h = tf.add(h, this.linear(o, `${p}.self_attn.o_proj`, c.oBias)) as tf.Tensor2D;
+        h = tf.add(h, this.linear(attention.apply(q, k, v), `${p}.self_attn.o_proj`, c.oBias)) as tf.Tensor2D;
         const y = this.rmsNorm(h, `${p}.post_attention_layernorm.weight`);
         const gate = this.linear(y, `${p}.mlp.gate_proj`, c.mlpBias);
         const up = this.linear(y, `${p}.mlp.up_proj`, c.mlpBias);
@@ -223,7 +214,8 @@ export class CausalLM {
       }
       return this.rmsNorm(h, "model.norm.weight");
     });
-    tf.dispose([cos, sin, bias]);
+    tf.dispose([cos, sin]);
+    attention.dispose();
     if (input.cache !== undefined) {
       for (const l of input.cache.layers) tf.dispose([l.k, l.v]);
       input.cache.layers = newCache;
