@@ -330,11 +330,11 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
       const mask = new Int32Array(b * s).fill(1);
       for (let r = 0; r < b; r++) for (let j = 0; j < Math.min(s - 1, r === 1 ? 34 : r); j++) mask[r * s + j] = 0;
       const scale = 1 / Math.sqrt(d);
-      const inputs = (): tf.Tensor4D[] => [rand([b, h, t, d], 95), rand([b, kv, s, d], 96), rand([b, kv, s, d], 97)].map((x) => tf.mul(x, 2) as tf.Tensor4D);
+      const inputs = (): tf.Tensor[] => [rand([b, h, t, d], 95), rand([b, kv, s, d], 96), rand([b, kv, s, d], 97)].map((x) => tf.mul(x, 2));
       const dy = (): tf.Tensor => rand([b, t, h, d], 98);
       const native = (): tf.Tensor[] => {
         const keyMask = tf.tensor2d(mask, [b, s], "int32");
-        const { value, grads } = tf.valueAndGrads((q: tf.Tensor, k: tf.Tensor, v: tf.Tensor) => fusedAttention(q as tf.Tensor4D, k as tf.Tensor4D, v as tf.Tensor4D, keyMask, scale))(inputs(), dy());
+        const { value, grads } = tf.valueAndGrads((q: tf.Tensor, k: tf.Tensor, v: tf.Tensor) => fusedAttention(q as tf.Tensor4D, k as tf.Tensor4D, v as tf.Tensor4D, keyMask, scale))(inputs(), dy() as tf.Tensor4D);
         keyMask.dispose();
         return [value, ...grads];
       };
@@ -362,8 +362,9 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     tf.dispose([q, k, m]);
     await useBackend("wasm");
     const w = tf.zeros([1, 1, 1, 1]) as tf.Tensor4D;
-    expect(() => fusedAttention(w, w, w, tf.ones([1, 1], "int32") as tf.Tensor2D, 1)).toThrow(/native backend only \(active: wasm\)/);
-    w.dispose();
+    const wm = tf.ones([1, 1], "int32") as tf.Tensor2D;
+    expect(() => fusedAttention(w, w, w, wm, 1)).toThrow(/native backend only \(active: wasm\)/);
+    tf.dispose([w, wm]);
   });
 
   it("fused RMSNorm, SwiGLU and rotary embedding: values and gradients of the native kernels match the tfjs ops on cpu", async () => {

@@ -1147,23 +1147,39 @@ static void AttnProbs(const float* q, const float* k, const int32_t* mask, float
   }
 }
 
-// Reads and checks the shape arguments shared by both kernels, from argument `at` on:
-// B, H, KV, T, S, D.
-static bool ReadAttnShape(Args& a, size_t at, AttnShape* s) {
-  s->B = a.Int(at);
-  s->H = a.Int(at + 1);
-  s->KV = a.Int(at + 2);
-  s->T = a.Int(at + 3);
-  s->S = a.Int(at + 4);
-  s->D = a.Int(at + 5);
+// The arguments both kernels start with: (heap, qOff, kOff, vOff, maskOff (int32), two offsets of
+// their own, B, H, KV, T, S, D, scale), read and checked.
+struct AttnArgs {
+  uint8_t* heap = nullptr;
+  size_t len = 0;
+  AttnShape s{};
+  float scale = 0.f;
+  const float *q = nullptr, *k = nullptr, *v = nullptr;
+  const int32_t* mask = nullptr;
+};
+
+static bool ReadAttnArgs(Args& a, const std::string& what, AttnArgs* r) {
+  r->heap = a.Heap(0, &r->len);
+  AttnShape& s = r->s;
+  s.B = a.Int(7);
+  s.H = a.Int(8);
+  s.KV = a.Int(9);
+  s.T = a.Int(10);
+  s.S = a.Int(11);
+  s.D = a.Int(12);
+  r->scale = static_cast<float>(a.Num(13));
   if (!a.ok) return false;
-  if (s->B < 0 || s->KV <= 0 || s->H <= 0 || s->H % s->KV != 0 || s->T < 0 || s->S < s->T || s->D <= 0) {
-    a.Fail("attention: bad sizes");
+  if (s.B < 0 || s.KV <= 0 || s.H <= 0 || s.H % s.KV != 0 || s.T < 0 || s.S < s.T || s.D <= 0) {
+    a.Fail(what + ": bad sizes");
     return false;
   }
-  s->past = s->S - s->T;
-  s->rep = s->H / s->KV;
-  return true;
+  s.past = s.S - s.T;
+  s.rep = s.H / s.KV;
+  r->q = At<float>(a, r->heap, r->len, a.Int(1), s.B * s.H * s.T * s.D, (what + " q").c_str());
+  r->k = At<float>(a, r->heap, r->len, a.Int(2), s.B * s.KV * s.S * s.D, (what + " k").c_str());
+  r->v = At<float>(a, r->heap, r->len, a.Int(3), s.B * s.KV * s.S * s.D, (what + " v").c_str());
+  r->mask = At<int32_t>(a, r->heap, r->len, a.Int(4), s.B * s.S, (what + " mask").c_str());
+  return a.ok;
 }
 
 // Runs fn over [0, n) in the pool with OpenBLAS single-threaded: every product here is small.
@@ -1179,17 +1195,14 @@ static void SmallGemmsParallel(int64_t n, const std::function<void(int64_t, int6
 // [B, H, T, S], which the backward pass reuses.
 static napi_value Attention(napi_env env, napi_callback_info info) {
   Args a(env, info);
-  size_t len = 0;
-  uint8_t* heap = a.Heap(0, &len);
-  AttnShape s;
-  if (!ReadAttnShape(a, 7, &s)) return nullptr;
-  const float scale = static_cast<float>(a.Num(13));
-  const float* q = At<float>(a, heap, len, a.Int(1), s.B * s.H * s.T * s.D, "attention q");
-  const float* k = At<float>(a, heap, len, a.Int(2), s.B * s.KV * s.S * s.D, "attention k");
-  const float* v = At<float>(a, heap, len, a.Int(3), s.B * s.KV * s.S * s.D, "attention v");
-  const int32_t* mask = At<int32_t>(a, heap, len, a.Int(4), s.B * s.S, "attention mask");
-  float* out = At<float>(a, heap, len, a.Int(5), s.B * s.T * s.H * s.D, "attention out");
-  float* probs = At<float>(a, heap, len, a.Int(6), s.B * s.H * s.T * s.S, "attention probs");
+  AttnArgs in;
+  if (!ReadAttnArgs(a, "attention", &in)) return nullptr;
+  const AttnShape& s = in.s;
+  const float *q = in.q, *k = in.k, *v = in.v;
+  const int32_t* mask = in.mask;
+  const float scale = in.scale;
+  float* out = At<float>(a, in.heap, in.len, a.Int(5), s.B * s.T * s.H * s.D, "attention out");
+  float* probs = At<float>(a, in.heap, in.len, a.Int(6), s.B * s.H * s.T * s.S, "attention probs");
   if (!a.ok) return nullptr;
   const std::vector<int64_t> first = FirstVisible(mask, s);
   const int ldo = static_cast<int>(s.H * s.D);
@@ -1217,22 +1230,18 @@ static napi_value Attention(napi_env env, napi_callback_info info) {
 // dq = ds·k, dk = Σ_heads dsᵀ·q, dv = Σ_heads pᵀ·dy, the heads of a key/value group summed in order.
 static napi_value AttentionGrad(napi_env env, napi_callback_info info) {
   Args a(env, info);
-  size_t len = 0;
-  uint8_t* heap = a.Heap(0, &len);
-  AttnShape s;
-  if (!ReadAttnShape(a, 7, &s)) return nullptr;
-  const float scale = static_cast<float>(a.Num(13));
-  const float* q = At<float>(a, heap, len, a.Int(1), s.B * s.H * s.T * s.D, "attention_grad q");
-  const float* k = At<float>(a, heap, len, a.Int(2), s.B * s.KV * s.S * s.D, "attention_grad k");
-  const float* v = At<float>(a, heap, len, a.Int(3), s.B * s.KV * s.S * s.D, "attention_grad v");
-  const int32_t* mask = At<int32_t>(a, heap, len, a.Int(4), s.B * s.S, "attention_grad mask");
-  const float* probs = At<float>(a, heap, len, a.Int(5), s.B * s.H * s.T * s.S, "attention_grad probs");
-  const float* dy = At<float>(a, heap, len, a.Int(6), s.B * s.T * s.H * s.D, "attention_grad dy");
-  float* dq = At<float>(a, heap, len, a.Int(14), s.B * s.H * s.T * s.D, "attention_grad dq");
-  float* dk = At<float>(a, heap, len, a.Int(15), s.B * s.KV * s.S * s.D, "attention_grad dk");
-  float* dv = At<float>(a, heap, len, a.Int(16), s.B * s.KV * s.S * s.D, "attention_grad dv");
+  AttnArgs in;
+  if (!ReadAttnArgs(a, "attention_grad", &in)) return nullptr;
+  const AttnShape& s = in.s;
+  const float *q = in.q, *k = in.k, *v = in.v;
+  const float scale = in.scale;
+  const float* probs = At<float>(a, in.heap, in.len, a.Int(5), s.B * s.H * s.T * s.S, "attention_grad probs");
+  const float* dy = At<float>(a, in.heap, in.len, a.Int(6), s.B * s.T * s.H * s.D, "attention_grad dy");
+  float* dq = At<float>(a, in.heap, in.len, a.Int(14), s.B * s.H * s.T * s.D, "attention_grad dq");
+  float* dk = At<float>(a, in.heap, in.len, a.Int(15), s.B * s.KV * s.S * s.D, "attention_grad dk");
+  float* dv = At<float>(a, in.heap, in.len, a.Int(16), s.B * s.KV * s.S * s.D, "attention_grad dv");
   if (!a.ok) return nullptr;
-  const std::vector<int64_t> first = FirstVisible(mask, s);
+  const std::vector<int64_t> first = FirstVisible(in.mask, s);
   const int D = static_cast<int>(s.D), S = static_cast<int>(s.S), ldy = static_cast<int>(s.H * s.D);
   // One task per key/value group, so that no two threads add into the same dk, dv.
   SmallGemmsParallel(s.B * s.KV, [&](int64_t lo, int64_t hi) {
