@@ -19,16 +19,12 @@ const run = (kernel: string, inputs: Record<string, tf.Tensor>, attrs: Record<st
 export function logSoftmaxSelect(x: tf.Tensor2D, targets: Int32Array): { value: tf.Tensor1D; lse: tf.Tensor2D } {
   const [n, vocab] = x.shape;
   if (targets.length !== n) throw new RangeError(`logSoftmaxSelect: ${targets.length} targets for ${n} rows`);
-  const flat = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
-    const t = targets[i]!;
-    if (t < 0 || t >= vocab) throw new RangeError(`logSoftmaxSelect: target ${t} outside the vocabulary [0, ${vocab})`);
-    flat[i] = i * vocab + t;
-  }
-  if (onNative() && x.dtype === "float32" && vocab > 0) {
+  for (const t of targets) if (t < 0 || t >= vocab) throw new RangeError(`logSoftmaxSelect: target ${t} outside the vocabulary [0, ${vocab})`);
+  if (onNative() && x.dtype === "float32") {
     const [value, lse] = tf.tidy(() => run(PBRL_LOG_SOFTMAX_SELECT, { x, targets: tf.tensor1d(targets, "int32") })) as [tf.Tensor1D, tf.Tensor2D];
     return { value, lse };
   }
+  const flat = Int32Array.from(targets, (t, i) => i * vocab + t); // positions in the flattened logits
   const lse = tf.logSumExp(x, 1, true) as tf.Tensor2D;
   const value = tf.tidy(() => tf.sub(tf.gather(tf.reshape(x, [-1]), tf.tensor1d(flat, "int32")), tf.reshape(lse, [-1]))) as tf.Tensor1D;
   return { value, lse };
@@ -78,7 +74,6 @@ export function logSoftmaxSelectGrad(x: tf.Tensor2D, lse: tf.Tensor2D, targets: 
     return tf.mul(tf.sub(onehot, softmax), tf.reshape(dy, [n, 1]));
   });
 }
-
 
 /**
  * Llama's RMSNorm over the last axis of x [N, H] with weight [H]: w ⊙ x / √(mean(x²) + eps). On

@@ -45,9 +45,9 @@ Workloads: training steps (forward, backward, AdamW) on batch 8 × 128 random to
 backend (pure JS, ~30× slower) runs batch 1 × 32 and 16 new tokens. Then one round of
 \`pbrl demo\` (iterative MADPO on the embedded task: collection against the history comparator,
 then MADPO training, no evaluation): with --preset default the demo's own round (64 texts × 8
-candidates, 2 epochs, about 20 s on native, 75 s on wasm), with --preset tiny, on cpu and for --rounds
-a small one (8 texts × 4 candidates, 1 epoch: about 2 s on native, 6 s on wasm, 3 minutes on
-cpu, so --rounds 20 is meant for --backends native,wasm). PyTorch has no demo and is not timed
+candidates, 2 epochs, about 12 s on native, 100 s on wasm), with --preset tiny, on cpu and for
+--rounds a small one (8 texts × 4 candidates, 1 epoch: about 1 s on native, 7 s on wasm, 3
+minutes on cpu, so --rounds 20 is meant for --backends native,wasm). PyTorch has no demo and is not timed
 on it. Between the two, parallel_training: two agents of the preset model sample 8 prompts × 8
 candidates (32 new tokens) and then take --steps MADPO updates (8 pairs, 16 prompt + 48
 completion tokens), in this thread and then in one worker thread per agent, from the same
