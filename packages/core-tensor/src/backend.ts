@@ -80,7 +80,8 @@ export async function useBackend(name: BackendName = "wasm"): Promise<BackendInf
     if (current?.name === name && tf.getBackend() === name) return current;
     registerNativeBackend(load.addon);
     const t = load.info.blasThreads;
-    detail = ` (OpenBLAS sgemm, ${load.info.blasCore} kernels, ${t} thread${t === 1 ? "" : "s"}, on the wasm heap)`;
+    const ignored = load.ignoredCoreType === undefined ? "" : `; OPENBLAS_CORETYPE=${load.ignoredCoreType} is not applied, set PBRL_BLAS_CORETYPE to choose`;
+    detail = ` (OpenBLAS sgemm, ${load.info.blasCore} kernels, ${t} thread${t === 1 ? "" : "s"}, on the wasm heap${ignored})`;
   }
   if (current?.name === name && tf.getBackend() === name) return current;
   if (name === "tensorflow") {

@@ -1,7 +1,7 @@
 export { tf } from "./tf.js";
 export { useBackend, useBackendSetting, useDefaultBackend, ensureBackend, currentBackend, parseBackendName, BACKEND_NAMES, BackendUnavailableError } from "./backend.js";
 export type { BackendName, BackendInfo, BackendSetting } from "./backend.js";
-export { blasCoreOverride, loadNativeAddon, nativeAddonPath, nativeThreads, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS, FUSED_KERNEL_NAMES } from "./native-backend.js";
+export { blasCoreType, loadNativeAddon, nativeAddonPath, nativeThreads, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS, FUSED_KERNEL_NAMES } from "./native-backend.js";
 export { adamwStep, fusedAttention, logSoftmaxSelect, logSoftmaxSelectGrad, rmsNorm, rotary, scatterAddRows, swiglu } from "./fused-ops.js";
 export type { AdamWScalars } from "./fused-ops.js";
 export type { NativeAddon, NativeAddonInfo, NativeLoad } from "./native-backend.js";

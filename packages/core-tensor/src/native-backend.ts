@@ -18,7 +18,7 @@
  * and `PBRL_NATIVE=off` pretends it is absent (to exercise the fallback to wasm).
  * docs/native-backend.md describes the whole path.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -147,7 +147,16 @@ export interface NativeAddon {
   sample(logits: Float32Array, uniforms: Float64Array, temperature: number, out: Int32Array): void;
 }
 
-export type NativeLoad = { ok: true; addon: NativeAddon; info: NativeAddonInfo; path: string } | { ok: false; reason: string; disabled: boolean };
+export type NativeLoad =
+  | {
+      ok: true;
+      addon: NativeAddon;
+      info: NativeAddonInfo;
+      path: string;
+      /** An inherited OPENBLAS_CORETYPE that was not applied to the addon's OpenBLAS (see {@link blasCoreType}). */
+      ignoredCoreType?: string;
+    }
+  | { ok: false; reason: string; disabled: boolean };
 
 /** Where `pnpm install` builds the addon (native/build.mjs). The same relative path from src/ and dist/. */
 export const DEFAULT_NATIVE_ADDON_PATH = fileURLToPath(new URL("../native/build/Release/pbrl_native.node", import.meta.url));
@@ -166,42 +175,28 @@ export function nativeThreads(): number {
 }
 
 /**
- * The OpenBLAS kernel family pbrl's addon asks for (OpenBLAS reads OPENBLAS_CORETYPE once, when
- * the library loads), or undefined to leave the environment and OpenBLAS's own detection alone.
- * `PBRL_BLAS_CORETYPE` (any OpenBLAS core name) wins. Otherwise, on AMD processors with AVX-512
- * (Zen 4, Zen 5): SkylakeX, whatever OPENBLAS_CORETYPE says. OpenBLAS releases before 0.3.22
- * (Debian 12 ships 0.3.21) take those processors for Haswell and run their AVX2 sgemm, and
- * machines like this one set OPENBLAS_CORETYPE=Haswell for every program; the SkylakeX kernels
- * need exactly the AVX-512 subsets such a processor has, and on this machine's Zen 5 they cut a
- * training step's matrix products from 249 to 147 ms (PyTorch's MKL uses AVX-512 here too).
- * Intel processors are left alone: OpenBLAS picks AVX-512 kernels there itself.
+ * OPENBLAS_CORETYPE while pbrl's addon loads OpenBLAS (which reads it once, then):
+ * `PBRL_BLAS_CORETYPE` when set, else none, so that OpenBLAS picks its kernels from the processor,
+ * as PyTorch does for its own. An inherited OPENBLAS_CORETYPE is not applied: machines like this
+ * one set it to Haswell for every program, which held the addon to AVX2 kernels on a Zen 5 whose
+ * AVX-512 OpenBLAS uses when left to detect it (Cooperlake kernels: a bench training step's matrix
+ * products 249 → 147 ms; PyTorch's MKL uses AVX-512 here too).
  */
-export function blasCoreOverride(cpuinfo: string, env: NodeJS.ProcessEnv): string | undefined {
-  const forced = env["PBRL_BLAS_CORETYPE"] ?? "";
-  if (forced !== "") return forced;
-  if (!/^vendor_id\s*:\s*AuthenticAMD$/m.test(cpuinfo)) return undefined;
-  const flags = new Set((/^flags\s*:(.*)$/m.exec(cpuinfo)?.[1] ?? "").trim().split(/\s+/));
-  return ["avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"].every((f) => flags.has(f)) ? "SkylakeX" : undefined;
+export function blasCoreType(env: NodeJS.ProcessEnv): string | undefined {
+  const chosen = env["PBRL_BLAS_CORETYPE"] ?? "";
+  return chosen !== "" ? chosen : undefined;
 }
 
-/** Runs `load` (which loads OpenBLAS) with OPENBLAS_CORETYPE = core, then restores the variable for child processes. */
+/** Runs `load` (which loads OpenBLAS) with OPENBLAS_CORETYPE = core (unset when undefined), then restores it for child processes. */
 function withBlasCore<T>(core: string | undefined, load: () => T): T {
-  if (core === undefined) return load();
   const before = process.env["OPENBLAS_CORETYPE"];
-  process.env["OPENBLAS_CORETYPE"] = core;
+  if (core === undefined) delete process.env["OPENBLAS_CORETYPE"];
+  else process.env["OPENBLAS_CORETYPE"] = core;
   try {
     return load();
   } finally {
     if (before === undefined) delete process.env["OPENBLAS_CORETYPE"];
     else process.env["OPENBLAS_CORETYPE"] = before;
-  }
-}
-
-function readCpuinfo(): string {
-  try {
-    return process.platform === "linux" && process.arch === "x64" ? readFileSync("/proc/cpuinfo", "utf8") : "";
-  } catch {
-    return "";
   }
 }
 
@@ -225,7 +220,9 @@ export function loadNativeAddon(): NativeLoad {
     result = { ok: false, reason: `native addon not built (${path} does not exist)`, disabled: false };
   } else {
     try {
-      const addon = withBlasCore(blasCoreOverride(readCpuinfo(), process.env), () => createRequire(import.meta.url)(path) as NativeAddon);
+      const core = blasCoreType(process.env);
+      const inherited = process.env["OPENBLAS_CORETYPE"] ?? "";
+      const addon = withBlasCore(core, () => createRequire(import.meta.url)(path) as NativeAddon);
       // An addon built from older sources (pnpm install skipped, or sources pulled since) lacks
       // newer functions; refuse it here rather than fail in the middle of a kernel.
       const missing = REQUIRED_ADDON_FUNCTIONS.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
@@ -233,7 +230,7 @@ export function loadNativeAddon(): NativeLoad {
         throw new Error(`it is out of date (no ${missing.join(", ")}); rebuild it: pnpm --filter @pbrl/core-tensor build:native`);
       }
       const info = addon.init(nativeThreads());
-      result = { ok: true, addon, info, path };
+      result = { ok: true, addon, info, path, ...(inherited !== "" && core === undefined ? { ignoredCoreType: inherited } : {}) };
     } catch (e) {
       const msg = (e instanceof Error ? e.message : String(e)).split("\n")[0];
       result = { ok: false, reason: `native addon ${path} failed to load: ${msg}`, disabled: false };

@@ -7,8 +7,7 @@
 // .ci/run when OpenBLAS is installed) a missing addon fails instead, so CI cannot silently lose
 // the native path.
 import { afterEach, describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
-import { blasCoreOverride, BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, fusedAttention, logSoftmaxSelect, logSoftmaxSelectGrad, NATIVE_KERNELS, scatterAddRows, decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, rmsNorm, rotary, swiglu, adamwStep, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
+import { blasCoreType, BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, fusedAttention, logSoftmaxSelect, logSoftmaxSelectGrad, NATIVE_KERNELS, scatterAddRows, decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, rmsNorm, rotary, swiglu, adamwStep, tf, useBackend, useDefaultBackend, type BackendName } from "../src/index.js";
 
 const coreTypeBefore = process.env["OPENBLAS_CORETYPE"];
 const load = loadNativeAddon();
@@ -84,7 +83,7 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     const info = await useBackend("native");
     expect(info.name).toBe("native");
     expect(tf.getBackend()).toBe("native");
-    expect(info.description).toMatch(/^tensor backend: native \(OpenBLAS sgemm, \w+ kernels, \d+ threads?, on the wasm heap\)/);
+    expect(info.description).toMatch(/^tensor backend: native \(OpenBLAS sgemm, \w+ kernels, \d+ threads?, on the wasm heap(; OPENBLAS_CORETYPE=\w+ is not applied, set PBRL_BLAS_CORETYPE to choose)?\)/);
     for (const name of Object.keys(NATIVE_KERNELS)) {
       expect(tf.getKernel(name, "native")?.kernelFunc).toBeDefined();
       expect(tf.getKernel(name, "native")!.kernelFunc).not.toBe(tf.getKernel(name, "wasm")!.kernelFunc);
@@ -470,22 +469,23 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
 });
 
 describe("OpenBLAS kernel family", () => {
-  const amd = "vendor_id\t: AuthenticAMD\nflags\t\t: fpu sse avx2 fma avx512f avx512dq avx512cd avx512bw avx512vl avx512_bf16\n";
-  it("asks for the SkylakeX kernels on AMD processors with AVX-512, unless PBRL_BLAS_CORETYPE says otherwise", () => {
-    expect(blasCoreOverride(amd, {})).toBe("SkylakeX");
-    expect(blasCoreOverride(amd, { OPENBLAS_CORETYPE: "Haswell" })).toBe("SkylakeX"); // a machine-wide setting for other programs
-    expect(blasCoreOverride(amd, { PBRL_BLAS_CORETYPE: "Zen" })).toBe("Zen");
-    expect(blasCoreOverride("", { PBRL_BLAS_CORETYPE: "Haswell" })).toBe("Haswell");
-    expect(blasCoreOverride(amd.replace(" avx512bw", ""), {})).toBeUndefined(); // a subset SkylakeX needs is missing
-    expect(blasCoreOverride(amd.replace("AuthenticAMD", "GenuineIntel"), {})).toBeUndefined(); // OpenBLAS picks these itself
-    expect(blasCoreOverride("", {})).toBeUndefined(); // no /proc/cpuinfo
+  it("PBRL_BLAS_CORETYPE chooses; otherwise OpenBLAS detects the processor, whatever OPENBLAS_CORETYPE says", () => {
+    expect(blasCoreType({ PBRL_BLAS_CORETYPE: "Haswell" })).toBe("Haswell");
+    expect(blasCoreType({ PBRL_BLAS_CORETYPE: "Haswell", OPENBLAS_CORETYPE: "Zen" })).toBe("Haswell");
+    expect(blasCoreType({ OPENBLAS_CORETYPE: "Haswell" })).toBeUndefined(); // a machine-wide setting for other programs
+    expect(blasCoreType({ PBRL_BLAS_CORETYPE: "" })).toBeUndefined();
+    expect(blasCoreType({})).toBeUndefined();
   });
 
-  it.skipIf(!load.ok)("the loaded OpenBLAS runs the kernels chosen for this processor, and the environment is left as it was", () => {
-    const cpuinfo = process.platform === "linux" ? readFileSync("/proc/cpuinfo", "utf8") : "";
-    const chosen = blasCoreOverride(cpuinfo, process.env);
-    if (load.ok && chosen !== undefined) expect(load.info.blasCore.toLowerCase()).toBe(chosen.toLowerCase());
+  it.skipIf(!load.ok)("the loaded OpenBLAS runs the chosen kernels, an inherited OPENBLAS_CORETYPE it did not apply is reported, and the environment is left as it was", async () => {
     expect(process.env["OPENBLAS_CORETYPE"]).toBe(coreTypeBefore);
+    if (!load.ok) return;
+    const chosen = process.env["PBRL_BLAS_CORETYPE"];
+    if (chosen !== undefined && chosen !== "") expect(load.info.blasCore.toLowerCase()).toBe(chosen.toLowerCase());
+    else expect(load.ignoredCoreType).toBe(coreTypeBefore === "" ? undefined : coreTypeBefore);
+    const info = await useBackend("native");
+    if (load.ignoredCoreType !== undefined) expect(info.description).toContain(`OPENBLAS_CORETYPE=${load.ignoredCoreType} is not applied, set PBRL_BLAS_CORETYPE to choose`);
+    await useBackend("wasm");
   });
 });
 
