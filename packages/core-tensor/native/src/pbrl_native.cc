@@ -250,6 +250,17 @@ static T* At(Args& a, uint8_t* heap, size_t heap_len, int64_t offset, int64_t co
   return reinterpret_cast<T*>(heap + offset);
 }
 
+// Whether every idx[i] lies in [0, limit); otherwise throws "<what>: index i outside [0, limit)".
+static bool IndicesInRange(Args& a, const int32_t* idx, int64_t count, int64_t limit, const char* what) {
+  if (!a.ok) return false;
+  for (int64_t i = 0; i < count; i++)
+    if (idx[i] < 0 || idx[i] >= limit) {
+      a.Fail(std::string(what) + ": index " + std::to_string(idx[i]) + " outside [0, " + std::to_string(limit) + ")");
+      return false;
+    }
+  return true;
+}
+
 static napi_value Undefined(napi_env env) {
   napi_value u;
   napi_get_undefined(env, &u);
@@ -468,10 +479,9 @@ static napi_value MatMul(napi_env env, napi_callback_info info) {
     a.Fail("matmul: batch indices do not match the batch sizes");
     return nullptr;
   }
-  for (size_t i = 0; i < nai; i++)
-    if (aIdx[i] < 0 || aIdx[i] >= batchA) return a.Fail("matmul: a batch index out of range"), nullptr;
-  for (size_t i = 0; i < nbi; i++)
-    if (bIdx[i] < 0 || bIdx[i] >= batchB) return a.Fail("matmul: b batch index out of range"), nullptr;
+  if (!IndicesInRange(a, aIdx, static_cast<int64_t>(nai), batchA, "matmul a batch") ||
+      !IndicesInRange(a, bIdx, static_cast<int64_t>(nbi), batchB, "matmul b batch"))
+    return nullptr;
   const float* A = At<float>(a, heap, len, a.Int(1), batchA * M * K, "matmul a");
   const float* B = At<float>(a, heap, len, a.Int(2), batchB * K * N, "matmul b");
   float* C = At<float>(a, heap, len, a.Int(3), batch * M * N, "matmul out");
@@ -696,10 +706,7 @@ static napi_value Gather(napi_env env, napi_callback_info info) {
   const uint8_t* x = At<uint8_t>(a, heap, len, a.Int(1), outer * axisLen * innerBytes, "gather input");
   const int32_t* idx = At<int32_t>(a, heap, len, a.Int(2), count, "gather indices");
   uint8_t* out = At<uint8_t>(a, heap, len, a.Int(3), outer * count * innerBytes, "gather output");
-  if (!a.ok) return nullptr;
-  for (int64_t i = 0; i < count; i++)
-    if (idx[i] < 0 || idx[i] >= axisLen)
-      return a.Fail("gather: index " + std::to_string(idx[i]) + " outside [0, " + std::to_string(axisLen) + ")"), nullptr;
+  if (!IndicesInRange(a, idx, count, axisLen, "gather")) return nullptr;
   if (innerBytes == 0) return Undefined(env);
   g_pool->ParallelFor(outer * count, std::max<int64_t>(1, (kElementwiseGrain * 4) / innerBytes), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; r++) {
@@ -723,10 +730,7 @@ static napi_value ScatterAddRows(napi_env env, napi_callback_info info) {
   const float* dy = At<float>(a, heap, len, a.Int(1), count * cols, "scatter_add_rows dy");
   const int32_t* idx = At<int32_t>(a, heap, len, a.Int(2), count, "scatter_add_rows indices");
   float* out = At<float>(a, heap, len, a.Int(3), rows * cols, "scatter_add_rows output");
-  if (!a.ok) return nullptr;
-  for (int64_t i = 0; i < count; i++)
-    if (idx[i] < 0 || idx[i] >= rows)
-      return a.Fail("scatter_add_rows: index " + std::to_string(idx[i]) + " outside [0, " + std::to_string(rows) + ")"), nullptr;
+  if (!IndicesInRange(a, idx, count, rows, "scatter_add_rows")) return nullptr;
   g_pool->ParallelFor(cols, std::max<int64_t>(8, kElementwiseGrain / std::max<int64_t>(1, rows + count)), [&](int64_t lo, int64_t hi) {
     for (int64_t r = 0; r < rows; r++) std::fill(out + r * cols + lo, out + r * cols + hi, 0.f);
     for (int64_t i = 0; i < count; i++) {
@@ -818,9 +822,7 @@ static napi_value LogSoftmaxGrad(napi_env env, napi_callback_info info) {
   const int32_t* t = At<int32_t>(a, heap, len, a.Int(3), rows, "logsoftmax_grad targets");
   const float* dy = At<float>(a, heap, len, a.Int(4), rows, "logsoftmax_grad dy");
   float* out = At<float>(a, heap, len, a.Int(5), rows * cols, "logsoftmax_grad out");
-  if (!a.ok) return nullptr;
-  for (int64_t i = 0; i < rows; i++)
-    if (t[i] < 0 || t[i] >= cols) return a.Fail("logsoftmax_grad: target out of range"), nullptr;
+  if (!IndicesInRange(a, t, rows, cols, "logsoftmax_grad target")) return nullptr;
   g_pool->ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, cols)), [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; i++) {
       const float* xr = x + i * cols;
@@ -851,9 +853,7 @@ static napi_value LogSoftmaxSelect(napi_env env, napi_callback_info info) {
   const int32_t* t = At<int32_t>(a, heap, len, a.Int(2), rows, "logsoftmax_select targets");
   float* value = At<float>(a, heap, len, a.Int(3), rows, "logsoftmax_select value");
   float* lse = At<float>(a, heap, len, a.Int(4), rows, "logsoftmax_select lse");
-  if (!a.ok) return nullptr;
-  for (int64_t i = 0; i < rows; i++)
-    if (t[i] < 0 || t[i] >= cols) return a.Fail("logsoftmax_select: target out of range"), nullptr;
+  if (!IndicesInRange(a, t, rows, cols, "logsoftmax_select target")) return nullptr;
   g_pool->ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / cols), [&](int64_t lo, int64_t hi) {
     std::vector<float> e(static_cast<size_t>(cols));
     for (int64_t i = lo; i < hi; i++) {
