@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Builds pbrl's native addon (native/build/Release/pbrl_native.node) with node-gyp; run by
-// `pnpm install` (core-tensor's `install` script) and by hand: `node native/build.mjs`.
+// `pnpm install` (core-tensor's `prepare` script) and by hand: `node native/build.mjs`.
 //
 // It never fails the install: pbrl runs without the addon (the `native` backend falls back to
 // `wasm`), so when the build is impossible (no OpenBLAS, no C++ compiler, no node-gyp) it prints
@@ -10,7 +10,7 @@
 // Offline: node-gyp is the copy pnpm or npm ship (no download), and the Node headers are those
 // installed next to this `node` binary (`--nodedir`), so node-gyp never fetches a header tarball.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -82,11 +82,24 @@ const nodedir = findNodeDir();
 const args = [...gyp.args, "rebuild", "--release", "--jobs", "max"];
 if (nodedir !== undefined) args.push(`--nodedir=${nodedir}`);
 const t0 = Date.now();
-const r = spawnSync(gyp.cmd, args, { cwd: here, encoding: "utf8", env: { ...process.env, npm_config_loglevel: "error" } });
+// `node-gyp rebuild` empties its build directory first, so it builds in a directory of this
+// process's own and the finished addon is renamed into place: anything loading the addon
+// meanwhile (the test suites, while `pnpm pack` runs this script as core-tensor's `prepare`)
+// finds the previous one, never none.
+const staging = path.join(here, `.build-${process.pid}`);
+rmSync(staging, { recursive: true, force: true });
+mkdirSync(staging);
+cpSync(path.join(here, "binding.gyp"), path.join(staging, "binding.gyp"));
+cpSync(path.join(here, "src"), path.join(staging, "src"), { recursive: true });
+const r = spawnSync(gyp.cmd, args, { cwd: staging, encoding: "utf8", env: { ...process.env, npm_config_loglevel: "error" } });
 const output = `$ ${gyp.cmd} ${args.join(" ")}\n${r.stdout ?? ""}${r.stderr ?? ""}${r.error ? String(r.error) : ""}`;
-mkdirSync(buildDir, { recursive: true });
+const built = path.join(staging, "build", "Release", "pbrl_native.node");
+mkdirSync(path.dirname(addonPath), { recursive: true });
 writeFileSync(logPath, output);
-if (r.status !== 0 || !existsSync(addonPath)) {
+const ok = r.status === 0 && existsSync(built);
+if (ok) renameSync(built, addonPath);
+rmSync(staging, { recursive: true, force: true });
+if (!ok) {
   rmSync(addonPath, { force: true }); // never leave a stale addon behind a failed rebuild
   say(`not built (${reasonFrom(output)}; full log: ${path.relative(process.cwd(), logPath)}); ${FALLBACK}`);
   process.exit(0);
