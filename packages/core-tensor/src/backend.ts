@@ -2,10 +2,13 @@ import { createRequire } from "node:module";
 import { tf } from "./tf.js";
 import "@tensorflow/tfjs-backend-cpu";
 import "@tensorflow/tfjs-backend-wasm";
-import { loadNativeAddon, NATIVE_BACKEND_NAME, registerNativeBackend } from "./native-backend.js";
+import { NATIVE_INSTALL_HINT } from "./addon-hints.js";
+import { LIBTORCH_INSTALL_HINT, loadLibtorchAddon } from "./libtorch/addon.js";
+import { LIBTORCH_BACKEND_NAME, registerLibtorchBackend } from "./libtorch/register.js";
+import { loadNativeAddon, NATIVE_BACKEND_NAME, nativeThreads, registerNativeBackend } from "./native-backend.js";
 
-export type BackendName = "wasm" | "cpu" | "tensorflow" | "native";
-export const BACKEND_NAMES: readonly BackendName[] = ["wasm", "cpu", "tensorflow", "native"];
+export type BackendName = "wasm" | "cpu" | "tensorflow" | "native" | "libtorch";
+export const BACKEND_NAMES: readonly BackendName[] = ["wasm", "cpu", "tensorflow", "native", "libtorch"];
 
 export interface BackendInfo {
   /** The backend pbrl asked for. */
@@ -19,12 +22,6 @@ export interface BackendInfo {
 export class BackendUnavailableError extends Error {
   override name = "BackendUnavailableError";
 }
-
-/** How to get the native backend, appended to every message saying it is unavailable. */
-const NATIVE_INSTALL_HINT =
-  "it needs OpenBLAS and pbrl's C++ addon, which `pnpm install` builds in packages/core-tensor/native: " +
-  "install OpenBLAS (Debian/Ubuntu: `apt-get install libopenblas-dev`; Fedora: `dnf install openblas-devel`) " +
-  "and a C++ compiler, then run `pnpm install` again";
 
 const TF_NODE_PACKAGES = ["@tensorflow/tfjs-node-gpu", "@tensorflow/tfjs-node"] as const;
 
@@ -81,7 +78,20 @@ export async function useBackend(name: BackendName = "wasm"): Promise<BackendInf
     registerNativeBackend(load.addon);
     const t = load.info.blasThreads;
     const ignored = load.ignoredCoreType === undefined ? "" : `; OPENBLAS_CORETYPE=${load.ignoredCoreType} is not applied, set PBRL_BLAS_CORETYPE to choose`;
-    detail = ` (OpenBLAS sgemm, ${load.info.blasCore} kernels, ${t} thread${t === 1 ? "" : "s"}, on the wasm heap${ignored})`;
+    detail = ` (OpenBLAS sgemm, ${load.info.blasCore} kernels: ${load.blasCoreReason}; ${t} thread${t === 1 ? "" : "s"}, on the wasm heap${ignored})`;
+  }
+  if (name === LIBTORCH_BACKEND_NAME) {
+    const load = loadLibtorchAddon(nativeThreads());
+    if (!load.ok) {
+      throw new BackendUnavailableError(
+        `backend=libtorch is unavailable: ${load.reason}` + (load.disabled ? "; unset PBRL_LIBTORCH to use it" : `; ${LIBTORCH_INSTALL_HINT}`) + ". Or choose backend=native or backend=wasm.",
+      );
+    }
+    if (current?.name === name && tf.getBackend() === name) return current;
+    registerLibtorchBackend(load.addon);
+    const i = load.info;
+    const cuda = i.cudaDevices > 0 ? `, CUDA with ${i.cudaDevices} device${i.cudaDevices === 1 ? "" : "s"}` : "";
+    detail = ` (libtorch ${i.torchVersion}, ATen ${i.cpuCapability} CPU kernels${i.mkl ? " with MKL" : ""}${i.mkldnn ? " and oneDNN" : ""}, ${i.threads} thread${i.threads === 1 ? "" : "s"}${cuda})`;
   }
   if (current?.name === name && tf.getBackend() === name) return current;
   if (name === "tensorflow") {

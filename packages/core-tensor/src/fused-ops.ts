@@ -4,9 +4,9 @@
  * before, so the wasm and cpu results do not change).
  */
 import { PBRL_ADAMW, PBRL_ATTENTION, PBRL_ATTENTION_GRAD, PBRL_LOG_SOFTMAX_GRAD, PBRL_LOG_SOFTMAX_SELECT, PBRL_RMS_NORM, PBRL_SCATTER_ADD_ROWS, PBRL_ROPE, PBRL_RMS_NORM_GRAD, PBRL_SWIGLU, PBRL_SWIGLU_GRAD } from "./native-backend.js";
+import { fusedKernelsActive as onNative } from "./backend-traits.js";
 import { tf } from "./tf.js";
 
-const onNative = (): boolean => tf.getBackend() === "native";
 const run = (kernel: string, inputs: Record<string, tf.Tensor>, attrs: Record<string, number> = {}): tf.Tensor | tf.Tensor[] =>
   tf.engine().runKernel(kernel, inputs as unknown as tf.NamedTensorMap, attrs) as tf.Tensor | tf.Tensor[];
 
@@ -63,7 +63,7 @@ export function logSoftmaxSelectGrad(x: tf.Tensor2D, lse: tf.Tensor2D, targets: 
   if (targets.length !== n) throw new RangeError(`logSoftmaxSelectGrad: ${targets.length} targets for ${n} rows`);
   return tf.tidy(() => {
     const t = tf.tensor1d(targets, "int32");
-    if (tf.getBackend() === "native") {
+    if (onNative()) {
       for (const v of targets) if (v < 0 || v >= vocab) throw new RangeError(`logSoftmaxSelectGrad: target ${v} outside [0, ${vocab})`);
       const inputs = { x, lse: tf.cast(lse, "float32"), targets: t, dy: tf.reshape(tf.cast(dy, "float32"), [n]) };
       return tf.engine().runKernel(PBRL_LOG_SOFTMAX_GRAD, inputs as unknown as tf.NamedTensorMap, {}) as tf.Tensor2D;
@@ -146,7 +146,7 @@ export function rotary(x: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): tf.T
  * Native only: on other backends models' attention runs it as tfjs ops with an additive bias.
  */
 export function fusedAttention(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, keyMask: tf.Tensor2D, scale: number): tf.Tensor4D {
-  if (!onNative()) throw new Error(`fusedAttention runs on the native backend only (active: ${tf.getBackend()})`);
+  if (!onNative()) throw new Error(`fusedAttention runs on the native and libtorch backends only (active: ${tf.getBackend()})`);
   const [b, h, t, d] = q.shape;
   const [kb, kv, s, kd] = k.shape;
   const ok = kb === b && kd === d && kv > 0 && h % kv === 0 && s >= t && v.shape.every((n, i) => n === k.shape[i]) && keyMask.dtype === "int32" && keyMask.shape[0] === b && keyMask.shape[1] === s;

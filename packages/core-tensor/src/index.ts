@@ -1,10 +1,16 @@
 export { tf } from "./tf.js";
 export { useBackend, useBackendSetting, useDefaultBackend, ensureBackend, currentBackend, parseBackendName, BACKEND_NAMES, BackendUnavailableError } from "./backend.js";
 export type { BackendName, BackendInfo, BackendSetting } from "./backend.js";
-export { blasCoreType, loadNativeAddon, nativeAddonPath, nativeThreads, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS, FUSED_KERNEL_NAMES } from "./native-backend.js";
+export { applyBlasCoreChoice, blasCoreType, loadNativeAddon, nativeAddonPath, nativeThreads, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS, FUSED_KERNEL_NAMES } from "./native-backend.js";
+export { fusedKernelsActive, transposesAreFree } from "./backend-traits.js";
 export { adamwStep, fusedAttention, logSoftmaxSelect, logSoftmaxSelectGrad, rmsNorm, rotary, scatterAddRows, swiglu } from "./fused-ops.js";
 export type { AdamWScalars } from "./fused-ops.js";
 export type { NativeAddon, NativeAddonInfo, NativeLoad } from "./native-backend.js";
+export { loadLibtorchAddon, libtorchAddonPath, DEFAULT_LIBTORCH_ADDON_PATH } from "./libtorch/addon.js";
+export type { LibtorchAddon, LibtorchInfo, LibtorchLoad } from "./libtorch/addon.js";
+export { LIBTORCH_KERNEL_NAMES } from "./libtorch/kernels.js";
+export { chooseBlasCore, describeCpuFeatures } from "./blas-kernels.js";
+export type { BlasCoreChoice, CpuFeatures } from "./blas-kernels.js";
 export { RngStream, RngStreams } from "./rng.js";
 export type { RngState, RngStreamsState } from "./rng.js";
 export { AdamW } from "./adamw.js";

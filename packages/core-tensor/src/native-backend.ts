@@ -23,6 +23,8 @@ import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { DataType, KernelConfig, KernelFunc, NamedAttrMap, NamedTensorInfoMap, TensorInfo } from "@tensorflow/tfjs-core";
+import { REBUILD_ADDON_HINT } from "./addon-hints.js";
+import { chooseBlasCore, type CpuFeatures } from "./blas-kernels.js";
 import { tf } from "./tf.js";
 
 /** What the addon reports about its threads and the OpenBLAS it is linked against. */
@@ -41,6 +43,12 @@ export interface NativeAddonInfo {
 export interface NativeAddon {
   init(threads: number): NativeAddonInfo;
   info(): NativeAddonInfo;
+  /** The x86 instruction sets this process may use (all false elsewhere). */
+  cpuFeatures(): CpuFeatures;
+  /** The OpenBLAS kernel families {@link NativeAddon.setBlasCore} can switch to; empty when it cannot switch. */
+  blasCores(): string[];
+  /** Switches OpenBLAS's kernel family (process-wide; a family already in use is kept) and returns the one in use. */
+  setBlasCore(name: string): string;
   matmul(
     heap: ArrayBuffer,
     aOff: number,
@@ -155,10 +163,12 @@ export type NativeLoad =
       path: string;
       /** An inherited OPENBLAS_CORETYPE that was not applied to the addon's OpenBLAS (see {@link blasCoreType}). */
       ignoredCoreType?: string;
+      /** Why OpenBLAS runs the kernels it does (`info.blasCore`), for the backend line (see blas-kernels.ts). */
+      blasCoreReason: string;
     }
   | { ok: false; reason: string; disabled: boolean };
 
-/** Where `pnpm install` builds the addon (native/build.mjs). The same relative path from src/ and dist/. */
+/** Where the install step builds the addon (native/build.mjs). The same relative path from src/ and dist/. */
 export const DEFAULT_NATIVE_ADDON_PATH = fileURLToPath(new URL("../native/build/Release/pbrl_native.node", import.meta.url));
 
 /** The addon path in effect: `PBRL_NATIVE_ADDON` when set, else the build output. */
@@ -176,15 +186,26 @@ export function nativeThreads(): number {
 
 /**
  * OPENBLAS_CORETYPE while pbrl's addon loads OpenBLAS (which reads it once, then):
- * `PBRL_BLAS_CORETYPE` when set, else none, so that OpenBLAS picks its kernels from the processor,
- * as PyTorch does for its own. An inherited OPENBLAS_CORETYPE is not applied: machines like this
- * one set it to Haswell for every program, which held the addon to AVX2 kernels on a Zen 5 whose
- * AVX-512 OpenBLAS uses when left to detect it (Cooperlake kernels: a bench training step's matrix
- * products 249 → 147 ms; PyTorch's MKL uses AVX-512 here too).
+ * `PBRL_BLAS_CORETYPE` when set, else none, so that OpenBLAS first picks its kernels itself and
+ * pbrl then checks that pick against the CPU's instruction sets (see blas-kernels.ts). An inherited
+ * OPENBLAS_CORETYPE is not applied: machines like this one set it to Haswell for every program,
+ * which held the addon to AVX2 kernels on a Zen 5 with AVX-512 (a bench training step's matrix
+ * products 249 → 147 ms with AVX-512 kernels; PyTorch's MKL uses AVX-512 there too).
  */
 export function blasCoreType(env: NodeJS.ProcessEnv): string | undefined {
   const chosen = env["PBRL_BLAS_CORETYPE"] ?? "";
   return chosen !== "" ? chosen : undefined;
+}
+
+/**
+ * Checks the kernel family OpenBLAS loaded with against the CPU's instruction sets and switches
+ * it when it is older (see {@link chooseBlasCore}); `override` is PBRL_BLAS_CORETYPE, applied at load.
+ */
+export function applyBlasCoreChoice(addon: NativeAddon, override: string | undefined): { info: NativeAddonInfo; reason: string } {
+  const choice = chooseBlasCore({ features: addon.cpuFeatures(), detected: addon.info().blasCore, available: addon.blasCores(), override });
+  if (choice.switchTo === undefined) return { info: addon.info(), reason: choice.reason };
+  const now = addon.setBlasCore(choice.switchTo);
+  return { info: addon.info(), reason: now === choice.switchTo ? choice.reason : `${choice.switchTo} was chosen but OpenBLAS kept ${now}` };
 }
 
 /** Runs `load` (which loads OpenBLAS) with OPENBLAS_CORETYPE = core (unset when undefined), then restores it for child processes. */
@@ -201,7 +222,7 @@ function withBlasCore<T>(core: string | undefined, load: () => T): T {
 }
 
 /** Every function of {@link NativeAddon}, checked when the addon loads. */
-const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "matmul", "transpose", "unary", "copy2d", "gather", "scatterAddRows", "sum", "logsoftmaxGrad", "logsoftmaxSelect", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "attention", "attentionGrad", "decode", "sample", "adamw"] as const satisfies readonly (keyof NativeAddon)[];
+const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "cpuFeatures", "blasCores", "setBlasCore", "matmul", "transpose", "unary", "copy2d", "gather", "scatterAddRows", "sum", "logsoftmaxGrad", "logsoftmaxSelect", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "attention", "attentionGrad", "decode", "sample", "adamw"] as const satisfies readonly (keyof NativeAddon)[];
 
 const loaded = new Map<string, NativeLoad>();
 
@@ -227,10 +248,11 @@ export function loadNativeAddon(): NativeLoad {
       // newer functions; refuse it here rather than fail in the middle of a kernel.
       const missing = REQUIRED_ADDON_FUNCTIONS.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
       if (missing.length > 0) {
-        throw new Error(`it is out of date (no ${missing.join(", ")}); rebuild it: pnpm --filter @pbrl/core-tensor build:native`);
+        throw new Error(`it is out of date (no ${missing.join(", ")}); ${REBUILD_ADDON_HINT}`);
       }
-      const info = addon.init(nativeThreads());
-      result = { ok: true, addon, info, path, ...(inherited !== "" && core === undefined ? { ignoredCoreType: inherited } : {}) };
+      addon.init(nativeThreads());
+      const { info, reason } = applyBlasCoreChoice(addon, core);
+      result = { ok: true, addon, info, path, blasCoreReason: reason, ...(inherited !== "" && core === undefined ? { ignoredCoreType: inherited } : {}) };
     } catch (e) {
       const msg = (e instanceof Error ? e.message : String(e)).split("\n")[0];
       result = { ok: false, reason: `native addon ${path} failed to load: ${msg}`, disabled: false };

@@ -1,10 +1,10 @@
 /**
- * Causal grouped-query attention of one forward call, for every layer: on the native backend
- * core-tensor's fused kernel (which builds the causal mask itself from a key mask), elsewhere tfjs
+ * Causal grouped-query attention of one forward call, for every layer: on the native and libtorch
+ * backends core-tensor's fused kernel (which builds the causal mask itself from a key mask), elsewhere tfjs
  * ops with an additive bias. The constants (key mask or bias) are built once per call, on the host
  * and outside any tape (see attention-mask.ts).
  */
-import { fusedAttention, tf } from "@pbrl/core-tensor";
+import { fusedAttention, fusedKernelsActive, tf } from "@pbrl/core-tensor";
 import { attentionBias } from "./attention-mask.js";
 import { matMul } from "./ops.js";
 
@@ -23,14 +23,14 @@ export interface AttentionShape {
 
 export class CausalAttention {
   private readonly scale: number;
-  /** int32 [B, S] on native; the additive bias [B or 1, 1, rep·T, S] elsewhere. */
+  /** int32 [B, S] for the fused kernel; the additive bias [B or 1, 1, rep·T, S] elsewhere. */
   private readonly mask: tf.Tensor;
   private readonly fused: boolean;
 
   constructor(private readonly shape: AttentionShape) {
     const { batch: b, queries: t, past, heads, kvHeads, headDim } = shape;
     this.scale = 1 / Math.sqrt(headDim);
-    this.fused = tf.getBackend() === "native";
+    this.fused = fusedKernelsActive();
     const s = past + t;
     if (shape.keyMask !== undefined && shape.keyMask.length !== b * s) {
       throw new RangeError(`attention mask has ${shape.keyMask.length} entries, expected batch ${b} × ${s} positions`);

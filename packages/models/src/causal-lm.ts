@@ -1,5 +1,5 @@
 import type { RngStream} from "@pbrl/core-tensor";
-import { rmsNorm, rotary, swiglu, tf, variableFrom, type DecodeWeights, type HostTensor } from "@pbrl/core-tensor";
+import { rmsNorm, rotary, swiglu, tf, transposesAreFree, variableFrom, type DecodeWeights, type HostTensor } from "@pbrl/core-tensor";
 import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
 import { gatherRows, matMul } from "./ops.js";
@@ -104,11 +104,11 @@ export class CausalLM {
   /**
    * Runs `fn` with transposed copies of the projection weights, made once: for many small
    * forward passes without gradients (token-by-token generation) this saves a transpose per
-   * weight per step. The weights must not change inside `fn`. Not on native, whose matmul reads
-   * transposed operands for free.
+   * weight per step. The weights must not change inside `fn`. Not on native and libtorch, whose
+   * matmuls read transposed operands for free.
    */
   withFrozenWeights<T>(fn: () => T): T {
-    if (this.transposed !== undefined || tf.getBackend() === "native") return fn();
+    if (this.transposed !== undefined || transposesAreFree()) return fn();
     const c = this.config;
     const names = [...this.params.keys()].filter((n) => n.endsWith("_proj.weight"));
     names.push(c.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight");

@@ -6,7 +6,7 @@
  * for a float32 output dtype. Both ops below therefore carry their own gradients, computed from
  * host-side indices that are known before the tape starts.
  */
-import { logSoftmaxSelect, logSoftmaxSelectGrad, scatterAddRows, tf } from "@pbrl/core-tensor";
+import { logSoftmaxSelect, logSoftmaxSelectGrad, scatterAddRows, tf, transposesAreFree } from "@pbrl/core-tensor";
 
 /**
  * Rows `indices` of a 2-D tensor: an embedding lookup, or picking hidden states at chosen
@@ -60,13 +60,12 @@ function transposeLast2(x: tf.Tensor): tf.Tensor {
  * calls. tfjs's wasm kernel runs 10× slower when asked to transpose an operand (about 2.5 vs
  * 30 GFLOPS measured), while an explicit transpose costs one memory pass; and the built-in
  * gradient of a matmul asks for transposed operands. On the tensorflow backend, whose BLAS
- * transposes for free, the built-in op is used; on the native backend (OpenBLAS sgemm, which
- * also transposes for free) see {@link matMulTransposing}.
+ * transposes for free, the built-in op is used; on native (OpenBLAS sgemm) and libtorch (ATen
+ * matmul on strided views), which also transpose for free, see {@link matMulTransposing}.
  */
 export function matMul(a: tf.Tensor, b: tf.Tensor, transposeA = false, transposeB = false): tf.Tensor {
-  const backend = tf.getBackend();
-  if (backend === "tensorflow") return tf.matMul(a, b, transposeA, transposeB);
-  if (backend === "native") return matMulTransposing(a, b, transposeA, transposeB);
+  if (tf.getBackend() === "tensorflow") return tf.matMul(a, b, transposeA, transposeB);
+  if (transposesAreFree()) return matMulTransposing(a, b, transposeA, transposeB);
   const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [x, y] = args as [tf.Tensor, tf.Tensor];
     const save = args[2] as tf.GradSaveFunc;

@@ -2,7 +2,7 @@
 // backend: logits, greedy generations (single and left-padded batches), sequence log-probs.
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadNativeAddon, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { loadLibtorchAddon, loadNativeAddon, nativeThreads, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
 import { generate, loadPretrained, scoreCompletions, type Pretrained } from "../src/index.js";
 import { FIXTURES, maxAbsDiff, reference } from "./reference.js";
 
@@ -12,14 +12,19 @@ const CASES: { dir: string; ref: string }[] = [
   { dir: "tiny-qwen2-sharded", ref: "tiny-qwen2" },
   { dir: "tiny-llama-bf16", ref: "tiny-llama-bf16" },
 ];
-const BACKENDS: BackendName[] = ["native", "wasm", "cpu"];
-// native needs the addon `pnpm install` builds; without it (no OpenBLAS) its cases skip, saying
-// why, unless PBRL_REQUIRE_NATIVE=1 (CI with OpenBLAS installed) makes them run and fail.
+const BACKENDS: BackendName[] = ["native", "libtorch", "wasm", "cpu"];
+// native and libtorch need the addons the install step builds; without one (no OpenBLAS, no
+// libtorch) its cases skip, saying why, unless PBRL_REQUIRE_NATIVE=1 / PBRL_REQUIRE_LIBTORCH=1
+// (CI where they can be built) makes them run and fail.
 const nativeLoad = loadNativeAddon();
-const nativeMissing = nativeLoad.ok || process.env["PBRL_REQUIRE_NATIVE"] === "1" ? undefined : nativeLoad.reason;
+const libtorchLoad = loadLibtorchAddon(nativeThreads());
+const MISSING: Partial<Record<BackendName, string>> = {
+  ...(nativeLoad.ok || process.env["PBRL_REQUIRE_NATIVE"] === "1" ? {} : { native: nativeLoad.reason }),
+  ...(libtorchLoad.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? {} : { libtorch: libtorchLoad.reason }),
+};
 
 describe.each(BACKENDS)("parity with transformers on %s", (backend) => {
-  const skip = backend === "native" ? nativeMissing : undefined;
+  const skip = MISSING[backend];
   describe.skipIf(skip !== undefined).each(CASES)(skip === undefined ? "$dir" : `$dir (skipped: ${skip.replace(/[%$]/g, "")})`, ({ dir, ref: refName }) => {
     const ref = reference(refName);
     let p: Pretrained;

@@ -93,7 +93,7 @@ describe("MADPOConfig validation: every rule names its field", () => {
     [{ agent_learning_rate: 0 }, /^agent_learning_rate: got 0; expected a finite number > 0$/],
     [{ seed: -3 }, /^seed: got -3; expected an integer ≥ 0$/],
     [{ seed: 1.5 }, /^seed: got 1.5/],
-    [{ backend: "cuda" }, /^backend: got "cuda"; expected one of "auto", "native", "wasm", "cpu", "tensorflow"$/],
+    [{ backend: "cuda" }, /^backend: got "cuda"; expected one of "auto", "wasm", "cpu", "tensorflow", "native", "libtorch"$/],
     [{ output_dir: "" }, /^output_dir: got ""; expected a non-empty string$/],
     [{ madpo_score_last_token: "yes" }, /^madpo_score_last_token: got "yes"; expected true or false$/],
     [{ reward_concurrency: 0 }, /^reward_concurrency: got 0/],

@@ -1,51 +1,54 @@
-// Each publishable package is packed with `pnpm pack` (so workspace: ranges become versions and
-// only `files` ship) and installed, offline from the local store, into a scratch project outside
-// the workspace; a TypeScript consumer type-checks against the published typings and runs.
+// The packed packages (test/pack-workspace.ts) installed with pnpm, offline from the local store,
+// into a scratch project outside the workspace; a TypeScript consumer type-checks against the
+// published typings and runs. pnpm refuses to run a dependency's build script until the project
+// decides (allowBuilds); this project denies @pbrl/core-tensor's, as a user who skipped it
+// would, and builds the addon afterwards with the rebuild command every message names.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { isolatedNpmEnv, npm } from "./npm-env.js";
+import { FIXTURE, NATIVE_REQUIRED, REBUILD_ARGS, REBUILD_COMMAND, ROOT } from "./workspace.js";
 
-const ROOT = path.resolve(import.meta.dirname, "../../..");
-/** Every publishable package of the workspace: packages/* and the CLI. */
-const PACKAGES = [...readdirSync(path.join(ROOT, "packages")).map((d) => `packages/${d}`), "apps/cli"].map((dir) => ({
-  dir,
-  name: (JSON.parse(readFileSync(path.join(ROOT, dir, "package.json"), "utf8")) as { name: string }).name,
-}));
-const FIXTURE = path.join(ROOT, "packages/models/test/fixtures/tiny-llama");
 const reference = JSON.parse(readFileSync(path.join(ROOT, "packages/models/test/fixtures/tiny-llama.reference.json"), "utf8")) as {
   greedy: { results: { text_prompt: string; input_ids: number[]; new_token_ids: number[] }[] };
 };
 
 const run = (cmd: string, args: string[], cwd: string): string => execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
+const PACKED = inject("packedPackages");
 let scratch: string;
+let builtByPnpm: boolean;
+let rebuildLog: string;
 
-beforeAll(() => {
-  const packs = mkdtempSync(path.join(tmpdir(), "pbrl-packs-"));
-  const tarballs: Record<string, string> = {};
-  for (const p of PACKAGES) {
-    run("pnpm", ["pack", "--pack-destination", packs], path.join(ROOT, p.dir));
-    const file = readdirSync(packs).find((f) => f.startsWith(p.name.replace("@", "").replace("/", "-") + "-"))!;
-    tarballs[p.name] = `file:${path.join(packs, file)}`;
-  }
+beforeAll(async () => {
+  const tarballs = Object.fromEntries(PACKED.map((p) => [p.name, `file:${p.tarball}`]));
   scratch = mkdtempSync(path.join(tmpdir(), "pbrl-consumer-"));
   writeFileSync(
     path.join(scratch, "package.json"),
     JSON.stringify({ name: "consumer", private: true, type: "module", dependencies: tarballs, devDependencies: { "@types/node": "20.19.43", typescript: "5.9.3" } }, null, 2),
   );
   // A workspace file of its own keeps pnpm from climbing into ours; overrides point the
-  // packages' own dependencies on each other at the tarballs, as a registry would.
+  // packages' own dependencies on each other at the tarballs, as a registry would. A tarball
+  // dependency's allowBuilds key is its name and its path from the project (a registry one's is
+  // its name alone).
   const overrides = Object.entries(tarballs).map(([n, t]) => `  "${n}": "${t}"`).join("\n");
-  writeFileSync(path.join(scratch, "pnpm-workspace.yaml"), `packages: []\noverrides:\n${overrides}\nallowBuilds:\n  core-js: false\n`);
+  const coreTensor = `@pbrl/core-tensor@file:${path.relative(scratch, PACKED.find((p) => p.name === "@pbrl/core-tensor")!.tarball)}`;
+  writeFileSync(path.join(scratch, "pnpm-workspace.yaml"), `packages: []\noverrides:\n${overrides}\nallowBuilds:\n  core-js: false\n  "${coreTensor}": false\n`);
   const store = run("pnpm", ["store", "path"], ROOT).trim();
   run("pnpm", ["install", "--offline", "--store-dir", store], scratch);
+  builtByPnpm = existsSync(path.join(scratch, "node_modules/@pbrl/core-tensor/native/build/Release/pbrl_native.node"));
+  rebuildLog = await npm(REBUILD_ARGS, scratch, isolatedNpmEnv(path.join(scratch, ".npm")));
+});
+
+afterAll(() => {
+  if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
 });
 
 describe("packed packages in a project outside the workspace", () => {
   it("ship only built files with typed exports", () => {
-    for (const p of PACKAGES) {
+    for (const p of PACKED) {
       const pkgDir = path.join(scratch, "node_modules", p.name);
       const manifest = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8")) as { exports: Record<string, Record<string, string>>; dependencies?: Record<string, string> };
       expect(manifest.exports["."]!["types"]).toBe("./dist/index.d.ts");
@@ -89,6 +92,23 @@ console.log(JSON.stringify({ ids, tokens: out!.tokens, sampled: sampled[0]!.toke
     expect(result.tokens).toEqual(r.new_token_ids);
     expect(result.sampled).toBe(4);
     expect(Number.isFinite(result.sum)).toBe(true);
+  });
+
+  it("build the native addon once with the rebuild command where pnpm did not build it", () => {
+    expect(builtByPnpm).toBe(false);
+    // npm runs the install step once per package that links @pbrl/core-tensor in pnpm's layout;
+    // the first run builds, the others find its build.
+    const lines = rebuildLog.split("\n").filter((l) => l.startsWith("pbrl native addon: "));
+    expect(lines.length, rebuildLog).toBeGreaterThan(0);
+    const built = lines.filter((l) => /^pbrl native addon: built in [\d.]+ s against OpenBLAS \S+: the native backend is available$/.test(l));
+    const kept = lines.filter((l) => /^pbrl native addon: up to date \(built from these sources before\) against OpenBLAS \S+: the native backend is available$/.test(l));
+    if (NATIVE_REQUIRED || built.length > 0) {
+      expect(built).toHaveLength(1);
+      expect(kept).toHaveLength(lines.length - 1);
+    } else {
+      for (const l of lines) expect(l).toMatch(/^pbrl native addon: not built \(/);
+      for (const l of lines) expect(l).toContain(REBUILD_COMMAND);
+    }
   });
 
   it("install the pbrl command", () => {

@@ -10,7 +10,7 @@ writer: config.json, safetensors weights, tokenizer files, generation_config.jso
 
   --dtype D            float32 (default), bfloat16 or float16
   --max_shard_bytes N  split the weights into shards of at most N bytes
-  --backend B          wasm (default), cpu or tensorflow
+  --backend B          native, libtorch, wasm, cpu or tensorflow (default: native when built, else wasm)
 `;
 
 const DTYPES: readonly SaveDtype[] = ["float32", "bfloat16", "float16"];

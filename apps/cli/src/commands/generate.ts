@@ -17,7 +17,7 @@ Generates a continuation of TEXT with a checkpoint folder (or hub id).
   --num_return_sequences N
   --chat               wrap TEXT as a user message with the chat template
   --json               print token ids and text as JSON
-  --backend B          wasm (default), cpu or tensorflow
+  --backend B          native, libtorch, wasm, cpu or tensorflow (default: native when built, else wasm)
 `;
 
 export async function generateCommand(argv: string[], io: CliIO): Promise<number> {

@@ -10,7 +10,7 @@ model's tokenizer does by default (special tokens added), the completion without
 
   --add_eos     append the EOS token (generation_config.json's first) to the completion
   --json        print token ids, per-token log-probs and their sum as JSON
-  --backend B   wasm (default), cpu or tensorflow
+  --backend B   native, libtorch, wasm, cpu or tensorflow (default: native when built, else wasm)
 `;
 
 export async function scoreCommand(argv: string[], io: CliIO): Promise<number> {

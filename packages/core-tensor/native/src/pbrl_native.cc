@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <strings.h>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -34,13 +35,22 @@ void openblas_set_num_threads(int n);
 int openblas_get_num_threads(void);
 char* openblas_get_config(void);
 char* openblas_get_corename(void);
+// A DYNAMIC_ARCH OpenBLAS (what distributions ship) picks its kernels once, when it loads; these
+// re-run that choice. Weak: another OpenBLAS build lacks them, and then the kernels stay as loaded.
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
+// The kernel tables pbrl may switch to, also weak: null where this OpenBLAS has no such core.
+extern char gotoblas_SANDYBRIDGE __attribute__((weak));
+extern char gotoblas_HASWELL __attribute__((weak));
+extern char gotoblas_SKYLAKEX __attribute__((weak));
+extern char gotoblas_COOPERLAKE __attribute__((weak));
 }
 static const int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
-// Hot loops get an AVX2+FMA clone next to the baseline one, picked at load time, so the addon
-// stays correct on any x86-64 machine it is copied to and fast on the one it was built on.
+// Hot loops get AVX-512 and AVX2+FMA clones next to the baseline one, picked at load time, so the
+// addon stays correct on any x86-64 machine it is copied to and fast on the one it was built on.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PBRL_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define PBRL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define PBRL_CLONES
 #endif
@@ -271,10 +281,11 @@ static napi_value Undefined(napi_env env) {
 // Elementwise math, written so that the compiler vectorises it.
 
 // exp(x) to ~1 ulp: Cephes' range reduction and polynomial; 0 below -87.34, inf above 88.72.
-// Branch-free (clamps, floor, integer shifts, selects), so that loops over it vectorise.
+// Branch-free (clamps and selects as ternaries, floor, integer shifts, bit casts), so that with
+// -fno-trapping-math gcc vectorises loops over it at the width of each clone (AVX2, AVX-512).
 static inline float ExpF(float x) {
   const float hi = 88.7228391f, lo = -87.3365448f;
-  const float xc = std::fmin(std::fmax(x, lo), hi);
+  const float xc = x < lo ? lo : (x > hi ? hi : x);
   const float fn = std::floor(xc * 1.44269504088896341f + 0.5f);
   float r = xc - fn * 0.693359375f;
   r = r - fn * -2.12194440e-4f;
@@ -289,10 +300,8 @@ static inline float ExpF(float x) {
   // 2^n, n in [-126, 128]; split in two factors so 2^128 does not overflow the exponent field.
   const int32_t n = static_cast<int32_t>(fn);
   const int32_t n1 = n >> 1, n2 = n - n1;
-  const uint32_t b1 = static_cast<uint32_t>(n1 + 127) << 23, b2 = static_cast<uint32_t>(n2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, 4);
-  std::memcpy(&s2, &b2, 4);
+  const float s1 = __builtin_bit_cast(float, static_cast<uint32_t>(n1 + 127) << 23);
+  const float s2 = __builtin_bit_cast(float, static_cast<uint32_t>(n2 + 127) << 23);
   float y = p * s1 * s2;
   y = x < lo ? 0.f : y;
   y = x > hi ? INFINITY : y;
@@ -304,52 +313,7 @@ static inline float SigmoidF(float x) {
   return 1.f / (1.f + ExpF(-x));
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define PBRL_HAVE_AVX2_EXP 1
-// ExpF over 8 lanes with AVX2 + FMA: gcc does not vectorise ExpF's loop on its own (its selects
-// count as control flow), and exp of the [tokens, vocab] logits is a large part of a training
-// step. Same constants and steps as ExpF; FMA rounds once where ExpF rounds twice (≤ 1 ulp apart).
-__attribute__((target("avx2,fma"))) static void ExpAvx2(const float* x, float* y, int64_t n) {
-  const __m256 hi = _mm256_set1_ps(88.7228391f), lo = _mm256_set1_ps(-87.3365448f);
-  const __m256 log2e = _mm256_set1_ps(1.44269504088896341f), half = _mm256_set1_ps(0.5f);
-  const __m256 c1 = _mm256_set1_ps(0.693359375f), c2 = _mm256_set1_ps(-2.12194440e-4f);
-  const __m256 one = _mm256_set1_ps(1.f), zero = _mm256_setzero_ps(), inf = _mm256_set1_ps(INFINITY);
-  const __m256i bias = _mm256_set1_epi32(127);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256 xc = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-    const __m256 fn = _mm256_floor_ps(_mm256_fmadd_ps(xc, log2e, half));
-    __m256 r = _mm256_fnmadd_ps(fn, c1, xc);
-    r = _mm256_fnmadd_ps(fn, c2, r);
-    const __m256 z = _mm256_mul_ps(r, r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_add_ps(_mm256_fmadd_ps(p, z, r), one);
-    const __m256i ni = _mm256_cvttps_epi32(fn);
-    const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
-    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-    __m256 out = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-    out = _mm256_blendv_ps(out, zero, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
-    out = _mm256_blendv_ps(out, inf, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
-    out = _mm256_blendv_ps(out, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    _mm256_storeu_ps(y + i, out);
-  }
-  for (; i < n; i++) y[i] = ExpF(x[i]);
-}
-static const bool g_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-
-static void ExpLoop(const float* x, float* y, int64_t n) {
-#ifdef PBRL_HAVE_AVX2_EXP
-  if (g_avx2) return ExpAvx2(x, y, n);
-#endif
+PBRL_CLONES static void ExpLoop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] = ExpF(x[i]);
 }
 
@@ -1527,6 +1491,114 @@ static napi_value Sample(napi_env env, napi_callback_info info) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// CPU features and OpenBLAS's kernels. OpenBLAS picks its kernels from a table of CPU models and
+// falls back to its oldest (Prescott) on a model it does not know, such as a VM reporting a
+// generic one; pbrl reads the instruction sets instead (src/blas-kernels.ts decides).
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
+// cpuFeatures(): {avx, fma, avx2, avx512f, avx512dq, avx512cd, avx512bw, avx512vl, avx512bf16,
+// amx}, each true only when both the CPU and the operating system (XCR0) support it.
+static napi_value CpuFeatures(napi_env env, napi_callback_info) {
+  bool avx = false, fma = false, avx2 = false, f = false, dq = false, cd = false, bw = false, vl = false, bf16 = false,
+       amx = false;
+#if defined(__x86_64__) && defined(__GNUC__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    uint64_t xcr0 = 0;
+    if (c & (1u << 27)) {  // OSXSAVE: XGETBV is usable
+      unsigned lo, hi;
+      __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+      xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
+    }
+    const bool os_ymm = (xcr0 & 0x6) == 0x6, os_zmm = (xcr0 & 0xe6) == 0xe6, os_amx = (xcr0 & 0x60000) == 0x60000;
+    avx = os_ymm && (c & (1u << 28));
+    fma = os_ymm && (c & (1u << 12));
+    if (__get_cpuid_max(0, nullptr) >= 7) {
+      __cpuid_count(7, 0, a, b, c, d);
+      avx2 = os_ymm && (b & (1u << 5));
+      f = os_zmm && (b & (1u << 16));
+      dq = os_zmm && (b & (1u << 17));
+      cd = os_zmm && (b & (1u << 28));
+      bw = os_zmm && (b & (1u << 30));
+      vl = os_zmm && (b & (1u << 31));
+      amx = os_amx && (d & (1u << 24)) && (d & (1u << 22));  // AMX-TILE and AMX-BF16
+      __cpuid_count(7, 1, a, b, c, d);
+      bf16 = os_zmm && (a & (1u << 5));
+    }
+  }
+#endif
+  napi_value obj, v;
+  napi_create_object(env, &obj);
+  const std::pair<const char*, bool> fields[] = {{"avx", avx},           {"fma", fma},           {"avx2", avx2},
+                                                 {"avx512f", f},         {"avx512dq", dq},       {"avx512cd", cd},
+                                                 {"avx512bw", bw},       {"avx512vl", vl},       {"avx512bf16", bf16},
+                                                 {"amx", amx}};
+  for (const auto& field : fields) {
+    napi_get_boolean(env, field.second, &v);
+    napi_set_named_property(env, obj, field.first, v);
+  }
+  return obj;
+}
+
+// blasCores(): the kernel families pbrl may switch this OpenBLAS to (empty when it cannot switch).
+static napi_value BlasCores(napi_env env, napi_callback_info) {
+  napi_value arr, v;
+  napi_create_array(env, &arr);
+  if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) return arr;
+  const std::pair<const char*, const void*> cores[] = {{"Sandybridge", &gotoblas_SANDYBRIDGE},
+                                                       {"Haswell", &gotoblas_HASWELL},
+                                                       {"SkylakeX", &gotoblas_SKYLAKEX},
+                                                       {"Cooperlake", &gotoblas_COOPERLAKE}};
+  uint32_t n = 0;
+  for (const auto& core : cores) {
+    if (core.second == nullptr) continue;
+    napi_create_string_utf8(env, core.first, NAPI_AUTO_LENGTH, &v);
+    napi_set_element(env, arr, n++, v);
+  }
+  return arr;
+}
+
+// setBlasCore(name): re-runs OpenBLAS's kernel choice with OPENBLAS_CORETYPE=name (the variable
+// restored afterwards) and returns the core now in use. Once per process in effect: kernels of
+// other threads (agent workers) may be running, so a core already in use is never re-chosen.
+static std::mutex g_blas_core_mu;
+static napi_value SetBlasCore(napi_env env, napi_callback_info info) {
+  Args a(env, info);
+  napi_value arg = a.Arg(0);
+  if (!a.ok) return nullptr;
+  char name[32] = {0};
+  size_t len = 0;
+  if (napi_get_value_string_utf8(env, arg, name, sizeof(name), &len) != napi_ok) {
+    a.Fail("setBlasCore: the core name must be a string");
+    return nullptr;
+  }
+  if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) {
+    a.Fail("setBlasCore: this OpenBLAS cannot switch kernels (not a DYNAMIC_ARCH build)");
+    return nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_blas_core_mu);
+    const char* now = openblas_get_corename();
+    if (now == nullptr || strcasecmp(now, name) != 0) {
+      const char* before = getenv("OPENBLAS_CORETYPE");
+      const std::string saved = before ? before : "";
+      setenv("OPENBLAS_CORETYPE", name, 1);
+      gotoblas_dynamic_quit();
+      gotoblas_dynamic_init();
+      if (before) setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+      else unsetenv("OPENBLAS_CORETYPE");
+    }
+  }
+  const char* core = openblas_get_corename();
+  napi_value v;
+  napi_create_string_utf8(env, core ? core : "", NAPI_AUTO_LENGTH, &v);
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 static napi_value Info(napi_env env, napi_callback_info) {
   napi_value obj, v;
@@ -1573,6 +1645,9 @@ static napi_value RegisterModule(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
       {"init", nullptr, Init, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"cpuFeatures", nullptr, CpuFeatures, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"blasCores", nullptr, BlasCores, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"setBlasCore", nullptr, SetBlasCore, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"matmul", nullptr, MatMul, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"transpose", nullptr, Transpose, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"unary", nullptr, Unary, nullptr, nullptr, nullptr, napi_default, nullptr},

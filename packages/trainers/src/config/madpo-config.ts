@@ -3,6 +3,7 @@
  * (`seed`, `output_dir`, `madpo_score_last_token`, `backend`, `verbose`, `reward_concurrency`,
  * `generation_batch_size`). Building one validates every field and rule at once.
  */
+import { BACKEND_NAMES } from "@pbrl/core-tensor";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
 import { bool, choice, devices, finite, finiteOrNull, int, intOrNull, nonNegative, positive, text, unitInterval } from "./fields.js";
 
@@ -43,7 +44,7 @@ export const MADPO_FIELDS = {
   seed: int(0, 0),
   output_dir: text("pbrl-output"),
   madpo_score_last_token: bool(false),
-  backend: choice(["auto", "native", "wasm", "cpu", "tensorflow"], "auto"),
+  backend: choice(["auto", ...BACKEND_NAMES], "auto"),
   verbose: bool(true),
   reward_concurrency: int(1, 8),
   generation_batch_size: int(1, 64),

@@ -1,0 +1,18 @@
+{
+  "variables": {
+    "libtorch": "<!(node -p \"process.env.PBRL_LIBTORCH_DIR || ''\")",
+    "cuda_libs": "<!(node -p \"process.env.PBRL_LIBTORCH_CUDA === '1' ? '-ltorch_cuda -lc10_cuda' : ''\")"
+  },
+  "targets": [
+    {
+      "target_name": "pbrl_libtorch",
+      "sources": ["src/common.cc", "src/core.cc", "src/elementwise.cc", "src/shape.cc", "src/reduce.cc", "src/linalg.cc", "src/fused.cc", "src/attention.cc", "src/sampling.cc"],
+      "include_dirs": ["<(libtorch)/include", "<(libtorch)/include/torch/csrc/api/include"],
+      "cflags_cc": ["-O2", "-std=c++20", "-D_GLIBCXX_USE_CXX11_ABI=1", "-Wno-unused-parameter"],
+      "cflags_cc!": ["-std=gnu++17", "-std=gnu++20", "-fno-exceptions", "-fno-rtti"],
+      "ldflags": ["-Wl,-rpath,<(libtorch)/lib", "-Wl,--no-as-needed"],
+      "libraries": ["-L<(libtorch)/lib", "-ltorch", "-ltorch_cpu", "-lc10", "<@(cuda_libs)"],
+      "defines": ["NAPI_VERSION=8"]
+    }
+  ]
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+// Builds pbrl's libtorch addon (libtorch/build/Release/pbrl_libtorch.node) against the libtorch
+// it finds, with node-gyp: run by @pbrl/core-tensor's install step (native/build-addons.mjs), by
+// the rebuild command every "not built" message names, and by hand: `node libtorch/build.mjs`.
+//
+// libtorch is looked for, in order, in PBRL_LIBTORCH (a folder with include/ and lib/: the
+// libtorch archive from pytorch.org, or a `torch` Python package's folder), then in the `torch`
+// package of PBRL_PYTHON, else of `python3`. Nothing is downloaded. When none is found the addon
+// is not built and this says so in one line; pbrl runs on its other backends. A CUDA libtorch
+// (lib/libtorch_cuda.so present) gives an addon that also places tensors on CUDA devices.
+// `PBRL_LIBTORCH=off` skips the build.
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { buildAddon, REBUILD_HINT, say } from "../native/addon-builder.mjs";
+
+const ADDON = "pbrl libtorch addon";
+const HOW =
+  "set PBRL_LIBTORCH to a libtorch folder (the archive from pytorch.org, or a torch package folder), or install PyTorch for " +
+  `python3 (or the Python in PBRL_PYTHON): pip install torch; then ${REBUILD_HINT}; see pbrl's docs/libtorch-backend.md`;
+
+/** Whether `dir` holds a usable libtorch: its headers and its core libraries. */
+function isLibtorch(dir) {
+  const lib = path.join(dir, "lib");
+  const so = process.platform === "darwin" ? ".dylib" : ".so";
+  return existsSync(path.join(dir, "include", "ATen", "ATen.h")) && ["libtorch", "libtorch_cpu", "libc10"].every((l) => existsSync(path.join(lib, l + so)));
+}
+
+/** The torch package folder of a Python interpreter, or why there is none. */
+function torchOfPython(python) {
+  const r = spawnSync(python, ["-c", "import os, torch; print(os.path.dirname(torch.__file__))"], { encoding: "utf8" });
+  if (r.error !== undefined) return { reason: `${python} not found` };
+  if (r.status !== 0) return { reason: `${python} has no torch package` };
+  return { dir: r.stdout.trim() };
+}
+
+/** Where libtorch is, and what was looked at. */
+function findLibtorch() {
+  const fromEnv = process.env["PBRL_LIBTORCH"] ?? "";
+  if (fromEnv !== "") {
+    return isLibtorch(fromEnv) ? { dir: fromEnv } : { reason: `PBRL_LIBTORCH=${fromEnv} is not a libtorch folder (no include/ATen/ATen.h and lib/libtorch*)` };
+  }
+  const python = process.env["PBRL_PYTHON"] || "python3";
+  const found = torchOfPython(python);
+  if (found.dir === undefined) return { reason: `no libtorch: PBRL_LIBTORCH is not set and ${found.reason}` };
+  return isLibtorch(found.dir) ? found : { reason: `the torch package at ${found.dir} has no headers and libraries (include/, lib/)` };
+}
+
+if (process.env["PBRL_LIBTORCH"] === "off") {
+  say(ADDON, "not built (PBRL_LIBTORCH=off); pbrl runs without the libtorch backend");
+  process.exit(0);
+}
+const where = findLibtorch();
+if (where.dir === undefined) {
+  say(ADDON, `not built (${where.reason}); pbrl runs without the libtorch backend (nothing else changes). To get it, ${HOW}`);
+  process.exit(0);
+}
+const dir = path.resolve(where.dir);
+const cuda = existsSync(path.join(dir, "lib", process.platform === "darwin" ? "libtorch_cuda.dylib" : "libtorch_cuda.so"));
+const r = buildAddon({
+  addonDir: path.dirname(fileURLToPath(import.meta.url)),
+  target: "pbrl_libtorch",
+  probe: `(i => "libtorch " + i.torchVersion + (i.cuda ? " (CUDA)" : " (CPU)"))(a.init(1))`,
+  env: { PBRL_LIBTORCH_DIR: dir, PBRL_LIBTORCH_CUDA: cuda ? "1" : "0" },
+});
+if (r.status === "failed") say(ADDON, `not built against ${dir} (${r.reason}; full log: ${r.logPath}); ${HOW}`);
+else if (r.status === "does-not-load") say(ADDON, `built against ${dir} but does not load (${r.reason}); ${HOW}`);
+else if (r.status === "up-to-date") say(ADDON, `up to date (built from these sources before) against ${r.value} at ${dir}: the libtorch backend is available`);
+else say(ADDON, `built in ${r.seconds.toFixed(1)} s against ${r.value} at ${dir}: the libtorch backend is available`);

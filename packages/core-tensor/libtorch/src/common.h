@@ -1,0 +1,104 @@
+// Shared pieces of pbrl's libtorch addon: the table of tensors JavaScript holds by id, argument
+// reading, dtype and device conversions, and the wrapper that turns C++ exceptions (ATen's
+// c10::Error included) into JavaScript errors.
+//
+// Every tensor lives in ATen (CPU or CUDA memory, 64-bit sizes); JavaScript holds small integer
+// ids. Each JavaScript thread (the main thread, each agent worker) has a table of its own, as each
+// has its own TensorFlow.js engine, so no id is ever shared between threads.
+#pragma once
+#ifndef NAPI_VERSION
+#define NAPI_VERSION 8
+#endif
+#include <ATen/ATen.h>
+#include <node_api.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pbrl {
+
+// Thrown for bad arguments from JavaScript; becomes a JavaScript Error with this message.
+struct ArgError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class TensorTable {
+ public:
+  uint32_t Put(at::Tensor t);
+  const at::Tensor& Get(int64_t id) const;
+  void Free(int64_t id);
+  size_t Live() const { return slots_.size() - free_.size(); }
+
+ private:
+  std::vector<at::Tensor> slots_;
+  std::vector<uint32_t> free_;
+};
+
+TensorTable& Table();
+
+// The device new tensors go to (tensors made from host values, fills, ranges), per JS thread.
+at::Device& DefaultDevice();
+
+// Whether matrix products and attention compute in bfloat16 (float32 inputs and outputs), per JS thread.
+bool& Bf16Compute();
+
+// tfjs dtypes as the addon numbers them: 0 float32, 1 int32, 2 bool.
+at::ScalarType ScalarTypeOf(int64_t code);
+int DtypeCode(at::ScalarType t);
+// A tensor as tfjs may hold it: float32, int32 or bool (others are cast: int64 → int32, float64/16 → float32).
+at::Tensor AsTfjsDtype(const at::Tensor& t);
+
+class Args {
+ public:
+  Args(napi_env env, napi_callback_info info);
+  napi_env env() const { return env_; }
+  size_t size() const { return argc_; }
+  napi_value Raw(size_t i) const;
+  double Num(size_t i) const;
+  int64_t Int(size_t i) const;
+  bool Bool(size_t i) const;
+  std::string Str(size_t i) const;
+  bool IsNullish(size_t i) const;
+  // The tensor of the id at argument i.
+  const at::Tensor& T(size_t i) const { return Table().Get(Int(i)); }
+  std::vector<int64_t> Ints(size_t i) const;      // a JS array of numbers, or an Int32Array
+  std::vector<at::Tensor> Tensors(size_t i) const;  // a JS array of ids
+  // Float32Array / Int32Array / Uint8Array contents.
+  void* Typed(size_t i, napi_typedarray_type* type, size_t* length) const;
+
+ private:
+  napi_env env_;
+  size_t argc_ = 24;
+  napi_value argv_[24];
+};
+
+// The reference JavaScript gets for a new tensor: [id, dtype code, ...shape].
+napi_value Ref(napi_env env, at::Tensor t);
+// Several tensors: an array of refs.
+napi_value Refs(napi_env env, const std::vector<at::Tensor>& ts);
+napi_value Undefined(napi_env env);
+
+using Fn = napi_value (*)(const Args&);
+
+// Runs fn, turning any exception into a thrown JavaScript error ("pbrl_libtorch: <name>: <message>").
+napi_value Call(napi_env env, napi_callback_info info, const char* name, Fn fn);
+
+// Defines exports[name] = a function that runs fn through Call.
+void Export(napi_env env, napi_value exports, const char* name, Fn fn);
+
+// The kernel families, each in its own file.
+void RegisterCore(napi_env env, napi_value exports);
+void RegisterElementwise(napi_env env, napi_value exports);
+void RegisterShape(napi_env env, napi_value exports);
+void RegisterReduce(napi_env env, napi_value exports);
+void RegisterLinalg(napi_env env, napi_value exports);
+void RegisterFused(napi_env env, napi_value exports);
+void RegisterAttention(napi_env env, napi_value exports);
+void RegisterSampling(napi_env env, napi_value exports);
+
+// Matrix product of float tensors honouring Bf16Compute(): bfloat16 inside, float32 out.
+at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b);
+
+}  // namespace pbrl

@@ -1,0 +1,153 @@
+/**
+ * pbrl's libtorch addon (packages/core-tensor/libtorch): an N-API module linked against the
+ * libtorch of a `torch` Python package or a libtorch archive. Tensors live in ATen — CPU memory
+ * without the wasm heap's 4 GiB ceiling, or CUDA memory — and JavaScript holds integer ids.
+ *
+ * Every function that makes a tensor returns a {@link TensorRef}: `[id, dtype code, ...shape]`.
+ * Ids belong to the JavaScript thread that made them (each agent worker has a table of its own).
+ */
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import { REBUILD_ADDON_HINT, REBUILD_ADDONS_COMMAND, WORKSPACE_REBUILD_ADDONS_COMMAND } from "../addon-hints.js";
+
+/** How to get the libtorch backend, appended to every message saying it is unavailable. */
+export const LIBTORCH_INSTALL_HINT =
+  "it needs libtorch and pbrl's libtorch addon, which @pbrl/core-tensor's install step builds when it finds libtorch: " +
+  "set PBRL_LIBTORCH to a libtorch folder (the archive from pytorch.org, or a `torch` package's folder), or install PyTorch " +
+  "for `python3` (or the Python in PBRL_PYTHON): `pip install torch`; then build the addon: " +
+  `\`${REBUILD_ADDONS_COMMAND}\` (in a pbrl checkout: \`${WORKSPACE_REBUILD_ADDONS_COMMAND}\`)`;
+
+/** `[id, dtype code (0 float32, 1 int32, 2 bool), ...shape]` of a tensor the addon made. */
+export type TensorRef = number[];
+
+export interface LibtorchInfo {
+  torchVersion: string;
+  /** ATen's intra-op threads (process-wide). */
+  threads: number;
+  cuda: boolean;
+  cudaDevices: number;
+  mkl: boolean;
+  mkldnn: boolean;
+  /** The CPU kernels ATen dispatches to: "AVX512", "AVX2", "DEFAULT". */
+  cpuCapability: string;
+}
+
+/** The addon's functions (libtorch/src/*.cc). Tensors are passed by id. */
+export interface LibtorchAddon {
+  init(threads: number): LibtorchInfo;
+  info(): LibtorchInfo;
+  write(values: Float32Array | Int32Array | Uint8Array, shape: readonly number[], dtype: number): TensorRef;
+  read(id: number): Float32Array | Int32Array | Uint8Array;
+  free(id: number): void;
+  share(id: number): TensorRef;
+  live(): number;
+  setDevice(device: string): void;
+  checkDevice(device: string): void;
+  deviceOf(id: number): string;
+  to(id: number, device: string): TensorRef;
+  setBf16(on: boolean): void;
+  bf16(): boolean;
+  /** One token per row of [rows, vocab] logits (see libtorch/src/sampling.cc); a uniform < 0 skips its row. */
+  sampleRows(logits: number, uniforms: Float64Array, greedy: boolean, temperature: number, topK: number, topP: number): Int32Array;
+
+  unary(name: string, x: number): TensorRef;
+  binary(name: string, a: number, b: number, outDtype: number): TensorRef;
+  addN(ids: readonly number[]): TensorRef;
+  cast(x: number, dtype: number): TensorRef;
+  clip(x: number, min: number, max: number): TensorRef;
+  leakyRelu(x: number, alpha: number): TensorRef;
+  step(x: number, alpha: number): TensorRef;
+  select(condition: number, a: number, b: number): TensorRef;
+  fill(shape: readonly number[], value: number, dtype: number): TensorRef;
+  fillLike(x: number, value: number, dtype: number): TensorRef;
+  range(start: number, step: number, count: number, dtype: number): TensorRef;
+  oneHot(indices: number, depth: number, onValue: number, offValue: number, dtype: number): TensorRef;
+
+  reshape(x: number, shape: readonly number[]): TensorRef;
+  transpose(x: number, perm: readonly number[]): TensorRef;
+  slice(x: number, begin: readonly number[], size: readonly number[]): TensorRef;
+  stridedSlice(x: number, begin: readonly number[], end: readonly number[], strides: readonly number[]): TensorRef;
+  concat(ids: readonly number[], axis: number): TensorRef;
+  stack(ids: readonly number[], axis: number): TensorRef;
+  unstack(x: number, axis: number): TensorRef[];
+  splitV(x: number, sizes: readonly number[], axis: number): TensorRef[];
+  tile(x: number, reps: readonly number[]): TensorRef;
+  pad(x: number, paddings: readonly number[], value: number): TensorRef;
+  reverse(x: number, dims: readonly number[]): TensorRef;
+  broadcastTo(x: number, shape: readonly number[]): TensorRef;
+  gather(x: number, indices: number, axis: number, batchDims: number): TensorRef;
+  gatherNd(x: number, indices: number): TensorRef;
+  scatterNd(indices: number, updates: number, shape: readonly number[]): TensorRef;
+  unsortedSegmentSum(data: number, segmentIds: number, numSegments: number): TensorRef;
+
+  reduce(name: string, x: number, axes: readonly number[], keepDims: boolean): TensorRef;
+  argExtreme(isMax: boolean, x: number, axis: number): TensorRef;
+  softmax(x: number, dim: number): TensorRef;
+  cumulative(isProduct: boolean, x: number, axis: number, exclusive: boolean, reverse: boolean): TensorRef;
+  topk(x: number, k: number, sorted: boolean): TensorRef[];
+
+  matmul(a: number, b: number, transposeA: boolean, transposeB: boolean, bias: number | null, activation?: string, alpha?: number, prelu?: number | null): TensorRef;
+
+  rmsnorm(x: number, weight: number, eps: number): TensorRef[];
+  rmsnormGrad(x: number, weight: number, rstd: number, dy: number): TensorRef[];
+  swiglu(gate: number, up: number): TensorRef;
+  swigluGrad(gate: number, up: number, dy: number): TensorRef[];
+  rope(x: number, cos: number, sin: number, backward: boolean): TensorRef;
+  logsoftmaxSelect(x: number, targets: number): TensorRef[];
+  logsoftmaxGrad(x: number, lse: number, targets: number, dy: number): TensorRef;
+  scatterAddRows(dy: number, indices: number, rows: number): TensorRef;
+  adamw(p: number, g: number, m: number, v: number, decay: number, b1: number, c1: number, b2: number, c2: number, bc2Sqrt: number, eps: number, stepSize: number): TensorRef[];
+  attention(q: number, k: number, v: number, keyMask: number, scale: number): TensorRef[];
+  attentionGrad(q: number, k: number, v: number, keyMask: number, probs: number, dy: number, scale: number): TensorRef[];
+}
+
+export type LibtorchLoad = { ok: true; addon: LibtorchAddon; info: LibtorchInfo; path: string } | { ok: false; reason: string; disabled: boolean };
+
+/** Where the install step builds the addon (libtorch/build.mjs). The same relative path from src/ and dist/. */
+export const DEFAULT_LIBTORCH_ADDON_PATH = fileURLToPath(new URL("../../libtorch/build/Release/pbrl_libtorch.node", import.meta.url));
+
+/** The addon path in effect: `PBRL_LIBTORCH_ADDON` when set, else the build output. */
+export function libtorchAddonPath(): string {
+  const p = process.env["PBRL_LIBTORCH_ADDON"];
+  return p !== undefined && p !== "" ? p : DEFAULT_LIBTORCH_ADDON_PATH;
+}
+
+/** Every function of {@link LibtorchAddon}, checked when the addon loads (an addon built from older sources lacks some). */
+const REQUIRED = [
+  "init", "info", "write", "read", "free", "share", "live", "setDevice", "checkDevice", "deviceOf", "to", "setBf16", "bf16", "sampleRows",
+  "unary", "binary", "addN", "cast", "clip", "leakyRelu", "step", "select", "fill", "fillLike", "range", "oneHot",
+  "reshape", "transpose", "slice", "stridedSlice", "concat", "stack", "unstack", "splitV", "tile", "pad", "reverse", "broadcastTo",
+  "gather", "gatherNd", "scatterNd", "unsortedSegmentSum", "reduce", "argExtreme", "softmax", "cumulative", "topk",
+  "matmul", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "logsoftmaxSelect", "logsoftmaxGrad", "scatterAddRows",
+  "adamw", "attention", "attentionGrad",
+] as const satisfies readonly (keyof LibtorchAddon)[];
+
+const loaded = new Map<string, LibtorchLoad>();
+
+/**
+ * Loads the addon, or says why it cannot: disabled by `PBRL_LIBTORCH=off`, not built, or failing
+ * to load (e.g. the torch package it was built against has been removed). Never throws; cached per path.
+ */
+export function loadLibtorchAddon(threads: number): LibtorchLoad {
+  if (process.env["PBRL_LIBTORCH"] === "off") return { ok: false, reason: "disabled by PBRL_LIBTORCH=off", disabled: true };
+  const path = libtorchAddonPath();
+  const cached = loaded.get(path);
+  if (cached !== undefined) return cached;
+  let result: LibtorchLoad;
+  if (!existsSync(path)) {
+    result = { ok: false, reason: `libtorch addon not built (${path} does not exist)`, disabled: false };
+  } else {
+    try {
+      const addon = createRequire(import.meta.url)(path) as LibtorchAddon;
+      const missing = REQUIRED.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
+      if (missing.length > 0) throw new Error(`it is out of date (no ${missing.join(", ")}); ${REBUILD_ADDON_HINT}`);
+      result = { ok: true, addon, info: addon.init(threads), path };
+    } catch (e) {
+      const msg = (e instanceof Error ? e.message : String(e)).split("\n")[0];
+      result = { ok: false, reason: `libtorch addon ${path} failed to load: ${msg}`, disabled: false };
+    }
+  }
+  loaded.set(path, result);
+  return result;
+}

@@ -1,0 +1,111 @@
+// The packed packages installed with npm, from a registry, into a project outside the workspace,
+// as a user's `npm install pbrl` does: @pbrl/core-tensor's install step builds the native addon
+// there, and a training step runs on it. The registry is on 127.0.0.1 and serves the packed
+// packages plus every third-party dependency from the workspace's own install, so npm needs no
+// network; its cache and config are the test's own.
+import { execFile, execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { installedDependencies, tarInstalled } from "./installed-dependencies.js";
+import { startLoopbackRegistry, type LoopbackRegistry, type RegistryPackage } from "./loopback-registry.js";
+import { isolatedNpmEnv, npm } from "./npm-env.js";
+import { FIXTURE, NATIVE_REQUIRED, REBUILD_COMMAND, type PackageManifest } from "./workspace.js";
+
+const MADPO_STEP = path.join(import.meta.dirname, "fixtures/madpo-step.mjs");
+const execFileAsync = promisify(execFile);
+
+let work: string;
+let project: string;
+let env: NodeJS.ProcessEnv;
+let registry: LoopbackRegistry | undefined;
+let installLog: string;
+
+/** Runs Node in the project (after the install: the registry is no longer needed, so blocking is fine). */
+const node = (args: string[], extraEnv: NodeJS.ProcessEnv = {}): string =>
+  execFileSync(process.execPath, args, { cwd: project, env: { ...env, ...extraEnv }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+
+beforeAll(async () => {
+  const packed = inject("packedPackages");
+  work = mkdtempSync(path.join(tmpdir(), "pbrl-npm-consumer-"));
+  const isPacked = (name: string) => packed.some((p) => p.name === name);
+  const thirdParty = installedDependencies(packed.map((p) => p.dir), isPacked);
+  const tarballs = path.join(work, "tarballs");
+  mkdirSync(tarballs);
+  const served: RegistryPackage[] = packed.map((p) => ({
+    // The packed manifest, whose workspace: ranges pnpm pack replaced by versions.
+    manifest: JSON.parse(execFileSync("tar", ["-xzOf", p.tarball, "package/package.json"], { encoding: "utf8" })) as PackageManifest,
+    tarball: p.tarball,
+  }));
+  const queue = [...thirdParty];
+  await Promise.all(
+    [0, 1].map(async () => {
+      for (let pkg = queue.shift(); pkg !== undefined; pkg = queue.shift()) {
+        const tarball = path.join(tarballs, `${pkg.manifest.name.replace("/", "+")}-${pkg.manifest.version}.tgz`);
+        await tarInstalled(pkg, tarball);
+        served.push({ manifest: pkg.manifest, tarball });
+      }
+    }),
+  );
+  registry = await startLoopbackRegistry(served);
+  project = path.join(work, "project");
+  mkdirSync(project);
+  writeFileSync(
+    path.join(project, "package.json"),
+    JSON.stringify({ name: "npm-consumer", private: true, type: "module", dependencies: Object.fromEntries(packed.map((p) => [p.name, p.version])) }, null, 2),
+  );
+  env = isolatedNpmEnv(path.join(work, "npm"), registry.url);
+  // --foreground-scripts: npm shows install scripts' output (the addon's one line) instead of hiding it.
+  installLog = await npm(["install", "--foreground-scripts"], project, env).catch((e: Error) => {
+    throw new Error(`${e.message}\nrequests the registry could not answer: ${registry!.misses.join(", ") || "none"}`);
+  });
+});
+
+afterAll(async () => {
+  await registry?.close();
+  if (work !== undefined) rmSync(work, { recursive: true, force: true });
+});
+
+describe("packed packages installed by npm in a project outside the workspace", () => {
+  it("build the native addon in @pbrl/core-tensor's install step, or say which command builds it", () => {
+    const line = installLog.split("\n").find((l) => l.startsWith("pbrl native addon: "));
+    expect(line, installLog).toBeDefined();
+    if (NATIVE_REQUIRED) {
+      expect(line).toMatch(/^pbrl native addon: built in [\d.]+ s against OpenBLAS \S+: the native backend is available$/);
+    } else if (!line!.includes(": built in ")) {
+      expect(line).toMatch(/^pbrl native addon: not built \(/);
+      expect(line).toContain(REBUILD_COMMAND);
+    }
+  });
+
+  it("run a MADPO training step on the native backend (where it could not build: on wasm, naming the rebuild command)", async () => {
+    const built = existsSync(path.join(project, "node_modules/@pbrl/core-tensor/native/build/Release/pbrl_native.node"));
+    expect(built || !NATIVE_REQUIRED).toBe(true);
+    // Copied into the project: Node resolves its imports from where the script lies, and next to
+    // this suite they would find the workspace's packages instead of the installed ones.
+    copyFileSync(MADPO_STEP, path.join(project, "madpo-step.mjs"));
+    const { stdout } = await execFileAsync(process.execPath, ["madpo-step.mjs", built ? "native" : "default", FIXTURE], { cwd: project, env, encoding: "utf8" });
+    const step = JSON.parse(stdout) as { coreTensor: string; backend: string; loss: number; weights: number; changed: number[] };
+    expect(step.coreTensor).toBe(pathToFileURL(path.join(project, "node_modules/@pbrl/core-tensor/dist/index.js")).href);
+    if (built) {
+      expect(step.backend).toMatch(/^tensor backend: native \(OpenBLAS sgemm, /);
+    } else {
+      expect(step.backend).toMatch(/^tensor backend: wasm \(.*native backend unavailable: native addon not built/);
+      expect(step.backend).toContain(REBUILD_COMMAND);
+    }
+    expect(Number.isFinite(step.loss) && step.loss > 0).toBe(true);
+    // Every weight of both agents takes part in the loss, so one AdamW step moves all of them.
+    expect(step.changed).toEqual([step.weights, step.weights]);
+  });
+
+  it("name the rebuild command when asked for native without the addon", () => {
+    const probe = `import { useBackend } from "@pbrl/core-tensor"; console.log(import.meta.resolve("@pbrl/core-tensor")); await useBackend("native").then(() => console.log("loaded"), (e) => console.log(e.message));`;
+    const [resolved, message] = node(["--input-type=module", "-e", probe], { PBRL_NATIVE_ADDON: path.join(work, "missing/pbrl_native.node") }).split("\n");
+    expect(resolved).toBe(pathToFileURL(path.join(project, "node_modules/@pbrl/core-tensor/dist/index.js")).href);
+    expect(message).toContain("backend=native is unavailable: native addon not built");
+    expect(message).toContain(`\`${REBUILD_COMMAND}\``);
+  });
+});
