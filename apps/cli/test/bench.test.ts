@@ -108,7 +108,7 @@ describe("pbrl bench", () => {
       [["--preset", "huge"], /pbrl bench: --preset must be one of default, tiny, got "huge"/],
       [["--steps", "0"], /pbrl bench: --steps must be a positive integer, got "0"/],
       [["--steps", "two"], /pbrl bench: --steps must be a positive integer, got "two"/],
-      [["--backends", "wasm,gpu"], /pbrl bench: --backends must be a comma-separated list of wasm, cpu, tensorflow, native, got "wasm,gpu"/],
+      [["--backends", "wasm,gpu"], /pbrl bench: --backends must be a comma-separated list of wasm, cpu, tensorflow, native, libtorch, got "wasm,gpu"/],
       [["--backends", "wasm,wasm"], /--backends names a backend twice/],
       [["--no-torch", "--python", "python3"], /--python cannot be combined with --no-torch/],
       [["--step", "2"], /unknown option --step \(did you mean --steps\?\)/],
