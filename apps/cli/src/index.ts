@@ -1,3 +1,4 @@
+import { MemoryBudgetError, translateHeapExhaustion } from "@pbrl/core-tensor";
 import { ConfigError } from "@pbrl/trainers";
 import { closest } from "./args.js";
 import { CONFIG_HELP, configCommand } from "./commands/config.js";
@@ -53,9 +54,16 @@ export async function main(argv: string[], io: CliIO = processIO): Promise<numbe
   }
   try {
     return await cmd.run(rest, io);
-  } catch (err) {
+  } catch (thrown) {
+    // A kernel that ran out of the wasm heap despite the estimates reads as the same error.
+    const err = translateHeapExhaustion(thrown, `pbrl ${name}`);
     if (err instanceof UsageError || err instanceof ConfigError) {
       io.err(`${err.message}\n`);
+      return 2;
+    }
+    // Too much work for the backend's memory is bad input: the message says what to change.
+    if (err instanceof MemoryBudgetError) {
+      io.err(`pbrl ${name}: not enough memory: ${err.message}\n`);
       return 2;
     }
     const e = err as Error;

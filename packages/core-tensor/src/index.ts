@@ -3,12 +3,17 @@ export { useBackend, useBackendSetting, useDefaultBackend, ensureBackend, curren
 export type { BackendName, BackendInfo, BackendSetting } from "./backend.js";
 export { applyBlasCoreChoice, blasCoreType, loadNativeAddon, nativeAddonPath, nativeThreads, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS, FUSED_KERNEL_NAMES } from "./native-backend.js";
 export { fusedKernelsActive, transposesAreFree } from "./backend-traits.js";
+export { checkDevice, deviceOf, DeviceUnavailableError, onDevice, toDevice } from "./devices.js";
+export { computePrecision, PrecisionUnavailableError, setComputePrecision } from "./precision.js";
+export type { ComputePrecision } from "./precision.js";
 export { adamwStep, fusedAttention, logSoftmaxSelect, logSoftmaxSelectGrad, rmsNorm, rotary, scatterAddRows, swiglu } from "./fused-ops.js";
 export type { AdamWScalars } from "./fused-ops.js";
 export type { NativeAddon, NativeAddonInfo, NativeLoad } from "./native-backend.js";
 export { loadLibtorchAddon, libtorchAddonPath, DEFAULT_LIBTORCH_ADDON_PATH } from "./libtorch/addon.js";
 export type { LibtorchAddon, LibtorchInfo, LibtorchLoad } from "./libtorch/addon.js";
 export { LIBTORCH_KERNEL_NAMES } from "./libtorch/kernels.js";
+export { libtorchSampleRows } from "./libtorch/sampling.js";
+export type { RowSampling } from "./libtorch/sampling.js";
 export { chooseBlasCore, describeCpuFeatures } from "./blas-kernels.js";
 export type { BlasCoreChoice, CpuFeatures } from "./blas-kernels.js";
 export { RngStream, RngStreams } from "./rng.js";
@@ -17,6 +22,7 @@ export { AdamW } from "./adamw.js";
 export type { AdamWOptions, AdamWState, NamedVariables } from "./adamw.js";
 export { clipGradNorm, globalGradNorm } from "./grad-clip.js";
 export { liveTensorCount, scoped, assertNoTensorLeak, disposeAll, variableFrom, TensorLeakError } from "./memory.js";
+export { formatBytes, guardHeap, isHeapExhaustion, memoryCapacity, MemoryBudgetError, registerMemoryLimit, translateHeapExhaustion, WASM_HEAP_MAX_BYTES, type BackendMemoryLimit, type MemoryCapacity } from "./memory-capacity.js";
 export { writeFileAtomic, replaceDirAtomic } from "./atomic-write.js";
 export {
   parseSafetensors,

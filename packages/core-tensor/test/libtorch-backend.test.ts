@@ -3,7 +3,7 @@
 // tensors moved from another backend), and its errors. Skips, naming why, when the addon is not
 // built; with PBRL_REQUIRE_LIBTORCH=1 (CI where libtorch is installed) a missing addon fails.
 import { afterEach, describe, expect, it } from "vitest";
-import { FUSED_KERNEL_NAMES, LIBTORCH_KERNEL_NAMES, loadLibtorchAddon, nativeThreads, tf, useBackend } from "../src/index.js";
+import { AdamW, FUSED_KERNEL_NAMES, LIBTORCH_KERNEL_NAMES, loadLibtorchAddon, nativeThreads, tf, useBackend } from "../src/index.js";
 import { expectSame, rand } from "./compare-backends.js";
 
 const load = loadLibtorchAddon(nativeThreads());
@@ -157,6 +157,29 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
     const g = tf.tidy(() => tf.grad((v: tf.Tensor) => tf.sum(tf.matMul(tf.softmax(tf.matMul(v, v, false, true)), v)))(rand([6, 4], 18)));
     g.dispose();
     expect(load.addon.live()).toBe(before);
+  });
+
+  it("AdamW updates weights in place only when nothing else shares them: clones and views keep their values", async () => {
+    const run = async (backend: "libtorch" | "cpu"): Promise<number[][]> => {
+      await useBackend(backend);
+      const p = tf.variable(tf.tensor1d([1, -2, 3, 0.5]), true, `adamw-${backend}`);
+      const q = tf.variable(tf.tensor1d([4, 5, -6, 7]), true, `adamw-q-${backend}`);
+      const copy = tf.clone(p);
+      const view = tf.reshape(p, [2, 2]);
+      const opt = new AdamW(new Map([["p", p], ["q", q]]), { lr: 0.1, weightDecay: 0.01 });
+      const g = tf.tensor1d([0.3, -0.1, 0.2, 1]);
+      for (let i = 0; i < 3; i++) opt.step(new Map([["p", g], ["q", g]]));
+      const out = [copy, view, p, q].map((t) => Array.from(t.dataSync()));
+      tf.dispose([p, q, copy, view, g]);
+      opt.dispose();
+      return out;
+    };
+    const [copy, view, p, q] = await run("libtorch");
+    expect(copy).toEqual([1, -2, 3, 0.5]);
+    expect(view).toEqual([1, -2, 3, 0.5]);
+    const [, , pRef, qRef] = await run("cpu");
+    for (const [got, want] of [[p!, pRef!], [q!, qRef!]] as const) got.forEach((x, i) => expect(Math.abs(x - want[i]!)).toBeLessThan(1e-6));
+    expect(p).not.toEqual([1, -2, 3, 0.5]);
   });
 
   it("holds string tensors, takes tensors from another backend, and names a kernel it does not have", async () => {

@@ -1,5 +1,5 @@
 import type { RngStream} from "@pbrl/core-tensor";
-import { rmsNorm, rotary, swiglu, tf, transposesAreFree, variableFrom, type DecodeWeights, type HostTensor } from "@pbrl/core-tensor";
+import { deviceOf, rmsNorm, rotary, swiglu, tf, toDevice, transposesAreFree, variableFrom, type DecodeWeights, type HostTensor } from "@pbrl/core-tensor";
 import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
 import { gatherRows, matMul } from "./ops.js";
@@ -257,11 +257,16 @@ export class CausalLM {
     return out;
   }
 
-  /** An independent copy (its own variables) with the same config and weights. */
-  clone(): CausalLM {
+  /** An independent copy (its own variables) with the same config and weights, on `device` (default: where this one is). */
+  clone(device?: string): CausalLM {
     const weights = new Map<string, tf.Tensor>();
-    for (const [name, v] of this.params) weights.set(name, tf.clone(v));
+    for (const [name, v] of this.params) weights.set(name, device === undefined ? tf.clone(v) : toDevice(v, device));
     return new CausalLM(this.config, weights);
+  }
+
+  /** Where the weights live ("cpu", "cuda:0", …; see core-tensor's devices). */
+  device(): string {
+    return deviceOf(this.params.values().next().value!);
   }
 
   /** Overwrites this model's weights with another's of the same config. */

@@ -1,10 +1,12 @@
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { readSafetensorsCheckpoint, replaceDirAtomic, writeFileAtomic, writeSafetensorsCheckpoint, type SafetensorsWriteDtype, type TensorToWrite } from "@pbrl/core-tensor";
+import { checkDevice, guardHeap, onDevice, readSafetensorsCheckpoint, replaceDirAtomic, writeFileAtomic, writeSafetensorsCheckpoint, type SafetensorsWriteDtype, type TensorToWrite } from "@pbrl/core-tensor";
 import { CausalLM } from "./causal-lm.js";
 import { ModelConfigError, parseModelConfig, serializeModelConfig } from "./config.js";
 import { parseGenerationConfig, type GenerationDefaults } from "./generation-config.js";
 import { resolveModelDir } from "./hub.js";
+import { checkMemory, describeModel } from "./memory-check.js";
+import { weightsEstimate } from "./memory-estimate.js";
 import { Tokenizer } from "./tokenizer.js";
 
 /** A causal LM with what its checkpoint folder ships beside the weights. */
@@ -37,14 +39,19 @@ async function readJson(file: string, required: boolean): Promise<Record<string,
 /**
  * Loads a checkpoint folder or hub id: config.json, safetensors weights (single or sharded, any
  * of F32/F16/BF16, computed in float32), the tokenizer when present, generation_config.json.
+ * `device` places the weights (libtorch: "cpu", "cuda", "cuda:N"; other backends: their one device).
  */
-export async function loadPretrained(source: string, options: { revision?: string } = {}): Promise<Pretrained> {
+export async function loadPretrained(source: string, options: { revision?: string; device?: string } = {}): Promise<Pretrained> {
+  // A device the backend cannot place tensors on fails before anything is read.
+  if (options.device !== undefined) checkDevice(options.device);
   const dir = await resolveModelDir(source, options.revision);
   const configPath = path.join(dir, "config.json");
   const config = parseModelConfig((await readJson(configPath, true))!, configPath);
+  // Before reading gigabytes of weights that the backend could not hold anyway.
+  checkMemory(weightsEstimate(config, "weights, float32"), { what: `loading ${dir} (${describeModel(config)})`, advice: "use a smaller model" });
   const weights = await readSafetensorsCheckpoint(dir);
   const host = new Map([...weights.tensors].map(([name, t]) => [name, t.tensor]));
-  const model = CausalLM.fromHostWeights(config, host, dir);
+  const model = guardHeap("loading the model", () => onDevice(options.device ?? "auto", () => CausalLM.fromHostWeights(config, host, dir)));
   let tokenizer: Tokenizer | undefined;
   try {
     await fs.access(path.join(dir, "tokenizer.json"));

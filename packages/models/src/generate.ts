@@ -1,6 +1,7 @@
-import { decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows, tf, type RngStream } from "@pbrl/core-tensor";
+import { decodeWeightOffsets, guardHeap, libtorchSampleRows, NativeDecodeCache, nativeDecodeStep, nativeSampleRows, tf, type RngStream } from "@pbrl/core-tensor";
 import { positionsFromMask } from "./attention-mask.js";
 import { disposeCache, emptyCache, type CausalLM, type KVCache } from "./causal-lm.js";
+import { checkGeneration } from "./memory-check.js";
 import { gatherRows } from "./ops.js";
 import { chooseToken, validateSampling, type SamplingOptions } from "./sampling.js";
 
@@ -35,10 +36,16 @@ export interface GeneratedSequence {
 
 /**
  * Batched autoregressive generation: prompts are left-padded into one batch, decoded together
- * with a KV cache, positions counted from the padding mask as transformers does.
+ * with a KV cache, positions counted from the padding mask as transformers does. A batch the
+ * backend's tensor memory cannot hold stops first with a MemoryBudgetError (see memory-check.ts).
  */
 export function generate(model: CausalLM, prompts: readonly (readonly number[])[], options: GenerateOptions): GeneratedSequence[] {
-  return model.withFrozenWeights(() => generateWith(model, prompts, options));
+  const n = options.numReturnSequences ?? 1;
+  // Invalid options are left to generateWith's own errors.
+  if (Number.isInteger(n) && n >= 1 && Number.isInteger(options.maxNewTokens) && options.maxNewTokens > 0 && prompts.length > 0) {
+    checkGeneration(model.config, { rows: prompts.length * n, promptLen: prompts.reduce((m, p) => Math.max(m, p.length), 0), maxNewTokens: options.maxNewTokens, useCache: options.useCache ?? true });
+  }
+  return guardHeap("generation", () => model.withFrozenWeights(() => generateWith(model, prompts, options)));
 }
 
 function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], options: GenerateOptions): GeneratedSequence[] {
@@ -53,6 +60,7 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
   if (!Number.isInteger(options.maxNewTokens) || options.maxNewTokens < 0) throw new RangeError(`max_new_tokens must be an integer ≥ 0, got ${options.maxNewTokens}`);
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`num_return_sequences must be an integer ≥ 1, got ${n}`);
   if (prompts.some((p) => p.length === 0)) throw new RangeError("every prompt needs at least one token");
+  if (!sampling.greedy && options.rng === undefined) throw new Error("sampling needs a seeded RngStream (pass rng, or use greedy decoding)");
   const stops = new Set([...(options.eosTokenIds ?? []), ...(options.stopTokenIds ?? [])]);
   const rows = prompts.flatMap((p, i) => Array.from({ length: n }, () => ({ prompt: p, promptIndex: i })));
   const b = rows.length;
@@ -80,10 +88,21 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
   const cache = useCache ? emptyCache() : undefined;
   const lastRows = Int32Array.from({ length: b }, (_, i) => i * promptLen + promptLen - 1);
 
+  // On libtorch the logits stay where the model is (CPU or CUDA memory) and every row's token is
+  // chosen there: only the chosen ids come back each step.
+  const onDevice = tf.getBackend() === "libtorch";
+  let deviceLogits: tf.Tensor2D | undefined;
+  /** The step's logits [b, vocab]: read back to the host, or kept on the device. */
+  const stepLogits = (t: () => tf.Tensor2D): Float32Array => {
+    if (!onDevice) return tf.tidy(() => t().dataSync() as Float32Array);
+    deviceLogits?.dispose();
+    deviceLogits = tf.tidy(t);
+    return new Float32Array(0);
+  };
   try {
-    let logits = tf.tidy(() => {
+    let logits = stepLogits(() => {
       const h = model.hidden({ ids, batch: b, length: total, positions: positionsFromMask(mask, b, total), keyMask: mask, ...(cache ? { cache } : {}) });
-      return model.logits(gatherRows(h, lastRows)).dataSync() as Float32Array;
+      return model.logits(gatherRows(h, lastRows));
     });
     const vocab = model.config.vocabSize;
     // On the native backend the steps after the prompt run in one addon call each (see
@@ -94,7 +113,11 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     const nativeSampling = tf.getBackend() === "native" && !sampling.greedy && sampling.topK === 0 && sampling.topP === 1 && options.rng !== undefined;
     for (let step = 0; step < options.maxNewTokens; step++) {
       const chosen = new Int32Array(b);
-      const sampled = nativeSampling ? sampleOnNative(logits, done, options.rng!, sampling.temperature) : undefined;
+      const sampled = onDevice
+        ? libtorchSampleRows(deviceLogits!, draws(done, sampling.greedy ? undefined : options.rng), sampling)
+        : nativeSampling
+          ? sampleOnNative(logits, done, options.rng!, sampling.temperature)
+          : undefined;
       for (let i = 0; i < b; i++) {
         if (done[i]) {
           chosen[i] = pad ?? 0;
@@ -128,20 +151,31 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
         for (let i = 0; i < b; i++) nextPos[i]! += 1;
         continue;
       }
-      logits = tf.tidy(() => {
+      logits = stepLogits(() => {
         if (cache !== undefined) {
           const h = model.hidden({ ids: chosen, batch: b, length: 1, positions: nextPos, keyMask: mask, cache });
-          return model.logits(h).dataSync() as Float32Array;
+          return model.logits(h);
         }
         const h = model.hidden({ ids, batch: b, length: total, positions: positionsFromMask(mask, b, total), keyMask: mask });
-        return model.logits(gatherRows(h, Int32Array.from({ length: b }, (_, i) => i * total + total - 1))).dataSync() as Float32Array;
+        return model.logits(gatherRows(h, Int32Array.from({ length: b }, (_, i) => i * total + total - 1)));
       });
       for (let i = 0; i < b; i++) nextPos[i]! += 1;
     }
   } finally {
     if (cache !== undefined) disposeCache(cache);
+    deviceLogits?.dispose();
   }
   return out;
+}
+
+/**
+ * One uniform draw per row not yet done, in row order — the draws chooseToken would take — and −1
+ * for done rows; no draws at all when `rng` is undefined (greedy).
+ */
+function draws(done: Uint8Array, rng: RngStream | undefined): Float64Array {
+  const uniforms = new Float64Array(done.length);
+  for (let i = 0; i < done.length; i++) uniforms[i] = done[i] ? -1 : rng === undefined ? 0 : rng.random();
+  return uniforms;
 }
 
 /**
@@ -161,9 +195,7 @@ function nativeDecoder(model: CausalLM, cache: KVCache, batch: number, capacity:
 
 /** One token per row not yet done, drawn by the addon; done rows keep 0 and draw nothing. */
 function sampleOnNative(logits: Float32Array, done: Uint8Array, rng: RngStream, temperature: number): Int32Array {
-  const uniforms = new Float64Array(done.length);
-  for (let i = 0; i < done.length; i++) uniforms[i] = done[i] ? -1 : rng.random();
   const out = new Int32Array(done.length);
-  nativeSampleRows(logits, uniforms, temperature, out);
+  nativeSampleRows(logits, draws(done, rng), temperature, out);
   return out;
 }

@@ -1,5 +1,7 @@
-import { tf } from "@pbrl/core-tensor";
+import { guardHeap, tf } from "@pbrl/core-tensor";
 import type { CausalLM } from "./causal-lm.js";
+import { activeKernelFamily, checkMemory, describeModel } from "./memory-check.js";
+import { forwardEstimate } from "./memory-estimate.js";
 import { gatherRows, matMul, selectedLogProbs } from "./ops.js";
 
 /** One sequence to score: log π(completion | prompt). */
@@ -85,7 +87,11 @@ export function scoreCompletions(model: CausalLM, items: readonly ScoringItem[],
   for (let start = 0; start < items.length; start += size) {
     const chunk = items.slice(start, start + size);
     const batch = buildScoringBatch(chunk, pad);
-    const { tokens, sums } = completionLogProbs(model, batch);
+    checkMemory(forwardEstimate(model.config, { sequences: batch.batch, seqLen: batch.length, logitRows: batch.targets.length, kernels: activeKernelFamily() }), {
+      what: `scoring ${batch.batch} sequences × ${batch.length} tokens with this model (${describeModel(model.config)})`,
+      advice: "score fewer or shorter sequences at once (batchSize)",
+    });
+    const { tokens, sums } = guardHeap("scoring", () => completionLogProbs(model, batch));
     const flat = tokens.dataSync();
     const s = sums.dataSync();
     tf.dispose([tokens, sums]);

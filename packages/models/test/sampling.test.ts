@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadNativeAddon, nativeSampleRows, RngStream, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { libtorchSampleRows, loadLibtorchAddon, loadNativeAddon, nativeSampleRows, nativeThreads, RngStream, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
 import { argmax, chooseToken, samplingDistribution, validateSampling, type SamplingOptions } from "../src/index.js";
 
 const opts = (o: Partial<SamplingOptions>): SamplingOptions => ({ greedy: false, temperature: 1, topK: 0, topP: 1, ...o });
@@ -82,6 +82,47 @@ describe("plain sampling on the native backend", () => {
           }
           const rng = { random: () => uniforms[r]! } as unknown as RngStream;
           expect(out[r], `row ${r}, temperature ${temperature}`).toBe(chooseToken(logits.subarray(r * vocab, (r + 1) * vocab), { greedy: false, temperature, topK: 0, topP: 1 }, rng));
+        }
+      }
+    } finally {
+      await useBackend(previous as BackendName);
+    }
+  });
+});
+
+describe("sampling on the libtorch backend", () => {
+  const load = loadLibtorchAddon(nativeThreads());
+  const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
+  // On libtorch each row's token is chosen where the logits lie (generate.ts), for every sampling
+  // setting: from the same uniform draws it must pick the tokens chooseToken picks on the host.
+  it.skipIf(missing !== undefined)("draws the tokens chooseToken draws, with temperature, top-k, top-p and greedy, skipping done rows", async () => {
+    const previous = tf.getBackend();
+    await useBackend("libtorch");
+    try {
+      const rows = 120;
+      const vocab = 500;
+      const data = RngStream.fromSeed(4, "logits");
+      const settings = [
+        { greedy: false, temperature: 1, topK: 0, topP: 1 },
+        { greedy: false, temperature: 0.6, topK: 50, topP: 1 },
+        { greedy: false, temperature: 0.6, topK: 0, topP: 0.6 },
+        { greedy: false, temperature: 0.6, topK: 50, topP: 0.6 }, // the trainers' defaults
+        { greedy: false, temperature: 2.5, topK: 3, topP: 0.9 },
+        { greedy: true, temperature: 1, topK: 0, topP: 1 },
+      ];
+      for (const o of settings) {
+        const values = Float32Array.from({ length: rows * vocab }, () => Math.round((data.random() - 0.5) * 24) / 2); // ties included
+        const uniforms = Float64Array.from({ length: rows }, (_, i) => (i % 13 === 0 ? -1 : data.random()));
+        const logits = tf.tensor2d(values, [rows, vocab]);
+        const out = libtorchSampleRows(logits, uniforms, o);
+        logits.dispose();
+        for (let r = 0; r < rows; r++) {
+          if (uniforms[r]! < 0 && !o.greedy) {
+            expect(out[r]).toBe(0);
+            continue;
+          }
+          const rng = { random: () => uniforms[r]! } as unknown as RngStream;
+          expect(out[r], `row ${r}, ${JSON.stringify(o)}`).toBe(chooseToken(values.subarray(r * vocab, (r + 1) * vocab), o, rng));
         }
       }
     } finally {

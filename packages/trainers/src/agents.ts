@@ -1,5 +1,5 @@
 import * as path from "node:path";
-import { CausalLM, loadPretrained, savePretrained, type GenerationDefaults, type Pretrained, type Tokenizer } from "@pbrl/models";
+import { CausalLM, loadPretrained, savePretrained, type GenerationDefaults, type Pretrained, type SaveDtype, type Tokenizer } from "@pbrl/models";
 import type { Policy } from "@pbrl/preference-data";
 
 /** Where an agent comes from: a checkpoint folder or hub id, a built model, or a loaded checkpoint. */
@@ -43,7 +43,17 @@ export async function resolveAgents(options: {
   numAgents: number;
   /** One actor writes every role (collaboration_mode="centralized"). */
   centralized?: boolean;
+  /** Where each agent's weights live (agent_devices resolved; "auto" leaves them where they load). */
+  devices?: readonly string[];
 }): Promise<ResolvedAgent[]> {
+  const out = await loadAgents(options);
+  const devices = options.devices;
+  if (devices === undefined) return out;
+  // A model object, or one checkpoint cloned for every agent, is copied to a device that is not its own.
+  return out.map((ag, i) => (devices[i] === undefined || devices[i] === "auto" || ag.model.device() === devices[i] ? ag : { ...ag, model: ag.model.clone(devices[i]) }));
+}
+
+async function loadAgents(options: Parameters<typeof resolveAgents>[0]): Promise<ResolvedAgent[]> {
   const { agents, agentModel, numAgents } = options;
   if (options.centralized === true && agents !== undefined && agents.length !== 1) {
     throw new AgentSourceError(`agents: got ${agents.length} agent sources, but collaboration_mode="centralized" trains exactly one actor model that writes every role; pass one source (or agentModel)`);
@@ -56,7 +66,7 @@ export async function resolveAgents(options: {
     return t[i];
   };
   if (agentModel !== undefined) {
-    const first = await loadPretrained(agentModel);
+    const first = await loadPretrained(agentModel, { device: options.devices?.[0] ?? "auto" });
     const out = [asResolved({ ...first, tokenizer: tokenizerFor(0) ?? first.tokenizer }, agentModel, agentModel)];
     for (let i = 1; i < numAgents; i++) out.push({ ...out[0]!, model: first.model.clone(), tokenizer: tokenizerFor(i) ?? out[0]!.tokenizer });
     return out;
@@ -65,7 +75,7 @@ export async function resolveAgents(options: {
   const out: ResolvedAgent[] = [];
   for (const [i, src] of agents!.entries()) {
     if (typeof src === "string") {
-      const p = await loadPretrained(src);
+      const p = await loadPretrained(src, { device: options.devices?.[i] ?? "auto" });
       out.push(asResolved({ ...p, tokenizer: tokenizerFor(i) ?? p.tokenizer }, src, src));
     } else if (src instanceof CausalLM) {
       out.push(asResolved({ model: src, tokenizer: tokenizerFor(i), generation: undefined }, `agents[${i}] (a ${src.config.modelType} model object)`, undefined));
@@ -76,9 +86,9 @@ export async function resolveAgents(options: {
   return out;
 }
 
-/** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder. */
-export async function saveAgents(dir: string, agents: readonly ResolvedAgent[]): Promise<void> {
-  for (const [i, ag] of agents.entries()) await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation });
+/** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder, its weights stored as `dtype` (default float32). */
+export async function saveAgents(dir: string, agents: readonly ResolvedAgent[], dtype: SaveDtype = "float32"): Promise<void> {
+  for (const [i, ag] of agents.entries()) await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation }, { dtype });
 }
 
 /** Frees the agents' weights, once per model (agents may share one). */

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { AdamW, RngStreams, useBackendSetting, writeFileAtomic } from "@pbrl/core-tensor";
+import { AdamW, guardHeap, RngStreams, writeFileAtomic } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
 import {
   collectComparisons,
@@ -16,6 +16,7 @@ import {
 import { OnDiskReplayBuffer } from "@pbrl/replay";
 import { disposeAgents, resolveAgents, saveAgents, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
+import { startCompute } from "./compute.js";
 import { buildComparator } from "./comparator-factory.js";
 import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
@@ -26,6 +27,7 @@ import type { MADPOTrainerOptions } from "./madpo-trainer.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
+import { checkRunMemory } from "./run-memory.js";
 import { distributionFile, rewardRange } from "./reward-distribution.js";
 import { StopSignals } from "./stop-signals.js";
 import { loadTrainingCheckpoint, policiesAtStartOf, saveInitialPolicies, saveTrainingCheckpoint, type TrainingState } from "./training-checkpoint.js";
@@ -118,9 +120,9 @@ export class MADPOIterTrainer {
 
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      const backend = await useBackendSetting(this.args.backend);
-      if (this.args.verbose) this.log(`pbrl: ${backend.description}`);
-      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized" });
+      const compute = await startCompute("MADPOIterConfig", this.args, this.task.actors);
+      if (this.args.verbose) this.log(`pbrl: ${compute.backend.description}${this.args.bf16 ? ", bf16 matrix products" : ""}`);
+      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized", devices: compute.agentDevices });
       this.resolved = agents;
       this.checkAgents(agents);
       return agents;
@@ -147,9 +149,18 @@ export class MADPOIterTrainer {
   /** Checks what depends on the agents' sources before any work is done (MARLHF: reward-model and critic sources). */
   protected checkAgents(_agents: readonly ResolvedAgent[]): void {}
 
+  /**
+   * Runs the rounds. A run the backend's tensor memory cannot hold stops before anything is
+   * written, with a MemoryBudgetError (run-memory.ts); a kernel that runs out of heap anyway gives one too.
+   */
   async train(): Promise<IterTrainResult> {
+    return guardHeap("training", () => this.trainRounds());
+  }
+
+  private async trainRounds(): Promise<IterTrainResult> {
     const a = this.args;
     const agents = await this.agents();
+    checkRunMemory(this.trainerName, a, agents, this.task.formatters, this.options.trainDataset);
     const outputDir = a.output_dir;
     const ckptRoot = a.policy_checkpoint_dir ?? path.join(outputDir, "checkpoints");
     const replayDir = a.preference_replay_dir ?? path.join(outputDir, "preference_replay");
@@ -170,7 +181,7 @@ export class MADPOIterTrainer {
       if (s.trainer !== this.trainerName) throw new Error(`resume_from_checkpoint: ${ckpt.dir} was written by trainer=${s.trainer}; this run is trainer=${this.trainerName}`);
       if (s.numAgents !== agents.length || s.seed !== a.seed) throw new Error(`resume_from_checkpoint: ${ckpt.dir} was written by a run with ${s.numAgents} agents and seed ${s.seed}; this run has ${agents.length} and ${a.seed}`);
       for (const [i, ag] of agents.entries()) {
-        const saved = await loadPretrained(path.join(ckpt.agentsDir, `agent_${i}`));
+        const saved = await loadPretrained(path.join(ckpt.agentsDir, `agent_${i}`), { device: ag.model.device() });
         ag.model.copyWeightsFrom(saved.model);
         saved.model.dispose();
         this.optimizers[i]!.setState(ckpt.optimizers[i]!);
@@ -303,7 +314,7 @@ export class MADPOIterTrainer {
     if (!result.stopped) {
       if (a.eval_interval > 0) result.evalAfter = await runEval();
       const dir = path.join(outputDir, "agents");
-      await saveAgents(dir, agents);
+      await saveAgents(dir, agents, this.args.save_dtype);
       this.log(`pbrl: ${counters.updates} updates over ${a.num_iterations} rounds; agents saved under ${dir}`);
     }
     return result;

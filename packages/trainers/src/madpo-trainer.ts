@@ -1,6 +1,6 @@
 import { writeFileSync, mkdirSync } from "node:fs";
 import * as path from "node:path";
-import { AdamW, RngStreams, useBackendSetting, type BackendInfo } from "@pbrl/core-tensor";
+import { AdamW, guardHeap, RngStreams, type BackendInfo } from "@pbrl/core-tensor";
 import type { Tokenizer } from "@pbrl/models";
 import {
   collectPreferencePairs,
@@ -14,6 +14,7 @@ import {
 } from "@pbrl/preference-data";
 import { disposeAgents, resolveAgents, saveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
+import { startCompute } from "./compute.js";
 import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
 import type { LearnContext } from "./learn-context.js";
@@ -22,6 +23,7 @@ import { agentExecution, type AgentExecution } from "./parallel/agent-execution.
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
+import { checkRunMemory } from "./run-memory.js";
 
 export interface MADPOTrainerOptions {
   /** One source per agent: checkpoint folders, hub ids, built models or loaded checkpoints. */
@@ -87,10 +89,11 @@ export class MADPOTrainer {
   /** The agents, loaded on first use (after the backend is chosen). */
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      this.backend = await useBackendSetting(this.args.backend);
-      if (this.args.verbose) this.log(`pbrl: ${this.backend.description}`);
+      const compute = await startCompute("MADPOConfig", this.args, this.task.actors);
+      this.backend = compute.backend;
+      if (this.args.verbose) this.log(`pbrl: ${this.backend.description}${this.args.bf16 ? ", bf16 matrix products" : ""}`);
       if (this.args.reference_kl_enabled && this.trainerName === "madpo") this.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
-      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized" });
+      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized", devices: compute.agentDevices });
       this.resolved = agents;
       this.checkAgents(agents);
       return agents;
@@ -117,9 +120,18 @@ export class MADPOTrainer {
   /** Checks what depends on the agents' sources before any work is done (MARLHF: reward-model and critic sources). */
   protected checkAgents(_agents: readonly ResolvedAgent[]): void {}
 
+  /**
+   * Runs MADPO. A run the backend's tensor memory cannot hold stops before anything is written,
+   * with a MemoryBudgetError (run-memory.ts); a kernel that runs out of heap anyway gives one too.
+   */
   async train(): Promise<TrainResult> {
+    return guardHeap("training", () => this.trainRun());
+  }
+
+  private async trainRun(): Promise<TrainResult> {
     const a = this.args;
     const agents = await this.agents();
+    checkRunMemory(this.trainerName, a, agents, this.task.formatters, this.options.trainDataset);
     const streams = new RngStreams(a.seed);
     const outputDir = a.output_dir;
     mkdirSync(outputDir, { recursive: true });
@@ -201,7 +213,7 @@ export class MADPOTrainer {
   /** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder. */
   async saveModel(dir: string): Promise<void> {
     const agents = await this.agents();
-    await saveAgents(dir, agents);
+    await saveAgents(dir, agents, this.args.save_dtype);
   }
 
   /** Frees the agents' weights and optimizer state. */

@@ -15,6 +15,8 @@ Generates a continuation of TEXT with a checkpoint folder (or hub id).
   --top_k K            top-k sampling (implies sampling)
   --seed S             sampling seed (default 0)
   --num_return_sequences N
+                       sequences per prompt, generated in one batch; a batch the backend's
+                       memory cannot hold stops first with exit code 2 (docs/memory.md)
   --chat               wrap TEXT as a user message with the chat template
   --json               print token ids and text as JSON
   --backend B          native, libtorch, wasm, cpu or tensorflow (default: native when built, else wasm)

@@ -22,7 +22,8 @@ at::Tensor Allowed(const at::Tensor& keyMask, int64_t t, int64_t s) {
 
 // attention(q, k, v, keyMask, scale) → [out [b, t, h, d], probs [b, h, t, s]]
 napi_value Attention(const Args& a) {
-  const at::Tensor &q = a.T(0), &k = a.T(1), &v = a.T(2), &keyMask = a.T(3);
+  const std::vector<at::Tensor> in = a.Ts({0, 1, 2, 3});
+  const at::Tensor &q = in[0], &k = in[1], &v = in[2], &keyMask = in[3];
   const double scale = a.Num(4);
   const int64_t b = q.size(0), h = q.size(1), t = q.size(2), d = q.size(3), kv = k.size(1), s = k.size(2);
   const at::Tensor scores = Matmul(Grouped(q, kv), k.unsqueeze(2).transpose(-1, -2)).mul_(scale);
@@ -34,11 +35,12 @@ napi_value Attention(const Args& a) {
 
 // attentionGrad(q, k, v, keyMask, probs, dy [b, t, h, d], scale) → [dq, dk, dv]
 napi_value AttentionGrad(const Args& a) {
-  const at::Tensor &q = a.T(0), &k = a.T(1), &v = a.T(2);
+  const std::vector<at::Tensor> in = a.Ts({0, 1, 2, 4, 5});
+  const at::Tensor &q = in[0], &k = in[1], &v = in[2];
   const double scale = a.Num(6);
   const int64_t kv = k.size(1);
-  const at::Tensor p = Grouped(a.T(4), kv);                        // [b, kv, g, t, s]
-  const at::Tensor dO = Grouped(a.T(5).permute({0, 2, 1, 3}), kv);  // [b, kv, g, t, d]
+  const at::Tensor p = Grouped(in[3], kv);                        // [b, kv, g, t, s]
+  const at::Tensor dO = Grouped(in[4].permute({0, 2, 1, 3}), kv);  // [b, kv, g, t, d]
   const at::Tensor dv = Matmul(p.transpose(-1, -2), dO).sum(2);
   const at::Tensor dp = Matmul(dO, v.unsqueeze(2).transpose(-1, -2));
   const at::Tensor ds = at::mul(p, at::sub(dp, at::sum(at::mul(dp, p), -1, true))).mul_(scale);

@@ -164,7 +164,30 @@ std::vector<int64_t> Args::Ints(size_t i) const {
 std::vector<at::Tensor> Args::Tensors(size_t i) const {
   std::vector<at::Tensor> out;
   for (int64_t id : Ints(i)) out.push_back(Table().Get(id));
-  return out;
+  return Colocate(std::move(out));
+}
+
+std::vector<at::Tensor> Args::Ts(std::initializer_list<size_t> indices) const {
+  std::vector<at::Tensor> out;
+  for (size_t i : indices) out.push_back(T(i));
+  return Colocate(std::move(out));
+}
+
+std::vector<at::Tensor> Colocate(std::vector<at::Tensor> ts) {
+  const at::Tensor* away = nullptr;
+  for (const at::Tensor& t : ts)
+    if (!t.device().is_cpu()) {
+      away = &t;
+      break;
+    }
+  if (away == nullptr) return ts;
+  const at::Device device = away->device();
+  for (at::Tensor& t : ts)
+    if (t.device() != device) {
+      if (!t.device().is_cpu()) throw ArgError("inputs on " + t.device().str() + " and " + device.str() + ": move one model, or choose one device for both");
+      t = t.to(device);
+    }
+  return ts;
 }
 
 napi_value Ref(napi_env env, at::Tensor t) {

@@ -63,6 +63,8 @@ class Args {
   bool IsNullish(size_t i) const;
   // The tensor of the id at argument i.
   const at::Tensor& T(size_t i) const { return Table().Get(Int(i)); }
+  // The tensors at several arguments, on one device (see Colocate).
+  std::vector<at::Tensor> Ts(std::initializer_list<size_t> indices) const;
   std::vector<int64_t> Ints(size_t i) const;      // a JS array of numbers, or an Int32Array
   std::vector<at::Tensor> Tensors(size_t i) const;  // a JS array of ids
   // Float32Array / Int32Array / Uint8Array contents.
@@ -73,6 +75,10 @@ class Args {
   size_t argc_ = 24;
   napi_value argv_[24];
 };
+
+// The inputs of one op on one device: CPU tensors join the first input that lives elsewhere (a
+// model on CUDA meets token ids, masks and rotary tables made on the host).
+std::vector<at::Tensor> Colocate(std::vector<at::Tensor> ts);
 
 // The reference JavaScript gets for a new tensor: [id, dtype code, ...shape].
 napi_value Ref(napi_env env, at::Tensor t);

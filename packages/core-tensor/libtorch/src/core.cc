@@ -135,6 +135,13 @@ napi_value SetDevice(const Args& a) {
   return Undefined(a.env());
 }
 
+napi_value GetDefaultDevice(const Args& a) {
+  const std::string s = DefaultDevice().str();
+  napi_value v;
+  napi_create_string_utf8(a.env(), s.c_str(), s.size(), &v);
+  return v;
+}
+
 napi_value CheckDeviceName(const Args& a) {
   CheckDevice(ParseDevice(a.Str(0)));
   return Undefined(a.env());
@@ -177,6 +184,7 @@ void RegisterCore(napi_env env, napi_value exports) {
   Export(env, exports, "live", Live);
   Export(env, exports, "setDevice", SetDevice);
   Export(env, exports, "checkDevice", CheckDeviceName);
+  Export(env, exports, "defaultDevice", GetDefaultDevice);
   Export(env, exports, "deviceOf", DeviceOf);
   Export(env, exports, "to", To);
   Export(env, exports, "setBf16", SetBf16);

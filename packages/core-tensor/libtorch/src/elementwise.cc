@@ -100,7 +100,8 @@ napi_value BinaryOp(const Args& a) {
   const std::string name = a.Str(0);
   const auto it = BinaryOps().find(name);
   if (it == BinaryOps().end()) throw ArgError("no binary kernel " + name);
-  at::Tensor out = it->second(a.T(1), a.T(2));
+  const std::vector<at::Tensor> t = a.Ts({1, 2});
+  at::Tensor out = it->second(t[0], t[1]);
   const at::ScalarType want = ScalarTypeOf(a.Int(3));
   return Ref(a.env(), out.scalar_type() == want ? out : out.to(want));
 }
@@ -139,8 +140,9 @@ napi_value Step(const Args& a) {
 
 // select(condition, a, b): where(condition, a, b) with broadcasting.
 napi_value Select(const Args& a) {
-  const at::Tensor& c = a.T(0);
-  return Ref(a.env(), at::where(c.scalar_type() == at::kBool ? c : at::ne(c, 0), a.T(1), a.T(2)));
+  const std::vector<at::Tensor> t = a.Ts({0, 1, 2});
+  const at::Tensor& c = t[0];
+  return Ref(a.env(), at::where(c.scalar_type() == at::kBool ? c : at::ne(c, 0), t[1], t[2]));
 }
 
 // fill(shape, value, dtype): on the default device.

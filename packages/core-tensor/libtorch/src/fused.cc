@@ -1,6 +1,10 @@
 // pbrl's fused kernels (core-tensor/src/fused-ops.ts) on ATen: each is one addon call, a few
 // ATen ops, instead of the tfjs op sequences and their temporaries. Same formulas as the native
 // backend's kernels (native/src/pbrl_native.cc) and torch's own (RMSNorm, SiLU, AdamW).
+#include <ATen/Parallel.h>
+
+#include <cmath>
+
 #include "common.h"
 
 namespace pbrl {
@@ -8,16 +12,17 @@ namespace {
 
 // rmsnorm(x [rows, cols], w [cols], eps) → [y, rstd [rows]]: y = w ⊙ x · rstd, rstd = 1/√(mean(x²) + eps).
 napi_value RmsNorm(const Args& a) {
-  const at::Tensor& x = a.T(0);
+  const std::vector<at::Tensor> t = a.Ts({0, 1});
+  const at::Tensor& x = t[0];
   const at::Tensor rstd = at::rsqrt(at::mean(at::square(x), -1, true).add_(a.Num(2)));
-  return Refs(a.env(), {at::mul(a.T(1), at::mul(x, rstd)), rstd.squeeze(-1)});
+  return Refs(a.env(), {at::mul(t[1], at::mul(x, rstd)), rstd.squeeze(-1)});
 }
 
 // rmsnormGrad(x, w, rstd, dy) → [dx, dw]
 napi_value RmsNormGrad(const Args& a) {
-  const at::Tensor &x = a.T(0), &w = a.T(1);
-  const at::Tensor rstd = a.T(2).unsqueeze(-1);
-  const at::Tensor& dy = a.T(3);
+  const std::vector<at::Tensor> t = a.Ts({0, 1, 2, 3});
+  const at::Tensor &x = t[0], &w = t[1], &dy = t[3];
+  const at::Tensor rstd = t[2].unsqueeze(-1);
   const at::Tensor xhat = at::mul(x, rstd);
   const at::Tensor dw = at::sum(at::mul(dy, xhat), 0);
   const at::Tensor g = at::mul(dy, w);
@@ -26,11 +31,15 @@ napi_value RmsNormGrad(const Args& a) {
 }
 
 // swiglu(gate, up) = gate·σ(gate) ⊙ up
-napi_value Swiglu(const Args& a) { return Ref(a.env(), at::mul(at::silu(a.T(0)), a.T(1))); }
+napi_value Swiglu(const Args& a) {
+  const std::vector<at::Tensor> t = a.Ts({0, 1});
+  return Ref(a.env(), at::mul(at::silu(t[0]), t[1]));
+}
 
 // swigluGrad(gate, up, dy) → [dgate, dup]
 napi_value SwigluGrad(const Args& a) {
-  const at::Tensor &g = a.T(0), &u = a.T(1), &dy = a.T(2);
+  const std::vector<at::Tensor> t = a.Ts({0, 1, 2});
+  const at::Tensor &g = t[0], &u = t[1], &dy = t[2];
   const at::Tensor s = at::sigmoid(g);
   const at::Tensor du = at::mul(dy, at::mul(g, s));
   const at::Tensor dg = at::mul(at::mul(dy, u), at::mul(s, at::add(at::mul(g, at::rsub(s, 1)), 1)));
@@ -40,7 +49,8 @@ napi_value SwigluGrad(const Args& a) {
 // rope(x [b, h, t, d], cos, sin [b, 1, t, d], backward): x·cos + rot(x)·sin with rot(x1, x2) =
 // (−x2, x1); backward applies the transpose, dy·cos + rotᵀ(dy·sin) with rotᵀ(z1, z2) = (z2, −z1).
 napi_value Rope(const Args& a) {
-  const at::Tensor &x = a.T(0), &cos = a.T(1), &sin = a.T(2);
+  const std::vector<at::Tensor> t = a.Ts({0, 1, 2});
+  const at::Tensor &x = t[0], &cos = t[1], &sin = t[2];
   const int64_t half = x.size(-1) / 2;
   if (!a.Bool(3)) {
     const at::Tensor rot = at::cat({at::neg(x.narrow(-1, half, half)), x.narrow(-1, 0, half)}, -1);
@@ -54,17 +64,19 @@ napi_value Rope(const Args& a) {
 // logsoftmaxSelect(x [rows, cols], targets [rows]) → [value [rows], lse [rows, 1]]:
 // value = x[i, targets[i]] − logsumexp(x[i, :]).
 napi_value LogSoftmaxSelect(const Args& a) {
-  const at::Tensor& x = a.T(0);
-  const at::Tensor t = a.T(1).to(at::kLong).unsqueeze(1);
+  const std::vector<at::Tensor> in = a.Ts({0, 1});
+  const at::Tensor& x = in[0];
+  const at::Tensor t = in[1].to(at::kLong).unsqueeze(1);
   const at::Tensor lse = at::logsumexp(x, 1, true);
   return Refs(a.env(), {at::sub(x.gather(1, t), lse).squeeze(1), lse});
 }
 
 // logsoftmaxGrad(x, lse [rows, 1], targets, dy [rows]): dy[i] · (onehot(targets)[i, j] − softmax(x)[i, j]).
 napi_value LogSoftmaxGrad(const Args& a) {
-  const at::Tensor &x = a.T(0), &lse = a.T(1);
-  const at::Tensor t = a.T(2).to(at::kLong).unsqueeze(1);
-  const at::Tensor dy = a.T(3).reshape({-1, 1});
+  const std::vector<at::Tensor> in = a.Ts({0, 1, 2, 3});
+  const at::Tensor &x = in[0], &lse = in[1];
+  const at::Tensor t = in[2].to(at::kLong).unsqueeze(1);
+  const at::Tensor dy = in[3].reshape({-1, 1});
   at::Tensor out = at::exp(at::sub(x, lse)).mul_(dy).neg_();
   out.scatter_add_(1, t, dy);
   return Ref(a.env(), out);
@@ -72,22 +84,59 @@ napi_value LogSoftmaxGrad(const Args& a) {
 
 // scatterAddRows(dy [count, cols], indices [count], rows): zeros [rows, cols] with dy's rows added in.
 napi_value ScatterAddRows(const Args& a) {
-  const at::Tensor& dy = a.T(0);
-  const at::Tensor idx = a.T(1).to(at::kLong);
+  const std::vector<at::Tensor> t = a.Ts({0, 1});
+  const at::Tensor& dy = t[0];
+  const at::Tensor idx = t[1].to(at::kLong);
   at::Tensor out = at::zeros({a.Int(2), dy.size(1)}, dy.options());
   out.index_add_(0, idx, dy);
   return Ref(a.env(), out);
 }
 
-// adamw(p, g, m, v, decay, b1, c1, b2, c2, bc2Sqrt, eps, stepSize) → [p', m', v'], as
-// torch.optim.AdamW's single-tensor step: p·decay − stepSize · m' / (√v' / bc2Sqrt + eps).
+// Whether `t` may be overwritten: float32, contiguous, on the CPU, and referenced by nothing but
+// the addon's table (`extra` counts the caller's own handles) — no other id, view or clone (a
+// comparator's frozen copy of an agent shares its weights' storage until one of them changes).
+bool Exclusive(const at::Tensor& t, int64_t extra) {
+  return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous() && t.use_count() == 1 + extra &&
+         t.storage().use_count() == 1;
+}
+
+// adamw(p, g, m, v, decay, b1, c1, b2, c2, bc2Sqrt, eps, stepSize, mayOverwrite) → [p', m', v'], as
+// torch.optim.AdamW's step: p·decay − stepSize · m' / (√v' / bc2Sqrt + eps), m' = lerp(m, g, c1),
+// v' = b2·v + c2·g². On the CPU one pass over the four tensors, in place when nothing else holds
+// p, m and v (the usual case: a weight and its moments, replaced by the step's results, which
+// JavaScript vouches for with mayOverwrite: no other tfjs tensor has their data ids), so a step
+// neither allocates nor first-touches three copies of the model; elsewhere ATen ops.
 napi_value AdamW(const Args& a) {
   const at::Tensor &p = a.T(0), &g = a.T(1), &m = a.T(2), &v = a.T(3);
   const double decay = a.Num(4), c1 = a.Num(6), b2 = a.Num(7), c2 = a.Num(8), bc2Sqrt = a.Num(9), eps = a.Num(10), stepSize = a.Num(11);
-  const at::Tensor m2 = at::lerp(m, g, c1);
-  const at::Tensor v2 = at::addcmul(at::mul(v, b2), g, g, c2);
+  const bool cpu = p.device().is_cpu() && g.device().is_cpu() && m.device().is_cpu() && v.device().is_cpu();
+  if (cpu && g.scalar_type() == at::kFloat && g.is_contiguous() && p.scalar_type() == at::kFloat && m.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat) {
+    const bool inPlace = a.Bool(12) && Exclusive(p, 0) && Exclusive(m, 0) && Exclusive(v, 0) && !p.is_same(m) && !p.is_same(v) && !m.is_same(v);
+    const at::Tensor p2 = inPlace ? p : at::empty_like(p, at::MemoryFormat::Contiguous);
+    const at::Tensor m2 = inPlace ? m : at::empty_like(m, at::MemoryFormat::Contiguous);
+    const at::Tensor v2 = inPlace ? v : at::empty_like(v, at::MemoryFormat::Contiguous);
+    const at::Tensor pc = p.contiguous(), mc = m.contiguous(), vc = v.contiguous();
+    const float *pi = pc.data_ptr<float>(), *gi = g.data_ptr<float>(), *mi = mc.data_ptr<float>(), *vi = vc.data_ptr<float>();
+    float *po = p2.data_ptr<float>(), *mo = m2.data_ptr<float>(), *vo = v2.data_ptr<float>();
+    const float fd = static_cast<float>(decay), f1 = static_cast<float>(c1), f2 = static_cast<float>(c2), fb2 = static_cast<float>(b2);
+    const float fbc = static_cast<float>(bc2Sqrt), fe = static_cast<float>(eps), fs = static_cast<float>(stepSize);
+    at::parallel_for(0, p.numel(), 1 << 14, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; i++) {
+        const float gv = gi[i];
+        const float mv = mi[i] + f1 * (gv - mi[i]);
+        const float vv = fb2 * vi[i] + f2 * gv * gv;
+        mo[i] = mv;
+        vo[i] = vv;
+        po[i] = pi[i] * fd - fs * (mv / (std::sqrt(vv) / fbc + fe));
+      }
+    });
+    return Refs(a.env(), {p2, m2, v2});
+  }
+  const std::vector<at::Tensor> t = Colocate({p, g, m, v});
+  const at::Tensor m2 = at::lerp(t[2], t[1], c1);
+  const at::Tensor v2 = at::addcmul(at::mul(t[3], b2), t[1], t[1], c2);
   const at::Tensor denom = at::div(at::sqrt(v2), bc2Sqrt).add_(eps);
-  const at::Tensor p2 = at::addcdiv(decay == 1 ? p : at::mul(p, decay), m2, denom, -stepSize);
+  const at::Tensor p2 = at::addcdiv(decay == 1 ? t[0] : at::mul(t[0], decay), m2, denom, -stepSize);
   return Refs(a.env(), {p2, m2, v2});
 }
 

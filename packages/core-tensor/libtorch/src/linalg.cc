@@ -26,14 +26,17 @@ at::Tensor Activate(const at::Tensor& y, const std::string& activation, double a
 
 // matmul(a, b, transposeA, transposeB, bias | null, activation, alpha, prelu weights | null): batch axes broadcast.
 napi_value MatMul(const Args& a) {
-  at::Tensor x = a.T(0), w = a.T(1);
-  if (a.Bool(2)) x = x.transpose(-1, -2);
-  if (a.Bool(3)) w = w.transpose(-1, -2);
+  std::vector<at::Tensor> t = {a.T(0), a.T(1)};
+  const bool bias = !a.IsNullish(4), prelu = a.size() > 7 && !a.IsNullish(7);
+  if (bias) t.push_back(a.T(4));
+  if (prelu) t.push_back(a.T(7));
+  t = Colocate(std::move(t));
+  const at::Tensor x = a.Bool(2) ? t[0].transpose(-1, -2) : t[0];
+  const at::Tensor w = a.Bool(3) ? t[1].transpose(-1, -2) : t[1];
   at::Tensor y = Matmul(x, w);
-  if (!a.IsNullish(4)) y = at::add(y, Table().Get(a.Int(4)));
+  if (bias) y = at::add(y, t[2]);
   if (a.size() <= 5) return Ref(a.env(), y);
-  const at::Tensor* prelu = a.IsNullish(7) ? nullptr : &Table().Get(a.Int(7));
-  return Ref(a.env(), Activate(y, a.Str(5), a.Num(6), prelu));
+  return Ref(a.env(), Activate(y, a.Str(5), a.Num(6), prelu ? &t.back() : nullptr));
 }
 
 }  // namespace

@@ -67,8 +67,9 @@ void CheckIndices(const at::Tensor& idx, int64_t limit, const char* what) {
 
 // gather(x, indices, axis, batchDims): tfjs's GatherV2.
 napi_value Gather(const Args& a) {
-  const at::Tensor& x = a.T(0);
-  const at::Tensor idx = a.T(1).to(at::kLong);
+  const std::vector<at::Tensor> t = a.Ts({0, 1});
+  const at::Tensor& x = t[0];
+  const at::Tensor idx = t[1].to(at::kLong);
   const int64_t axis = a.Int(2), batchDims = a.Int(3);
   CheckIndices(idx, x.size(axis), "gather");
   if (batchDims == 0) {
@@ -101,8 +102,9 @@ napi_value Gather(const Args& a) {
 
 // gatherNd(x, indices): indices [..., k] pick x[i0, …, ik-1, ...].
 napi_value GatherNd(const Args& a) {
-  const at::Tensor& x = a.T(0);
-  const at::Tensor idx = a.T(1).to(at::kLong);
+  const std::vector<at::Tensor> t = a.Ts({0, 1});
+  const at::Tensor& x = t[0];
+  const at::Tensor idx = t[1].to(at::kLong);
   const int64_t k = idx.size(-1);
   at::Tensor flat = at::zeros(idx.sizes().slice(0, idx.dim() - 1), idx.options());
   for (int64_t d = 0; d < k; d++) {
@@ -119,8 +121,9 @@ napi_value GatherNd(const Args& a) {
 
 // scatterNd(indices, updates, shape): zeros of shape with updates summed in at indices [..., k].
 napi_value ScatterNd(const Args& a) {
-  const at::Tensor idx = a.T(0).to(at::kLong);
-  const at::Tensor& updates = a.T(1);
+  const std::vector<at::Tensor> t = a.Ts({0, 1});
+  const at::Tensor idx = t[0].to(at::kLong);
+  const at::Tensor& updates = t[1];
   const std::vector<int64_t> shape = a.Ints(2);
   const int64_t k = idx.size(-1);
   at::Tensor flat = at::zeros(idx.sizes().slice(0, idx.dim() - 1), idx.options());
@@ -143,10 +146,11 @@ napi_value ScatterNd(const Args& a) {
 
 // unsortedSegmentSum(data, segmentIds, numSegments): ids < 0 or ≥ numSegments are dropped, as in tfjs.
 napi_value UnsortedSegmentSum(const Args& a) {
-  const at::Tensor& data = a.T(0);
-  const at::Tensor ids = a.T(1).to(at::kLong).reshape({-1});
+  const std::vector<at::Tensor> t = a.Ts({0, 1});
+  const at::Tensor& data = t[0];
+  const at::Tensor ids = t[1].to(at::kLong).reshape({-1});
   const int64_t n = a.Int(2);
-  std::vector<int64_t> inner(data.sizes().begin() + a.T(1).dim(), data.sizes().end());
+  std::vector<int64_t> inner(data.sizes().begin() + t[1].dim(), data.sizes().end());
   std::vector<int64_t> rows = {-1};
   rows.insert(rows.end(), inner.begin(), inner.end());
   const at::Tensor keep = at::logical_and(at::ge(ids, 0), at::lt(ids, n));

@@ -44,6 +44,8 @@ export interface LibtorchAddon {
   live(): number;
   setDevice(device: string): void;
   checkDevice(device: string): void;
+  /** Where tensors made from host values go (this thread). */
+  defaultDevice(): string;
   deviceOf(id: number): string;
   to(id: number, device: string): TensorRef;
   setBf16(on: boolean): void;
@@ -97,7 +99,8 @@ export interface LibtorchAddon {
   logsoftmaxSelect(x: number, targets: number): TensorRef[];
   logsoftmaxGrad(x: number, lse: number, targets: number, dy: number): TensorRef;
   scatterAddRows(dy: number, indices: number, rows: number): TensorRef;
-  adamw(p: number, g: number, m: number, v: number, decay: number, b1: number, c1: number, b2: number, c2: number, bc2Sqrt: number, eps: number, stepSize: number): TensorRef[];
+  /** One AdamW step; with `mayOverwrite` (no other tfjs tensor shares p, m, v) the addon may update them in place. */
+  adamw(p: number, g: number, m: number, v: number, decay: number, b1: number, c1: number, b2: number, c2: number, bc2Sqrt: number, eps: number, stepSize: number, mayOverwrite: boolean): TensorRef[];
   attention(q: number, k: number, v: number, keyMask: number, scale: number): TensorRef[];
   attentionGrad(q: number, k: number, v: number, keyMask: number, probs: number, dy: number, scale: number): TensorRef[];
 }
@@ -115,7 +118,7 @@ export function libtorchAddonPath(): string {
 
 /** Every function of {@link LibtorchAddon}, checked when the addon loads (an addon built from older sources lacks some). */
 const REQUIRED = [
-  "init", "info", "write", "read", "free", "share", "live", "setDevice", "checkDevice", "deviceOf", "to", "setBf16", "bf16", "sampleRows",
+  "init", "info", "write", "read", "free", "share", "live", "setDevice", "checkDevice", "defaultDevice", "deviceOf", "to", "setBf16", "bf16", "sampleRows",
   "unary", "binary", "addN", "cast", "clip", "leakyRelu", "step", "select", "fill", "fillLike", "range", "oneHot",
   "reshape", "transpose", "slice", "stridedSlice", "concat", "stack", "unstack", "splitV", "tile", "pad", "reverse", "broadcastTo",
   "gather", "gatherNd", "scatterNd", "unsortedSegmentSum", "reduce", "argExtreme", "softmax", "cumulative", "topk",
@@ -139,6 +142,11 @@ export function loadLibtorchAddon(threads: number): LibtorchLoad {
     result = { ok: false, reason: `libtorch addon not built (${path} does not exist)`, disabled: false };
   } else {
     try {
+      // libtorch's OpenMP threads otherwise spin between parallel regions: beside Node's own
+      // threads, agent workers or any other busy process, a spinning thread holds the core a
+      // descheduled one needs, and a bf16 training test took 14.8 s instead of 0.95 s on this
+      // project's 2-core machine under load. Read once, when libgomp loads; a user's value wins.
+      process.env["OMP_WAIT_POLICY"] ??= "PASSIVE";
       const addon = createRequire(import.meta.url)(path) as LibtorchAddon;
       const missing = REQUIRED.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
       if (missing.length > 0) throw new Error(`it is out of date (no ${missing.join(", ")}); ${REBUILD_ADDON_HINT}`);

@@ -1,7 +1,7 @@
 /**
  * MADPOConfig: CoMLRL's MADPOConfig fields with the same names and defaults, plus pbrl's own
- * (`seed`, `output_dir`, `madpo_score_last_token`, `backend`, `verbose`, `reward_concurrency`,
- * `generation_batch_size`). Building one validates every field and rule at once.
+ * (`seed`, `output_dir`, `madpo_score_last_token`, `backend`, `bf16` (TRL's name), `save_dtype`,
+ * `verbose`, `reward_concurrency`, `generation_batch_size`). Building one validates every field and rule at once.
  */
 import { BACKEND_NAMES } from "@pbrl/core-tensor";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
@@ -45,6 +45,10 @@ export const MADPO_FIELDS = {
   output_dir: text("pbrl-output"),
   madpo_score_last_token: bool(false),
   backend: choice(["auto", ...BACKEND_NAMES], "auto"),
+  // TRL's name: matrix products and attention in bfloat16 (libtorch), float32 weights and optimizer state.
+  bf16: bool(false),
+  /** Storage dtype of the trained agents written at the end (resume checkpoints stay float32). */
+  save_dtype: choice(["float32", "bfloat16", "float16"], "float32"),
   verbose: bool(true),
   reward_concurrency: int(1, 8),
   generation_batch_size: int(1, 64),

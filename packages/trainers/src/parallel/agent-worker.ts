@@ -5,7 +5,7 @@
  * backend, in a tfjs of its own.
  */
 import { parentPort } from "node:worker_threads";
-import { AdamW, RngStream, useBackend } from "@pbrl/core-tensor";
+import { AdamW, onDevice, RngStream, setComputePrecision, useBackend } from "@pbrl/core-tensor";
 import { agentStep, detachedMargins, type TrainableAgent } from "@pbrl/dpo";
 import { CausalLM } from "@pbrl/models";
 import { sampleAgentRows } from "@pbrl/preference-data";
@@ -30,10 +30,11 @@ async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: A
   switch (req.kind) {
     case "load": {
       await useBackend(req.backend);
+      setComputePrecision(req.precision);
       agent?.optimizer?.dispose();
       agent?.model.dispose();
       agent = undefined;
-      const model = CausalLM.fromHostWeights(req.config, req.weights, "agent worker");
+      const model = onDevice(req.device, () => CausalLM.fromHostWeights(req.config, req.weights, "agent worker"));
       const s = req.optimizer;
       const optimizer = s === undefined ? undefined : new AdamW(model.params, { lr: s.lr, betas: s.betas, eps: s.eps, weightDecay: s.weightDecay });
       if (s !== undefined) optimizer!.setState(s);

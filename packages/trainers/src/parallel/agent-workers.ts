@@ -9,7 +9,7 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { nativeThreads, type AdamW, type BackendName, type RngStream } from "@pbrl/core-tensor";
+import { computePrecision, nativeThreads, type AdamW, type BackendName, type RngStream } from "@pbrl/core-tensor";
 import { NonFiniteError, type MadpoAgents, type MadpoUpdateOptions, type TrainableAgent } from "@pbrl/dpo";
 import type { AgentPairTokens, GenerationSettings } from "@pbrl/preference-data";
 import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
@@ -121,7 +121,8 @@ export class AgentWorkers implements MadpoAgents {
       agents.map((a, i) => {
         const weights = a.model.hostWeights();
         const optimizer = optimizers?.[i]!.getState();
-        const req: WorkerRequest = { kind: "load", backend: this.backend, config: a.model.config, weights, optimizer, padTokenId: a.padTokenId };
+        // The worker computes as this thread does: same backend and precision, the agent's device.
+        const req: WorkerRequest = { kind: "load", backend: this.backend, precision: computePrecision(), device: a.model.device(), config: a.model.config, weights, optimizer, padTokenId: a.padTokenId };
         return this.workers[i]!.request(req, transferables(weights, optimizer));
       }),
     );

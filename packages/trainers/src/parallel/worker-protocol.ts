@@ -2,14 +2,14 @@
  * Messages between a trainer and its agent workers (parallel_training="mp"). Every request
  * carries an id; the worker answers each with the same id, in order.
  */
-import type { AdamWState, BackendName, HostTensor, RngState } from "@pbrl/core-tensor";
+import type { AdamWState, BackendName, ComputePrecision, HostTensor, RngState } from "@pbrl/core-tensor";
 import type { MadpoUpdateOptions } from "@pbrl/dpo";
 import type { CausalLMConfig } from "@pbrl/models";
 import type { AgentPairTokens, GenerationSettings } from "@pbrl/preference-data";
 
 export type WorkerRequest =
   /** Takes the agent's weights (and optimizer state, to train), replacing what the worker held. */
-  | { kind: "load"; backend: BackendName; config: CausalLMConfig; weights: Map<string, HostTensor>; optimizer: AdamWState | undefined; padTokenId: number }
+  | { kind: "load"; backend: BackendName; precision: ComputePrecision; device: string; config: CausalLMConfig; weights: Map<string, HostTensor>; optimizer: AdamWState | undefined; padTokenId: number }
   /** The agent's candidates, as sampleAgentRows gives them here, from the given stream state (→ number[][]). */
   | { kind: "generate"; promptIds: number[][]; n: number; settings: GenerationSettings; eosTokenIds: number[]; rng: RngState }
   /** The agent's margins on its pairs without gradients (→ number[]). */

@@ -1,0 +1,228 @@
+/**
+ * What a causal LM's work needs in tensor memory, from its config and the workload alone (pure
+ * functions: nothing is allocated). Every number is float32 bytes, because pbrl computes in
+ * float32 whatever the checkpoint stores. docs/memory.md has the formulas and measurements.
+ *
+ * The activation terms count floats per token and layer, with coefficients fitted to real
+ * training steps and generations (peak `tf.memory().numBytes` over a step's kernels, and the wasm
+ * heap's high-water mark, in fresh processes) on 16 model shapes at 1 to 30 layers, from 1M
+ * parameters to SmolLM2-135M's shape, then rounded up by about 5%. tfjs's ops (wasm, cpu) keep
+ * about twice what pbrl's fused kernels (native, libtorch) keep, and tfjs's gradient tape frees
+ * nothing until the backward pass ends. The optimizer step's temporaries are added to the backward peak, not
+ * compared with it: the wasm allocator cannot reuse the activations' freed, scattered space for
+ * them. How conservative, measured: a training step's estimate is 1.00–1.17× the wasm heap's
+ * high-water mark and 1.03–1.29× the native one's (native shares data that tfjs counts twice);
+ * generation 1.04–1.32× and scoring 1.02–1.09× the measured peak.
+ */
+import type { CausalLMConfig } from "./config.js";
+import { parameterSpecs } from "./parameters.js";
+
+const F32 = 4;
+
+/** Whose kernels run the model: pbrl's fused ones (native, libtorch) or tfjs's ops (wasm, cpu, tensorflow). */
+export type KernelFamily = "fused" | "tfjs";
+
+/** One line of a breakdown. Host items are JavaScript memory outside the backend's tensor memory. */
+export interface MemoryItem {
+  label: string;
+  bytes: number;
+  pool: "tensors" | "host";
+}
+
+export interface MemoryEstimate {
+  items: MemoryItem[];
+  /** Sum of the items held in the backend's tensor memory (the wasm heap on wasm and native). */
+  tensorBytes: number;
+  /** Sum of the host (JavaScript) items. */
+  hostBytes: number;
+}
+
+/** Builds an estimate from its items, dropping empty ones. */
+export function memoryEstimate(items: readonly MemoryItem[]): MemoryEstimate {
+  const kept = items.filter((i) => i.bytes > 0);
+  const sum = (pool: MemoryItem["pool"]) => kept.filter((i) => i.pool === pool).reduce((s, i) => s + i.bytes, 0);
+  return { items: kept, tensorBytes: sum("tensors"), hostBytes: sum("host") };
+}
+
+/** Adds estimates item by item (phases or models that are alive at the same time). */
+export function sumEstimates(parts: readonly MemoryEstimate[]): MemoryEstimate {
+  return memoryEstimate(parts.flatMap((p) => p.items));
+}
+
+/** The sizes the estimates read, from the parameter list the model is built from. */
+export interface ModelSizes {
+  parameters: number;
+  /** Parameters of one decoder layer's projections (q, k, v, o, gate, up, down). */
+  layerProjections: number;
+  /** The largest single parameter (the embedding, usually): the optimizer step's temporaries are multiples of it. */
+  largestParameter: number;
+}
+
+export function modelSizes(config: CausalLMConfig): ModelSizes {
+  let parameters = 0;
+  let largest = 0;
+  let layer0 = 0;
+  for (const spec of parameterSpecs(config)) {
+    const n = spec.shape.reduce((a, b) => a * b, 1);
+    parameters += n;
+    largest = Math.max(largest, n);
+    if (spec.kind === "linear" && spec.name.startsWith("model.layers.0.")) layer0 += n;
+  }
+  return { parameters, layerProjections: layer0, largestParameter: largest };
+}
+
+/** Floats a training step keeps per token and layer, per layer, and per logit, by kernel family (fitted, rounded up). */
+const TRAINING = {
+  tfjs: { hidden: 33, kv: 26, intermediate: 7.3, scores: 7.2, fixed: 5100, layerWeights: 3.6, lmHead: 0.3, logits: 6, optimizerTemps: 14 },
+  fused: { hidden: 31.5, kv: 11, intermediate: 6.8, scores: 1.2, fixed: 800, layerWeights: 0.8, lmHead: 3.8, logits: 1.5, optimizerTemps: 3 },
+} as const;
+
+/** The same for a forward pass without gradients (generation's prompt pass, scoring). */
+const FORWARD = {
+  tfjs: { hidden: 23, kv: 12, intermediate: 5.2, scores: 4.4, fixed: 900, logits: 3.1 },
+  fused: { hidden: 13, kv: 7.5, intermediate: 3.2, scores: 0.5, fixed: 100, logits: 1.1 },
+} as const;
+
+interface PerToken {
+  hidden: number;
+  kv: number;
+  intermediate: number;
+  scores: number;
+  /** Per token and layer whatever the model's sizes: masks, norms' statistics, rotary tables, shape bookkeeping. */
+  fixed: number;
+}
+
+/** Floats per token per layer: the residual stream and projections, keys/values, the MLP, the attention scores over `keys` positions. */
+function perTokenLayer(c: CausalLMConfig, k: PerToken, keys: number): number {
+  return k.hidden * c.hiddenSize + k.kv * c.numKvHeads * c.headDim + k.intermediate * c.intermediateSize + k.scores * c.numHeads * keys + k.fixed;
+}
+
+/** A training step: one forward and backward pass over a batch, then an AdamW step. */
+export interface TrainingStepWorkload {
+  /** Sequences in the forward pass (MADPO: winners and losers, 2 per pair). */
+  sequences: number;
+  /** Tokens per sequence, padding included (prompt + completion). */
+  seqLen: number;
+  /** Positions whose logits are computed; default every position but the last of each sequence. */
+  scoredTokens?: number;
+  kernels: KernelFamily;
+}
+
+function checkCounts(what: string, values: Record<string, number>): void {
+  for (const [k, v] of Object.entries(values)) if (!Number.isFinite(v) || v < 0) throw new RangeError(`${what}: ${k} must be a finite number ≥ 0, got ${v}`);
+}
+
+/**
+ * The backward pass's peak above the weights, gradients and moments: every tensor the forward
+ * pass saved for the gradients and every gradient computed (bytes).
+ */
+export function trainingActivationBytes(c: CausalLMConfig, w: TrainingStepWorkload): number {
+  const scored = w.scoredTokens ?? w.sequences * Math.max(0, w.seqLen - 1);
+  checkCounts("training step", { sequences: w.sequences, seqLen: w.seqLen, scoredTokens: scored });
+  const k = TRAINING[w.kernels];
+  const tokens = w.sequences * w.seqLen;
+  const sizes = modelSizes(c);
+  const floats =
+    tokens * c.numLayers * perTokenLayer(c, k, w.seqLen) + k.layerWeights * c.numLayers * sizes.layerProjections + k.lmHead * c.vocabSize * c.hiddenSize + k.logits * scored * c.vocabSize;
+  return floats * F32;
+}
+
+/** The model's weights in tensor memory. */
+export function weightsEstimate(c: CausalLMConfig, label = "weights"): MemoryEstimate {
+  return memoryEstimate([{ label, bytes: modelSizes(c).parameters * F32, pool: "tensors" }]);
+}
+
+/**
+ * One AdamW training step of a model, weights included: weights, gradients, both AdamW moments,
+ * the backward pass's activations and the optimizer step's temporaries (tfjs ops keep about 14
+ * copies of the parameter being updated, the fused kernel 3).
+ */
+export function trainingStepEstimate(c: CausalLMConfig, w: TrainingStepWorkload, label = ""): MemoryEstimate {
+  const weights = modelSizes(c);
+  const p = weights.parameters * F32;
+  const at = label === "" ? "" : ` (${label})`;
+  const activations = trainingActivationBytes(c, w);
+  const optimizer = TRAINING[w.kernels].optimizerTemps * weights.largestParameter * F32;
+  return memoryEstimate([
+    { label: `weights${at}`, bytes: p, pool: "tensors" },
+    { label: `gradients${at}`, bytes: p, pool: "tensors" },
+    { label: `AdamW moments, 2 per weight${at}`, bytes: 2 * p, pool: "tensors" },
+    { label: `activations of ${w.sequences} sequences × ${w.seqLen} tokens, forward and backward${at}`, bytes: activations, pool: "tensors" },
+    { label: `optimizer-step temporaries${at}`, bytes: optimizer, pool: "tensors" },
+    // Measured on the wasm heap with tfjs's ops: its high-water mark creeps up over the first
+    // steps by up to 7% of these temporaries before it levels off (fragmentation); a 12-layer
+    // 135M-shaped step the estimate without it let through died at step 7.
+    { label: `heap fragmentation allowance${at}`, bytes: w.kernels === "tfjs" ? TFJS_FRAGMENTATION * (activations + optimizer) : 0, pool: "tensors" },
+  ]);
+}
+
+/** Share of a training step's temporaries the tfjs ops' heap loses to fragmentation, rounded up from 7% measured. */
+const TFJS_FRAGMENTATION = 0.1;
+
+/** A forward pass without gradients over `sequences` × `seqLen` tokens, `logitRows` of whose logits are computed. */
+export interface ForwardWorkload {
+  sequences: number;
+  seqLen: number;
+  logitRows: number;
+  kernels: KernelFamily;
+}
+
+/**
+ * Scoring completions without gradients (the weights are not included). Its two phases follow
+ * one another, so the larger counts: the layers' intermediates (freed when the last layer is
+ * done) or the logits with the log-softmax's temporaries.
+ */
+export function forwardEstimate(c: CausalLMConfig, w: ForwardWorkload): MemoryEstimate {
+  checkCounts("forward pass", { sequences: w.sequences, seqLen: w.seqLen, logitRows: w.logitRows });
+  const k = FORWARD[w.kernels];
+  const layers = w.sequences * w.seqLen * c.numLayers * perTokenLayer(c, k, w.seqLen) * F32;
+  const logits = (k.logits * w.logitRows * c.vocabSize + w.sequences * w.seqLen * c.hiddenSize) * F32;
+  return memoryEstimate([
+    layers >= logits
+      ? { label: `forward pass over ${w.sequences} sequences × ${w.seqLen} tokens`, bytes: layers, pool: "tensors" }
+      : { label: `logits of ${w.logitRows} positions × ${c.vocabSize} tokens and their log-softmax`, bytes: logits, pool: "tensors" },
+  ]);
+}
+
+/** Batched generation: `rows` sequences (prompts × num_return_sequences), left-padded to `promptLen`. */
+export interface GenerationWorkload {
+  rows: number;
+  promptLen: number;
+  maxNewTokens: number;
+  kernels: KernelFamily;
+  /** KV cache (default true); without it every step reruns the whole sequence. */
+  useCache?: boolean;
+  /** The native backend's decoder: after the prompt, the KV cache and logits live in host memory. */
+  nativeDecode?: boolean;
+}
+
+/** Generation's memory beyond the weights: weight copies, the prompt's forward pass, the KV cache, the logits. */
+export function generationEstimate(c: CausalLMConfig, w: GenerationWorkload): MemoryEstimate {
+  checkCounts("generation", { rows: w.rows, promptLen: w.promptLen, maxNewTokens: w.maxNewTokens });
+  const useCache = w.useCache ?? true;
+  const k = FORWARD[w.kernels];
+  const sizes = modelSizes(c);
+  const total = w.promptLen + w.maxNewTokens;
+  // Without a cache the last step is the largest forward pass: every row's whole sequence.
+  const passLen = useCache ? w.promptLen : Math.max(w.promptLen, total - 1);
+  const kvPerPosition = 2 * c.numLayers * w.rows * c.numKvHeads * c.headDim * F32;
+  const items: MemoryItem[] = [
+    {
+      // CausalLM.withFrozenWeights: transposed copies of every projection and the output head.
+      label: "transposed weight copies for decoding",
+      bytes: w.kernels === "tfjs" ? (sizes.layerProjections * c.numLayers + c.vocabSize * c.hiddenSize) * F32 : 0,
+      pool: "tensors",
+    },
+    { label: `forward pass over ${w.rows} rows × ${passLen} tokens`, bytes: w.rows * passLen * c.numLayers * perTokenLayer(c, k, passLen) * F32, pool: "tensors" },
+  ];
+  if (useCache && w.nativeDecode === true) {
+    items.push({ label: `KV cache of the prompt (${w.rows} rows × ${w.promptLen} positions)`, bytes: kvPerPosition * w.promptLen, pool: "tensors" });
+    items.push({ label: `KV cache (${w.rows} rows × ${total} positions), host memory`, bytes: kvPerPosition * total, pool: "host" });
+  } else if (useCache) {
+    // Each step concatenates the new position onto every layer's cache before freeing the old one.
+    items.push({ label: `KV cache (${w.rows} rows × ${total} positions), old and new copy during a step`, bytes: 2 * kvPerPosition * total, pool: "tensors" });
+  }
+  items.push({ label: `logits (${w.rows} rows × ${c.vocabSize} tokens)`, bytes: 2 * w.rows * c.vocabSize * F32, pool: "tensors" });
+  items.push({ label: "logits read back to JavaScript, host memory", bytes: w.rows * c.vocabSize * F32, pool: "host" });
+  return memoryEstimate(items);
+}

@@ -1,0 +1,193 @@
+/**
+ * What a whole training run holds in tensor memory at its peak, checked before anything is
+ * written to output_dir: the agents' weights and AdamW moments for the whole run (plus MARLHF's
+ * frozen references), and on top the largest of its phases, which run one after another: one
+ * agent's generation (with the comparator's copies of the agents), one agent's training step,
+ * and MARLHF's reward-model fit. Agents take their phases in turn in this thread; with
+ * parallel_training="mp" each worker thread has a heap of its own, so the sum is conservative.
+ */
+import { formatBytes, tf } from "@pbrl/core-tensor";
+import {
+  activeKernelFamily,
+  checkMemory,
+  generationEstimate,
+  memoryEstimate,
+  modelSizes,
+  sumEstimates,
+  trainingStepEstimate,
+  type CausalLMConfig,
+  type KernelFamily,
+  type MemoryEstimate,
+  type MemoryItem,
+} from "@pbrl/models";
+import { formatPrompts, type Formatter, type TaskItem } from "@pbrl/preference-data";
+import type { ResolvedAgent } from "./agents.js";
+
+/** The run's shape, as far as memory goes (every count per agent unless said otherwise). */
+export interface RunMemoryPlan {
+  /** One config per actor model. */
+  agents: readonly CausalLMConfig[];
+  /** The longest prompt in tokens. */
+  promptTokens: number;
+  maxNewTokens: number;
+  /** Rows of one generate call (prompts × candidates). */
+  generationRows: number;
+  /** Sequences in one training step's forward pass. */
+  trainSequences: number;
+  /** Frozen copies of every agent the comparator holds while it answers (0, or 1 for current_copy, history, model). */
+  comparatorCopies: number;
+  /** Frozen copies of every agent kept for the whole run (MARLHF's KL references). */
+  referenceCopies: number;
+  /** MARLHF's reward model, fitted on a backbone like agent 0's: sequences and tokens per step. */
+  rewardModel?: { sequences: number; seqLen: number };
+  /** Separate critics (MAAC, IAC with use_separate_critic), each a backbone like agent 0's with its own optimizer. */
+  critics: number;
+  kernels: KernelFamily;
+  /** The native backend's decoder keeps the KV cache in host memory. */
+  nativeDecode: boolean;
+}
+
+const prefixed = (e: MemoryEstimate, prefix: string): MemoryItem[] => e.items.map((i) => ({ ...i, label: `${prefix}${i.label}` }));
+
+function without(e: MemoryEstimate, drop: (label: string) => boolean): MemoryEstimate {
+  return memoryEstimate(e.items.filter((i) => !drop(i.label)));
+}
+
+/** The phases that do not overlap, each as what it adds to the run's resident memory. */
+function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] {
+  const first = p.agents[0]!;
+  const largest = p.agents.reduce((a, c) => (modelSizes(c).parameters > modelSizes(a).parameters ? c : a), first);
+  const copyItems: MemoryItem[] = p.comparatorCopies > 0 ? p.agents.map((c, i) => ({ label: `comparator's copy of agent ${i}`, bytes: modelSizes(c).parameters * 4 * p.comparatorCopies, pool: "tensors" })) : [];
+  const out = [
+    {
+      name: "generation",
+      estimate: memoryEstimate([
+        ...copyItems,
+        ...generationEstimate(largest, { rows: p.generationRows, promptLen: p.promptTokens, maxNewTokens: p.maxNewTokens, kernels: p.kernels, nativeDecode: p.nativeDecode }).items,
+      ]),
+    },
+    {
+      name: "training step",
+      // The weights and moments are resident already.
+      estimate: without(trainingStepEstimate(largest, { sequences: p.trainSequences, seqLen: p.promptTokens + p.maxNewTokens, kernels: p.kernels }), (l) => l.startsWith("weights") || l.startsWith("AdamW")),
+    },
+  ];
+  if (p.rewardModel !== undefined) {
+    out.push({ name: "reward-model fit", estimate: trainingStepEstimate(first, { ...p.rewardModel, kernels: p.kernels }, "reward model") });
+  }
+  return out;
+}
+
+/** The run's peak: resident memory plus its largest phase. Pure; see {@link RunMemoryPlan}. */
+export function runMemoryEstimate(p: RunMemoryPlan): { estimate: MemoryEstimate; largestPhase: string } {
+  if (p.agents.length === 0) throw new RangeError("a run needs at least one agent");
+  const resident: MemoryItem[] = [];
+  p.agents.forEach((c, i) => {
+    const bytes = modelSizes(c).parameters * 4;
+    resident.push({ label: `agent ${i} weights`, bytes, pool: "tensors" });
+    resident.push({ label: `agent ${i} AdamW moments`, bytes: 2 * bytes, pool: "tensors" });
+    if (p.referenceCopies > 0) resident.push({ label: `agent ${i} frozen reference`, bytes: bytes * p.referenceCopies, pool: "tensors" });
+  });
+  const backbone = modelSizes(p.agents[0]!).parameters * 4;
+  for (let k = 0; k < p.critics; k++) resident.push({ label: `critic ${k}: weights and AdamW moments`, bytes: 3 * backbone, pool: "tensors" });
+  const all = phases(p);
+  const top = all.reduce((a, b) => (b.estimate.tensorBytes > a.estimate.tensorBytes ? b : a));
+  return { estimate: sumEstimates([memoryEstimate(resident), memoryEstimate(prefixed(top.estimate, `${top.name}: `))]), largestPhase: top.name };
+}
+
+/** The config fields the plan reads; MADPO's, with the iterative and MARLHF ones when present. */
+export interface RunMemoryArgs {
+  max_new_tokens: number;
+  train_batch_size: number;
+  preference_num_candidates: number;
+  generation_batch_size: number;
+  comparator_policy?: string;
+  comparator_num_candidates?: number | null;
+  reference_kl_enabled?: boolean;
+  rl_algorithm?: string;
+  num_generations?: number;
+  reward_train_batch_size?: number;
+  reward_max_length?: number | null;
+  use_separate_critic?: boolean;
+}
+
+/** Rows of one generate call: as many prompts as fit in generation_batch_size (and the data set has), each with n candidates. */
+function rowsPerCall(candidates: number, batchRows: number, items: number): number {
+  return candidates * Math.max(1, Math.min(items, Math.floor(batchRows / candidates)));
+}
+
+/** What the plan needs besides the config: the agents, the data and the backend. */
+export interface RunMemoryContext {
+  agents: readonly CausalLMConfig[];
+  /** The longest prompt in tokens. */
+  promptTokens: number;
+  /** Training items (a generate call holds at most this many prompts). */
+  items: number;
+  kernels: KernelFamily;
+  nativeDecode: boolean;
+}
+
+/** The plan of a trainer run from its name, its config and {@link RunMemoryContext}. */
+export function runMemoryPlan(trainer: string, a: RunMemoryArgs, ctx: RunMemoryContext): RunMemoryPlan {
+  const { agents, promptTokens, kernels, nativeDecode } = ctx;
+  const marlhf = trainer.startsWith("marlhf");
+  const candidates = Math.max(a.preference_num_candidates, a.comparator_num_candidates ?? 0);
+  const copies = a.comparator_policy === "current_copy" || a.comparator_policy === "history" || a.comparator_policy === "model" ? 1 : 0;
+  const completions = promptTokens + a.max_new_tokens;
+  const plan: RunMemoryPlan = {
+    agents,
+    promptTokens,
+    maxNewTokens: a.max_new_tokens,
+    generationRows: rowsPerCall(candidates, a.generation_batch_size, Math.max(1, ctx.items)),
+    // MADPO scores winners and losers together; the RL step every item's num_generations samples.
+    trainSequences: marlhf ? a.train_batch_size * (a.num_generations ?? 1) : 2 * a.train_batch_size,
+    comparatorCopies: copies,
+    referenceCopies: marlhf && a.reference_kl_enabled === true ? 1 : 0,
+    critics: marlhf && (a.rl_algorithm === "maac" || (a.rl_algorithm === "iac" && a.use_separate_critic !== false)) ? (a.rl_algorithm === "maac" ? 1 : agents.length) : 0,
+    kernels,
+    nativeDecode,
+  };
+  // The reward model reads every agent's prompt and completion joined into one text.
+  if (marlhf) plan.rewardModel = { sequences: 2 * (a.reward_train_batch_size ?? 1), seqLen: a.reward_max_length ?? completions * agents.length };
+  return plan;
+}
+
+/** The longest prompt any actor gets over the items, in its own tokenizer's tokens. */
+export function longestPromptTokens(agents: readonly ResolvedAgent[], formatters: readonly Formatter[], items: readonly TaskItem[]): number {
+  let longest = 1;
+  items.forEach((item, k) => {
+    formatPrompts(formatters, item, k).forEach((text, i) => {
+      const agent = agents[i] ?? agents[0]!;
+      longest = Math.max(longest, agent.tokenizer.encode(text).length);
+    });
+  });
+  return longest;
+}
+
+const RUN_ADVICE: Record<string, string> = {
+  generation: "generate fewer rows at once (generation_batch_size, preference_num_candidates), fewer max_new_tokens, a comparator that keeps no copy of the agents (comparator_policy=current or api), fewer agents or a smaller model",
+  "training step": "train on fewer sequences at once (train_batch_size: each MADPO pair is two sequences; MARLHF: × num_generations), shorter completions (max_new_tokens) or prompts, fewer agents or a smaller model",
+  "reward-model fit": "fit the reward model on smaller batches (reward_train_batch_size) or shorter texts (reward_max_length), or freeze its backbone (reward_freeze_backbone)",
+};
+
+/**
+ * Stops a trainer before it writes anything when the run's peak does not fit in the backend's
+ * tensor memory. The agents are loaded already: their weights are not needed again.
+ */
+export function checkRunMemory(trainer: string, args: RunMemoryArgs, agents: readonly ResolvedAgent[], formatters: readonly Formatter[], items: readonly TaskItem[]): void {
+  const configs = agents.map((ag) => ag.model.config);
+  const plan = runMemoryPlan(trainer, args, {
+    agents: configs,
+    promptTokens: longestPromptTokens(agents, formatters, items),
+    items: items.length,
+    kernels: activeKernelFamily(),
+    nativeDecode: tf.getBackend() === "native",
+  });
+  const { estimate, largestPhase } = runMemoryEstimate(plan);
+  const loaded = [...new Set(agents.map((ag) => ag.model))].reduce((s, m) => s + m.numParameters() * 4, 0);
+  checkMemory(estimate, {
+    what: `this ${trainer} run (${agents.length} agent${agents.length === 1 ? "" : "s"}, prompts up to ${plan.promptTokens} tokens, ${formatBytes(loaded)} of weights loaded; its largest phase is the ${largestPhase})`,
+    advice: RUN_ADVICE[largestPhase] ?? RUN_ADVICE["training step"]!,
+    alreadyLiveBytes: loaded,
+  });
+}

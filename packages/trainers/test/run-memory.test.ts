@@ -1,0 +1,100 @@
+// A run's memory plan from its config, and the check that stops a run the backend cannot hold
+// before anything is written to output_dir.
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { memoryCapacity, MemoryBudgetError } from "@pbrl/core-tensor";
+import { generationEstimate, llamaConfigJson, modelSizes, parseModelConfig, trainingStepEstimate } from "@pbrl/models";
+import { MADPOConfig, MADPOIterConfig, MADPOIterTrainer, MADPOTrainer, MARLHFConfig } from "../src/index.js";
+import { runMemoryEstimate, runMemoryPlan, type RunMemoryContext } from "../src/run-memory.js";
+import { countE, items, small, TINY } from "./small-madpo-run.js";
+
+const model = parseModelConfig(llamaConfigJson({ vocabSize: 1000, hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2 }));
+const ctx = (over: Partial<RunMemoryContext> = {}): RunMemoryContext => ({ agents: [model, model], promptTokens: 20, items: 5, kernels: "tfjs", nativeDecode: false, ...over });
+
+describe("runMemoryPlan", () => {
+  it("MADPO: rows per generate call, two sequences per pair, no copies", () => {
+    const p = runMemoryPlan("madpo", MADPOConfig({ preference_num_candidates: 4, generation_batch_size: 64, train_batch_size: 3, max_new_tokens: 16 }), ctx());
+    // 64 rows would hold 16 prompts of 4 candidates, but there are only 5 items.
+    expect(p).toMatchObject({ generationRows: 20, trainSequences: 6, comparatorCopies: 0, referenceCopies: 0, critics: 0, promptTokens: 20, maxNewTokens: 16 });
+    expect(p.rewardModel).toBeUndefined();
+    expect(runMemoryPlan("madpo", MADPOConfig({ preference_num_candidates: 8, generation_batch_size: 4 }), ctx()).generationRows).toBe(8);
+  });
+
+  it("iterative MADPO: a comparator that copies the agents, and its own candidate count", () => {
+    const p = runMemoryPlan("madpo_iter", MADPOIterConfig({ comparator_policy: "current_copy", preference_num_candidates: 4, comparator_num_candidates: 8, generation_batch_size: 16 }), ctx());
+    expect(p).toMatchObject({ comparatorCopies: 1, generationRows: 16 });
+    expect(runMemoryPlan("madpo_iter", MADPOIterConfig({ comparator_policy: "current" }), ctx()).comparatorCopies).toBe(0);
+    expect(runMemoryPlan("madpo_iter", MADPOIterConfig({ comparator_policy: "history" }), ctx()).comparatorCopies).toBe(1);
+  });
+
+  it("MARLHF: frozen references, critics, the reward model's fit and the RL step's samples", () => {
+    const a = MARLHFConfig({ reference_kl_enabled: true, rl_algorithm: "maac", num_generations: 4, train_batch_size: 2, reward_train_batch_size: 3, max_new_tokens: 10 });
+    const p = runMemoryPlan("marlhf", a, ctx());
+    expect(p).toMatchObject({ referenceCopies: 1, critics: 1, trainSequences: 8, rewardModel: { sequences: 6, seqLen: 2 * (20 + 10) } });
+    const iac = runMemoryPlan("marlhf", MARLHFConfig({ rl_algorithm: "iac", reward_max_length: 64 }), ctx());
+    expect(iac).toMatchObject({ critics: 2, referenceCopies: 0, rewardModel: { seqLen: 64 } });
+  });
+});
+
+describe("runMemoryEstimate", () => {
+  it("the agents' weights and moments for the whole run, plus the largest phase", () => {
+    const plan = runMemoryPlan("madpo_iter", MADPOIterConfig({ comparator_policy: "current_copy", preference_num_candidates: 4, generation_batch_size: 8, train_batch_size: 2, max_new_tokens: 12 }), ctx());
+    const { estimate, largestPhase } = runMemoryEstimate(plan);
+    const w = modelSizes(model).parameters * 4;
+    const step = trainingStepEstimate(model, { sequences: 4, seqLen: 32, kernels: "tfjs" });
+    const stepPhase = step.tensorBytes - 3 * w; // the weights and moments are resident, the gradients not
+    const genPhase = 2 * w + generationEstimate(model, { rows: 8, promptLen: 20, maxNewTokens: 12, kernels: "tfjs" }).tensorBytes;
+    expect(largestPhase).toBe(stepPhase > genPhase ? "training step" : "generation");
+    expect(estimate.tensorBytes).toBeCloseTo(2 * 3 * w + Math.max(stepPhase, genPhase), 6);
+    expect(estimate.items.slice(0, 4).map((i) => i.label)).toEqual(["agent 0 weights", "agent 0 AdamW moments", "agent 1 weights", "agent 1 AdamW moments"]);
+    expect(estimate.items.slice(4).every((i) => i.label.startsWith(`${largestPhase}: `))).toBe(true);
+  });
+
+  it("needs an agent", () => {
+    expect(() => runMemoryEstimate({ ...runMemoryPlan("madpo", MADPOConfig({}), ctx()), agents: [] })).toThrow(/at least one agent/);
+  });
+});
+
+// The suite's backend decides: on cpu (no limit) nothing is refused.
+const limited = memoryCapacity().limitBytes !== undefined;
+
+describe.skipIf(!limited)(`a run that cannot fit stops before writing anything (${memoryCapacity().backend})`, () => {
+  it("MADPO with a training batch far too large for the heap", async () => {
+    const output = path.join(mkdtempSync(path.join(tmpdir(), "pbrl-memory-")), "run");
+    const trainer = new MADPOTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: countE, args: small({ output_dir: output, train_batch_size: 20_000, max_new_tokens: 256 }) });
+    try {
+      const err = await trainer.train().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(MemoryBudgetError);
+      expect((err as Error).message).toMatch(/^this madpo run \(2 agents, prompts up to \d+ tokens, [\d.]+ [KMG]B of weights loaded; its largest phase is the training step\) needs about [\d.]+ GB of tensor memory, more than the \w+ backend can hold/);
+      expect((err as Error).message).toMatch(/training step: activations of 40000 sequences × \d+ tokens/);
+      expect((err as Error).message).toMatch(/What to do: train on fewer sequences at once \(train_batch_size/);
+      expect(existsSync(output)).toBe(false);
+    } finally {
+      trainer.dispose();
+    }
+  });
+
+  it("iterative MADPO whose generate calls are far too large", async () => {
+    const output = path.join(mkdtempSync(path.join(tmpdir(), "pbrl-memory-")), "run");
+    const many = Array.from({ length: 2000 }, (_, i) => ({ id: `q${i}`, prompt: `Item ${i} says` }));
+    const trainer = new MADPOIterTrainer({
+      agentModel: TINY,
+      trainDataset: many,
+      rewardFunc: countE,
+      args: { ...small({ output_dir: output, preference_num_candidates: 80, generation_batch_size: 160_000, max_new_tokens: 64 }), num_iterations: 1, comparator_policy: "current_copy" },
+    });
+    try {
+      const err = await trainer.train().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(MemoryBudgetError);
+      expect((err as Error).message).toMatch(/its largest phase is the generation\)/);
+      expect((err as Error).message).toMatch(/generation: comparator's copy of agent 0 .*\n.*generation: comparator's copy of agent 1/);
+      expect((err as Error).message).toMatch(/forward pass over 160000 rows/);
+      expect((err as Error).message).toMatch(/What to do: generate fewer rows at once \(generation_batch_size, preference_num_candidates\)/);
+      expect(existsSync(output)).toBe(false);
+    } finally {
+      trainer.dispose();
+    }
+  });
+});
