@@ -6,7 +6,7 @@
   "targets": [
     {
       "target_name": "pbrl_libtorch",
-      "sources": ["src/common.cc", "src/core.cc", "src/elementwise.cc", "src/shape.cc", "src/reduce.cc", "src/linalg.cc", "src/fused.cc", "src/attention.cc", "src/sampling.cc"],
+      "sources": ["src/common.cc", "src/core.cc", "src/elementwise.cc", "src/shape.cc", "src/reduce.cc", "src/linalg.cc", "src/fused.cc", "src/attention.cc", "src/sampling.cc", "src/decode.cc"],
       "include_dirs": ["<(libtorch)/include", "<(libtorch)/include/torch/csrc/api/include"],
       "cflags_cc": ["-O2", "-std=c++20", "-D_GLIBCXX_USE_CXX11_ABI=1", "-Wno-unused-parameter"],
       "cflags_cc!": ["-std=gnu++17", "-std=gnu++20", "-fno-exceptions", "-fno-rtti"],

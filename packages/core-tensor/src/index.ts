@@ -13,6 +13,7 @@ export { loadLibtorchAddon, libtorchAddonPath, DEFAULT_LIBTORCH_ADDON_PATH } fro
 export type { LibtorchAddon, LibtorchInfo, LibtorchLoad } from "./libtorch/addon.js";
 export { LIBTORCH_KERNEL_NAMES } from "./libtorch/kernels.js";
 export { libtorchSampleRows } from "./libtorch/sampling.js";
+export { LibtorchDecoder } from "./libtorch/decode.js";
 export type { RowSampling } from "./libtorch/sampling.js";
 export { chooseBlasCore, describeCpuFeatures } from "./blas-kernels.js";
 export type { BlasCoreChoice, CpuFeatures } from "./blas-kernels.js";

@@ -1,4 +1,4 @@
-import { decodeWeightOffsets, guardHeap, libtorchSampleRows, NativeDecodeCache, nativeDecodeStep, nativeSampleRows, tf, type RngStream } from "@pbrl/core-tensor";
+import { computePrecision, decodeWeightOffsets, guardHeap, LibtorchDecoder, libtorchSampleRows, NativeDecodeCache, nativeDecodeStep, nativeSampleRows, tf, type DecodeDims, type RngStream } from "@pbrl/core-tensor";
 import { positionsFromMask } from "./attention-mask.js";
 import { disposeCache, emptyCache, type CausalLM, type KVCache } from "./causal-lm.js";
 import { checkGeneration } from "./memory-check.js";
@@ -92,6 +92,7 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
   // chosen there: only the chosen ids come back each step.
   const onDevice = tf.getBackend() === "libtorch";
   let deviceLogits: tf.Tensor2D | undefined;
+  let decoder: LibtorchDecoder | undefined;
   /** The step's logits [b, vocab]: read back to the host, or kept on the device. */
   const stepLogits = (t: () => tf.Tensor2D): Float32Array => {
     if (!onDevice) return tf.tidy(() => t().dataSync() as Float32Array);
@@ -108,6 +109,9 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     // On the native backend the steps after the prompt run in one addon call each (see
     // nativeDecodeStep), from a copy of the prompt's keys and values.
     const fast = cache !== undefined && tf.getBackend() === "native" ? nativeDecoder(model, cache, b, promptLen + options.maxNewTokens) : undefined;
+    // On libtorch likewise, with the cache and the logits where the weights are (and the weights
+    // read as bfloat16 copies when the backend computes in bf16).
+    if (cache !== undefined && onDevice) decoder = libtorchDecoder(model, cache, b, promptLen + options.maxNewTokens);
     // Plain sampling (no top-k, no top-p) of all rows in one addon call on native, with the same
     // uniform draws, in the same order, as chooseToken would take.
     const nativeSampling = tf.getBackend() === "native" && !sampling.greedy && sampling.topK === 0 && sampling.topP === 1 && options.rng !== undefined;
@@ -144,6 +148,13 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
       ids = grownIds;
       mask = grownMask;
       total += 1;
+      if (decoder !== undefined) {
+        const tables = model.rotaryTables(nextPos);
+        deviceLogits?.dispose();
+        deviceLogits = decoder.step(chosen, tables.cos, tables.sin, mask);
+        for (let i = 0; i < b; i++) nextPos[i]! += 1;
+        continue;
+      }
       if (fast !== undefined) {
         const tables = model.rotaryTables(nextPos);
         logits = fast.logits;
@@ -164,6 +175,7 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
   } finally {
     if (cache !== undefined) disposeCache(cache);
     deviceLogits?.dispose();
+    decoder?.dispose();
   }
   return out;
 }
@@ -178,17 +190,25 @@ function draws(done: Uint8Array, rng: RngStream | undefined): Float64Array {
   return uniforms;
 }
 
+function decodeDims(model: CausalLM): DecodeDims {
+  const c = model.config;
+  return { hidden: c.hiddenSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, intermediate: c.intermediateSize, vocab: c.vocabSize, layers: c.numLayers, rmsNormEps: c.rmsNormEps };
+}
+
+/** The libtorch decoder after the prompt: the model's weights and the prompt's keys and values. */
+function libtorchDecoder(model: CausalLM, cache: KVCache, batch: number, capacity: number): LibtorchDecoder {
+  const decoder = new LibtorchDecoder(model.decodeWeights(), decodeDims(model), batch, capacity, computePrecision() === "bf16");
+  cache.layers.forEach((l, i) => decoder.load(i, l.k, l.v, cache.length));
+  return decoder;
+}
+
 /**
  * The native decoder's state after the prompt: where the weights it reads lie, the prompt's keys
  * and values, and the logits buffer every step overwrites (read by sampling before the next).
  */
 function nativeDecoder(model: CausalLM, cache: KVCache, batch: number, capacity: number): { weights: Float64Array; cache: NativeDecodeCache; logits: Float32Array } {
   const c = model.config;
-  const native = new NativeDecodeCache(
-    { hidden: c.hiddenSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, intermediate: c.intermediateSize, vocab: c.vocabSize, layers: c.numLayers, rmsNormEps: c.rmsNormEps },
-    batch,
-    capacity,
-  );
+  const native = new NativeDecodeCache(decodeDims(model), batch, capacity);
   cache.layers.forEach((l, i) => native.load(i, l.k.dataSync() as Float32Array, l.v.dataSync() as Float32Array, cache.length));
   return { weights: decodeWeightOffsets(model.decodeWeights()), cache: native, logits: new Float32Array(batch * c.vocabSize) };
 }

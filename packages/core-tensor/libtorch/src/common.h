@@ -103,6 +103,7 @@ void RegisterLinalg(napi_env env, napi_value exports);
 void RegisterFused(napi_env env, napi_value exports);
 void RegisterAttention(napi_env env, napi_value exports);
 void RegisterSampling(napi_env env, napi_value exports);
+void RegisterDecode(napi_env env, napi_value exports);
 
 // Matrix product of float tensors honouring Bf16Compute(): bfloat16 inside, float32 out.
 at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b);

@@ -202,5 +202,6 @@ NAPI_MODULE_INIT() {
   pbrl::RegisterFused(env, exports);
   pbrl::RegisterAttention(env, exports);
   pbrl::RegisterSampling(env, exports);
+  pbrl::RegisterDecode(env, exports);
   return exports;
 }

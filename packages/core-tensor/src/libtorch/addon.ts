@@ -50,6 +50,10 @@ export interface LibtorchAddon {
   to(id: number, device: string): TensorRef;
   setBf16(on: boolean): void;
   bf16(): boolean;
+  decoderCreate(weightIds: readonly number[], dims: readonly number[], rmsNormEps: number, bf16Weights: boolean): number;
+  decoderLoad(decoder: number, layer: number, k: number, v: number, length: number): void;
+  decoderStep(decoder: number, ids: Int32Array, cos: Float32Array, sin: Float32Array, keyMask: Uint8Array): TensorRef;
+  decoderFree(decoder: number): void;
   /** One token per row of [rows, vocab] logits (see libtorch/src/sampling.cc); a uniform < 0 skips its row. */
   sampleRows(logits: number, uniforms: Float64Array, greedy: boolean, temperature: number, topK: number, topP: number): Int32Array;
 
@@ -118,7 +122,7 @@ export function libtorchAddonPath(): string {
 
 /** Every function of {@link LibtorchAddon}, checked when the addon loads (an addon built from older sources lacks some). */
 const REQUIRED = [
-  "init", "info", "write", "read", "free", "share", "live", "setDevice", "checkDevice", "defaultDevice", "deviceOf", "to", "setBf16", "bf16", "sampleRows",
+  "init", "info", "write", "read", "free", "share", "live", "setDevice", "checkDevice", "defaultDevice", "deviceOf", "to", "setBf16", "bf16", "sampleRows", "decoderCreate", "decoderLoad", "decoderStep", "decoderFree",
   "unary", "binary", "addN", "cast", "clip", "leakyRelu", "step", "select", "fill", "fillLike", "range", "oneHot",
   "reshape", "transpose", "slice", "stridedSlice", "concat", "stack", "unstack", "splitV", "tile", "pad", "reverse", "broadcastTo",
   "gather", "gatherNd", "scatterNd", "unsortedSegmentSum", "reduce", "argExtreme", "softmax", "cumulative", "topk",

@@ -1,0 +1,62 @@
+/**
+ * Token-by-token decoding on the libtorch backend in one addon call per step (libtorch/src/
+ * decode.cc): the libtorch counterpart of the native backend's decoder, for the same reason —
+ * at small batch a step is otherwise ~20 tfjs kernel calls per layer. The weights stay where they
+ * are (or are copied once to bfloat16, halving what every token reads), the key/value cache is
+ * preallocated for the whole generation on the same device, and each step's logits stay there
+ * too, for {@link libtorchSampleRows}.
+ */
+import type { DecodeDims, DecodeWeights } from "../native-decode.js";
+import { tf } from "../tf.js";
+import type { LibtorchBackend } from "./backend.js";
+import { LIBTORCH_BACKEND_NAME } from "./register.js";
+
+export class LibtorchDecoder {
+  private readonly backend: LibtorchBackend;
+  private handle: number | undefined;
+  /** Positions filled so far. */
+  length = 0;
+
+  /**
+   * A decoder for `batch` rows and up to `capacity` positions. With `bf16Weights` the projections
+   * are read as bfloat16 copies (made once here); the norms, biases and cache stay float32.
+   */
+  constructor(weights: DecodeWeights, dims: DecodeDims, readonly batch: number, readonly capacity: number, bf16Weights = false) {
+    if (tf.getBackend() !== LIBTORCH_BACKEND_NAME) throw new Error(`LibtorchDecoder runs on the libtorch backend only (active: ${tf.getBackend()})`);
+    this.backend = tf.backend() as unknown as LibtorchBackend;
+    const id = (t: tf.Tensor | undefined): number => (t === undefined ? -1 : this.backend.id(t));
+    const ids = [id(weights.embed), id(weights.finalNorm), id(weights.lmHead)];
+    for (const l of weights.layers) {
+      ids.push(id(l.inputNorm), id(l.q), id(l.k), id(l.v), id(l.o), id(l.qBias), id(l.kBias), id(l.vBias), id(l.oBias), id(l.postNorm), id(l.gate), id(l.up), id(l.down), id(l.gateBias), id(l.upBias), id(l.downBias));
+    }
+    const d = dims;
+    this.handle = this.backend.addon.decoderCreate(ids, [batch, d.hidden, d.heads, d.kvHeads, d.headDim, d.vocab, d.layers, capacity], d.rmsNormEps, bf16Weights);
+  }
+
+  private live(): number {
+    if (this.handle === undefined) throw new Error("LibtorchDecoder: used after dispose()");
+    return this.handle;
+  }
+
+  /** Copies a layer's cached keys and values, [batch, kvHeads, length, headDim] tensors, into positions [0, length). */
+  load(layer: number, k: tf.Tensor, v: tf.Tensor, length: number): void {
+    this.backend.addon.decoderLoad(this.live(), layer, this.backend.id(k), this.backend.id(v), length);
+    this.length = length;
+  }
+
+  /**
+   * Appends each row's token at position {@link length} and returns the next-token logits
+   * [batch, vocab] (a tensor the caller disposes). cos and sin are the rotary tables of the rows'
+   * positions [batch, headDim]; keyMask [batch, length + 1] marks the positions each row attends to.
+   */
+  step(ids: Int32Array, cos: Float32Array, sin: Float32Array, keyMask: Uint8Array): tf.Tensor2D {
+    const ref = this.backend.addon.decoderStep(this.live(), ids, cos, sin, keyMask);
+    this.length += 1;
+    return tf.engine().makeTensorFromTensorInfo(this.backend.out(ref)) as tf.Tensor2D;
+  }
+
+  dispose(): void {
+    if (this.handle !== undefined) this.backend.addon.decoderFree(this.handle);
+    this.handle = undefined;
+  }
+}
