@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Where one training step of `pbrl bench` spends its time, by phase and by tfjs kernel.
 //
-//   pnpm build && node scripts/bench/profile_train_step.mjs [--backend native|wasm|cpu] [--preset default|tiny]
+//   pnpm build && node scripts/bench/profile_train_step.mjs [--backend native|wasm|cpu|libtorch]
+//                                                          [--preset default|tiny|smollm2-135m|qwen2.5-0.5b]
 //                                                          [--batch 8] [--seq 128] [--top 15]
 //
 // Same model and step as `pbrl bench` (random init, mean next-token NLL via completionLogProbs,
@@ -14,7 +15,8 @@
 import { parseArgs } from "node:util";
 import { AdamW, RngStream, tf, useBackend } from "../../packages/core-tensor/dist/index.js";
 import { buildScoringBatch, CausalLM, completionLogProbs, parseModelConfig } from "../../packages/models/dist/index.js";
-import { presetConfigJson } from "../../apps/cli/dist/bench/workloads.js";
+import { fastRandomModel } from "../../apps/cli/dist/bench/fast-init.js";
+import { presetConfigJson, REAL_SIZE_PRESETS } from "../../apps/cli/dist/bench/presets.js";
 
 const { values } = parseArgs({
   options: {
@@ -34,7 +36,8 @@ console.log(info.description);
 // Per-kernel timing would otherwise also read every output back to check for NaNs.
 tf.env().set("CHECK_COMPUTATION_FOR_ERRORS", false);
 const config = parseModelConfig(presetConfigJson(values.preset));
-const model = CausalLM.randomInit(config, RngStream.fromSeed(0, "bench"));
+// As `pbrl bench`: the real-size presets get its fast seeded fill (normal init would take tens of seconds).
+const model = REAL_SIZE_PRESETS.includes(values.preset) ? fastRandomModel(config, 0) : CausalLM.randomInit(config, RngStream.fromSeed(0, "bench"));
 const opt = new AdamW(model.params, { lr: 1e-4, weightDecay: 0.01 });
 const data = RngStream.fromSeed(0, "bench-data");
 console.log(`preset ${values.preset}: ${model.numParameters().toLocaleString("en-US")} parameters, batch ${B} × ${T} tokens`);

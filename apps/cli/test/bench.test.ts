@@ -1,7 +1,8 @@
 // `pbrl bench`: every metric is measured, no tensor leaks, clear usage errors.
 import { describe, expect, it } from "vitest";
 import { FLAT_RSS_MB_PER_ROUND, flatnessSummary, smallDemoWorkload, type RoundSample } from "../src/bench/demo-rounds.js";
-import { computeRatios, formatTable, type BenchReport } from "../src/bench/report.js";
+import { computeRatios } from "../src/bench/ratios.js";
+import { formatTable, type BenchReport } from "../src/bench/report.js";
 import { PBRL_METRICS, RATE_METRICS, workloadsFor } from "../src/bench/workloads.js";
 import { runCli } from "./capture.js";
 import { compileCli, packagesBuilt, run } from "./compiled-cli.js";
@@ -21,15 +22,16 @@ describe("pbrl bench", () => {
     const { code, out, err } = await runCli(["bench", "--preset", "tiny", "--backends", "wasm", "--no-torch", "--json", "--steps", "2", "--no-demo-round"]);
     expect(code, err).toBe(0);
     const report = JSON.parse(out) as { model: Json; machine: Json; workloads: Record<string, Json>; results: Record<string, Json>; ratios: Json };
-    expect(Object.keys(report.results)).toEqual(["pbrl_wasm", "pytorch"]);
+    expect(Object.keys(report.results)).toEqual(["pbrl_wasm", "pytorch", "pytorch_bf16"]);
     const wasm = report.results["pbrl_wasm"]!;
     expectMeasured(wasm);
     expect(wasm["isolation"]).toBe("in-process");
     expect(wasm["parameters"]).toBe(report.model["parameters"]);
     expect(report.model["parameters"]).toBe(37_024);
-    expect(wasm["workloads"]).toEqual({ ...workloadsFor("wasm", 2) });
+    expect(wasm["workloads"]).toEqual({ ...workloadsFor("wasm", "small", 37_024, { steps: 2 }) });
     expect(report.workloads["pbrl_wasm"]).toEqual(wasm["workloads"]);
     expect(report.results["pytorch"]).toEqual({ skipped: "--no-torch" });
+    expect(report.results["pytorch_bf16"]).toEqual({ skipped: "--no-torch" });
     expect(report.ratios).toEqual({});
     expect(report.machine["cpus"]).toBeGreaterThan(0);
     expect(wasm["demo_round"]).toEqual({ skipped: "--no-demo-round" });
@@ -105,7 +107,7 @@ describe("pbrl bench", () => {
 
   it("rejects bad flag values with exit code 2 and says what is expected", async () => {
     const cases: [string[], RegExp][] = [
-      [["--preset", "huge"], /pbrl bench: --preset must be one of default, tiny, got "huge"/],
+      [["--preset", "huge"], /pbrl bench: --preset must be one of default, tiny, smollm2-135m, qwen2.5-0.5b, got "huge"/],
       [["--steps", "0"], /pbrl bench: --steps must be a positive integer, got "0"/],
       [["--steps", "two"], /pbrl bench: --steps must be a positive integer, got "two"/],
       [["--backends", "wasm,gpu"], /pbrl bench: --backends must be a comma-separated list of wasm, cpu, tensorflow, native, libtorch, got "wasm,gpu"/],
@@ -127,11 +129,11 @@ describe("pbrl bench", () => {
   });
 
   it("computes pbrl/pytorch ratios and prints a table", () => {
-    const w = workloadsFor("wasm", 1);
+    const w = workloadsFor("wasm", "small", 37_024, { steps: 1 });
     const rates = Object.fromEntries(RATE_METRICS.map((m) => [m, 100]));
     const report: BenchReport = {
       model: { preset: "tiny", model_type: "llama", vocab_size: 256, parameters: 37_024 },
-      machine: { cpus: 2, cpu_model: "test cpu", total_memory_gb: 1, node_version: "v20", platform: "linux", arch: "x64", load_average_at_start: [0, 0, 0] },
+      machine: { cpus: 2, cpu_model: "test cpu", cpu_flags: null, total_memory_gb: 1, node_version: "v20", platform: "linux", arch: "x64", load_average_at_start: [0, 0, 0] },
       workloads: { pbrl_wasm: w, pytorch: w },
       results: {
         pbrl_wasm: { ...rates, train_tokens_per_s: 50, peak_rss_mb: 100, workloads: w, description: "wasm", isolation: "child process" } as never,

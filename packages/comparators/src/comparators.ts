@@ -1,6 +1,6 @@
 import type { RngStream } from "@pbrl/core-tensor";
 import type { GenerationSettings, Policy } from "@pbrl/preference-data";
-import { comparatorDevicesDiffer, type DeviceSpec } from "./devices.js";
+import { comparatorDevices, comparatorDevicesDiffer, resolveDevices, type DeviceSpec } from "./devices.js";
 import { FrozenModels } from "./frozen-models.js";
 import { HistoryWeights, type WeightsAt } from "./history-weights.js";
 import { LocalComparator } from "./local-comparator.js";
@@ -24,26 +24,32 @@ export class CurrentComparator extends LocalComparator {
   }
 }
 
-export interface CurrentCopyOptions extends LocalComparatorOptions {
+/** Where a comparator's models live: comparator_devices, falling back to agent_devices. */
+export interface ComparatorDeviceOptions {
   /** comparator_devices (falls back to agentDevices). */
   devices?: DeviceSpec;
   /** agent_devices. */
   agentDevices?: DeviceSpec;
 }
 
+export type CurrentCopyOptions = LocalComparatorOptions & ComparatorDeviceOptions;
+
 /**
  * `current_copy`: frozen copies of the agents made at each round start when comparator_devices
- * differ from agent_devices (by name). pbrl keeps every tensor on the backend's one device, so
- * with equal or unspecified devices it samples the live agents, like `current`.
+ * differ from agent_devices (by name), each on its comparator device (libtorch). With equal or
+ * unspecified devices it samples the live agents, like `current`.
  */
 export class CurrentCopyComparator extends LocalComparator {
   constructor(o: CurrentCopyOptions) {
-    const copy = comparatorDevicesDiffer(o.devices, o.agentDevices, o.agents.length, o.agents.map((_, i) => i));
-    super(new RoundCopies(o.agents, copy), o.generation, o.rng, copy ? "current_copy (frozen copies)" : "current_copy (live agents: same devices)");
+    const n = o.agents.length;
+    const copy = comparatorDevicesDiffer(o.devices, o.agentDevices, n, o.agents.map((_, i) => i));
+    // A copy exists because the names differ, so "auto" here is the backend's default device.
+    const devices = resolveDevices(o.devices ?? o.agentDevices, n, "comparator_devices");
+    super(new RoundCopies(o.agents, copy, devices), o.generation, o.rng, copy ? "current_copy (frozen copies)" : "current_copy (live agents: same devices)");
   }
 }
 
-export interface ModelComparatorOptions extends LocalComparatorOptions {
+export interface ModelComparatorOptions extends LocalComparatorOptions, ComparatorDeviceOptions {
   /** comparator_model_name: one model for every agent. */
   modelName?: ModelSource | null;
   /** comparator_agents: one model per agent; wins over modelName. */
@@ -59,7 +65,8 @@ export class ModelComparator extends LocalComparator {
   private readonly models: FrozenModels;
 
   constructor(o: ModelComparatorOptions) {
-    const models = new FrozenModels(decentralizedModelSources(o.modelName, o.comparatorAgents, o.agents.length), o.agents);
+    const n = o.agents.length;
+    const models = new FrozenModels(decentralizedModelSources(o.modelName, o.comparatorAgents, n), o.agents, undefined, comparatorDevices(o.devices, o.agentDevices, n));
     super(models, o.generation, o.rng, `model (${models.description})`);
     this.models = models;
   }
@@ -77,7 +84,7 @@ export class ModelComparator extends LocalComparator {
   }
 }
 
-export interface HistoryComparatorOptions extends LocalComparatorOptions {
+export interface HistoryComparatorOptions extends LocalComparatorOptions, ComparatorDeviceOptions {
   /** comparator_history_k (≥ 1). */
   k: number;
   weightsAt: WeightsAt;
@@ -86,6 +93,7 @@ export interface HistoryComparatorOptions extends LocalComparatorOptions {
 /** `history`: round t answers with the weights round t − k started from (the initial policy while t ≤ k). */
 export class HistoryComparator extends LocalComparator {
   constructor(o: HistoryComparatorOptions) {
-    super(new HistoryWeights({ k: o.k, weightsAt: o.weightsAt, agents: o.agents }), o.generation, o.rng, `history (k=${o.k})`);
+    const devices = comparatorDevices(o.devices, o.agentDevices, o.agents.length);
+    super(new HistoryWeights({ k: o.k, weightsAt: o.weightsAt, agents: o.agents, devices }), o.generation, o.rng, `history (k=${o.k})`);
   }
 }

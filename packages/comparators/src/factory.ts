@@ -3,7 +3,7 @@ import type { CentralizedAdapter, Comparator, GenerationSettings, Policy } from 
 import { ApiComparator, type ApiComparatorSettings } from "./api/api-comparator.js";
 import { CentralizedComparator } from "./centralized.js";
 import { CurrentComparator, CurrentCopyComparator, HistoryComparator, ModelComparator } from "./comparators.js";
-import { comparatorDevicesDiffer, type DeviceSpec } from "./devices.js";
+import { comparatorDevices, comparatorDevicesDiffer, resolveDevices, type DeviceSpec } from "./devices.js";
 import { FrozenModels } from "./frozen-models.js";
 import { HistoryWeights, type WeightsAt } from "./history-weights.js";
 import { centralizedModelSource, type ModelSource } from "./model-sources.js";
@@ -62,34 +62,37 @@ export function createComparator(o: ComparatorOptions): Comparator {
   };
   if ((o.generationMode ?? "decentralized") === "decentralized") {
     const base = { agents: o.agents, generation: o.generation, rng: o.rng };
+    const placed = { devices: o.devices, agentDevices: o.agentDevices };
     switch (o.policy) {
       case "current":
         return new CurrentComparator(base);
       case "current_copy":
-        return new CurrentCopyComparator({ ...base, devices: o.devices, agentDevices: o.agentDevices });
+        return new CurrentCopyComparator({ ...base, ...placed });
       case "model":
-        return new ModelComparator({ ...base, modelName: o.modelName, comparatorAgents: o.comparatorAgents });
+        return new ModelComparator({ ...base, ...placed, modelName: o.modelName, comparatorAgents: o.comparatorAgents });
       case "history":
-        return new HistoryComparator({ ...base, k, weightsAt: weightsAt() });
+        return new HistoryComparator({ ...base, ...placed, k, weightsAt: weightsAt() });
       default:
         return unknownPolicy(o.policy);
     }
   }
   const index = o.centralizedAgentIndex ?? 0;
   const [agent] = pickAgents(o.agents, [index], "comparator_centralized_agent_index");
+  // The generator sits on the comparator device of the agent it stands for.
+  const devices = comparatorDevices(o.devices, o.agentDevices, o.agents.length);
   let generator: PolicySource;
   switch (o.policy) {
     case "current":
       generator = new LiveAgents([agent!]);
       break;
     case "current_copy":
-      generator = new RoundCopies([agent!], comparatorDevicesDiffer(o.devices, o.agentDevices, o.agents.length, [index]));
+      generator = new RoundCopies([agent!], comparatorDevicesDiffer(o.devices, o.agentDevices, o.agents.length, [index]), [resolveDevices(o.devices ?? o.agentDevices, o.agents.length, "comparator_devices")[index]!]);
       break;
     case "model":
-      generator = new FrozenModels([centralizedModelSource(o.modelName, o.comparatorAgents, index)], [agent!], [index]);
+      generator = new FrozenModels([centralizedModelSource(o.modelName, o.comparatorAgents, index)], [agent!], [index], [devices[index]!]);
       break;
     case "history":
-      generator = new HistoryWeights({ k, weightsAt: weightsAt(), agents: o.agents, agentIndices: [index] });
+      generator = new HistoryWeights({ k, weightsAt: weightsAt(), agents: o.agents, agentIndices: [index], devices });
       break;
     default:
       return unknownPolicy(o.policy);

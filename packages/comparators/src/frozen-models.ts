@@ -13,13 +13,18 @@ export class FrozenModels implements PolicySource {
   private ready: RoundPolicy[] | undefined;
   private disposed = false;
 
-  /** `sources[slot]` answers in place of `agents[slot]`, with that agent's tokenizer. */
+  /**
+   * `sources[slot]` answers in place of `agents[slot]`, with that agent's tokenizer, placed on
+   * `devices[slot]` (comparator_devices resolved; default "auto").
+   */
   constructor(
     private readonly sources: readonly ModelSource[],
     private readonly agents: readonly Policy[],
     private readonly agentIndices: readonly number[] = agents.map((_, i) => i),
+    private readonly devices: readonly string[] = sources.map(() => "auto"),
   ) {
     if (sources.length !== agents.length) throw new RangeError(`model comparator: ${sources.length} model sources for ${agents.length} agents`);
+    if (devices.length !== sources.length) throw new RangeError(`model comparator: ${devices.length} devices for ${sources.length} model sources`);
     this.description = [...new Set(sources.map((s) => (typeof s === "string" ? s : "a model object")))].join(", ");
   }
 
@@ -31,7 +36,7 @@ export class FrozenModels implements PolicySource {
   }
 
   private async loadOnce(): Promise<RoundPolicy[]> {
-    const loaded = await loadModelSources(this.sources);
+    const loaded = await loadModelSources(this.sources, this.devices);
     try {
       if (this.disposed) throw new Error("model comparator: disposed while its models were loading");
       const policies = loaded.map((m, slot) => pairWithAgent(m, this.agents[slot]!, this.agentIndices[slot]!, "comparator model"));

@@ -18,6 +18,8 @@ export interface HistoryWeightsOptions {
   agents: readonly Policy[];
   /** The agents to load (default all); the centralized generator loads only its own. */
   agentIndices?: readonly number[];
+  /** Where each agent's checkpoint goes, by agent index (comparator_devices resolved; default "auto"). */
+  devices?: readonly string[];
 }
 
 /**
@@ -56,7 +58,7 @@ export class HistoryWeights implements PolicySource {
     if (missing.length > 0) {
       throw new Error(`history comparator (round ${round}, k=${this.o.k}): the weights round ${from} started from are incomplete; missing checkpoint folder${missing.length > 1 ? "s" : ""}: ${missing.join(", ")}`);
     }
-    const loaded = await loadModelSources(folders);
+    const loaded = await loadModelSources(folders, this.indices.map((i) => this.o.devices?.[i] ?? "auto"));
     try {
       this.ready = loaded.map((m, slot) => pairWithAgent(m, this.o.agents[this.indices[slot]!]!, this.indices[slot]!, `history checkpoint of round ${from}`));
       this.loaded = loaded;

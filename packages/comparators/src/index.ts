@@ -3,7 +3,7 @@ export { splitJointCompletions } from "./split-joint.js";
 export type { SplitJoint } from "./split-joint.js";
 export { LiveAgents, pickAgents } from "./policy-source.js";
 export type { PolicySource, RoundPolicy } from "./policy-source.js";
-export { backendDevice, resolveDevices, comparatorDevicesDiffer } from "./devices.js";
+export { backendDevice, resolveDevices, comparatorDevicesDiffer, comparatorDevices, placement } from "./devices.js";
 export type { DeviceSpec } from "./devices.js";
 export { RoundCopies } from "./round-copies.js";
 export { FrozenModels } from "./frozen-models.js";
@@ -13,7 +13,7 @@ export { loadModelSource, loadModelSources, releaseLoaded, pairWithAgent, decent
 export type { ModelSource, LoadedModel } from "./model-sources.js";
 export { LocalComparator } from "./local-comparator.js";
 export { CurrentComparator, CurrentCopyComparator, ModelComparator, HistoryComparator } from "./comparators.js";
-export type { LocalComparatorOptions, CurrentCopyOptions, ModelComparatorOptions, HistoryComparatorOptions } from "./comparators.js";
+export type { LocalComparatorOptions, ComparatorDeviceOptions, CurrentCopyOptions, ModelComparatorOptions, HistoryComparatorOptions } from "./comparators.js";
 export { CentralizedComparator } from "./centralized.js";
 export type { CentralizedComparatorOptions } from "./centralized.js";
 export { createComparator } from "./factory.js";

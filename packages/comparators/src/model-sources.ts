@@ -1,5 +1,6 @@
 import { loadPretrained, type CausalLM, type Pretrained, type Tokenizer } from "@pbrl/models";
 import type { Policy } from "@pbrl/preference-data";
+import { placement } from "./devices.js";
 import type { RoundPolicy } from "./policy-source.js";
 
 /** A comparator model: a checkpoint folder or hub id, or an already loaded model. */
@@ -19,28 +20,47 @@ export interface LoadedModel {
   label: string;
 }
 
-export async function loadModelSource(source: ModelSource): Promise<LoadedModel> {
+/**
+ * Loads a source onto `device` ("auto" or undefined: where the backend puts new tensors; see
+ * `placement`). A model object already elsewhere is copied there (the copy is this package's to
+ * free; the object stays the caller's), as CoMLRL moves each comparator model to its device.
+ */
+export async function loadModelSource(source: ModelSource, device?: string): Promise<LoadedModel> {
+  const where = placement(device);
   if (typeof source === "string") {
-    const p = await loadPretrained(source);
+    const p = await loadPretrained(source, where !== undefined ? { device: where } : {});
     return { model: p.model, tokenizer: p.tokenizer, owned: true, label: source };
   }
-  if ("model" in source) return { model: source.model, tokenizer: source.tokenizer, owned: false, label: source.dir };
-  return { model: source, tokenizer: undefined, owned: false, label: "a CausalLM object" };
+  const given: LoadedModel = "model" in source ? { model: source.model, tokenizer: source.tokenizer, owned: false, label: source.dir } : { model: source, tokenizer: undefined, owned: false, label: "a CausalLM object" };
+  return where !== undefined && given.model.device() !== where ? { ...given, model: given.model.clone(where), owned: true } : given;
 }
 
 /**
- * Loads each source once, sharing the model between agents that name the same source (a frozen
- * model is only read). On failure, frees what was loaded before rethrowing.
+ * Loads each source once per device, sharing the model between agents that name the same source
+ * and device (a frozen model is only read). `devices[i]` places `sources[i]` (default "auto").
+ * On failure, frees what was loaded before rethrowing.
  */
-export async function loadModelSources(sources: readonly ModelSource[]): Promise<LoadedModel[]> {
-  const bySource = new Map<ModelSource, LoadedModel>();
+export async function loadModelSources(sources: readonly ModelSource[], devices?: readonly string[]): Promise<LoadedModel[]> {
+  const bySource = new Map<ModelSource, Map<string, LoadedModel>>();
+  const loaded: LoadedModel[] = [];
   try {
-    for (const s of sources) if (!bySource.has(s)) bySource.set(s, await loadModelSource(s));
+    for (const [i, s] of sources.entries()) {
+      // Keyed by where the model goes, so names that place nothing (one-device backends) share one load.
+      const device = placement(devices?.[i]) ?? "auto";
+      const byDevice = bySource.get(s) ?? new Map<string, LoadedModel>();
+      bySource.set(s, byDevice);
+      let m = byDevice.get(device);
+      if (m === undefined) {
+        m = await loadModelSource(s, device);
+        byDevice.set(device, m);
+      }
+      loaded.push(m);
+    }
   } catch (err) {
-    releaseLoaded([...bySource.values()]);
+    releaseLoaded(loaded);
     throw err;
   }
-  return sources.map((s) => bySource.get(s)!);
+  return loaded;
 }
 
 /** Frees the models this package loaded, each once. */

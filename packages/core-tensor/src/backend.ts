@@ -3,9 +3,13 @@ import { tf } from "./tf.js";
 import "@tensorflow/tfjs-backend-cpu";
 import "@tensorflow/tfjs-backend-wasm";
 import { NATIVE_INSTALL_HINT } from "./addon-hints.js";
+import { installLeanGradients } from "./lean-gradients.js";
 import { LIBTORCH_INSTALL_HINT, loadLibtorchAddon } from "./libtorch/addon.js";
 import { LIBTORCH_BACKEND_NAME, registerLibtorchBackend } from "./libtorch/register.js";
 import { loadNativeAddon, NATIVE_BACKEND_NAME, nativeThreads, registerNativeBackend } from "./native-backend.js";
+
+// Every backend computes gradients with pbrl's lean walk of tfjs's tape (lean-gradients.ts).
+installLeanGradients();
 
 export type BackendName = "wasm" | "cpu" | "tensorflow" | "native" | "libtorch";
 export const BACKEND_NAMES: readonly BackendName[] = ["wasm", "cpu", "tensorflow", "native", "libtorch"];

@@ -3,6 +3,7 @@ export { useBackend, useBackendSetting, useDefaultBackend, ensureBackend, curren
 export type { BackendName, BackendInfo, BackendSetting } from "./backend.js";
 export { applyBlasCoreChoice, blasCoreType, loadNativeAddon, nativeAddonPath, nativeThreads, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS, FUSED_KERNEL_NAMES } from "./native-backend.js";
 export { fusedKernelsActive, transposesAreFree } from "./backend-traits.js";
+export { installLeanGradients, uninstallLeanGradients } from "./lean-gradients.js";
 export { checkDevice, deviceOf, DeviceUnavailableError, onDevice, toDevice } from "./devices.js";
 export { computePrecision, PrecisionUnavailableError, setComputePrecision } from "./precision.js";
 export type { ComputePrecision } from "./precision.js";

@@ -1,6 +1,6 @@
 import { existsSync, promises as fs } from "node:fs";
 import * as path from "node:path";
-import { AdamW, globalGradNorm, replaceDirAtomic, tf, writeFileAtomic, type HostTensor, type RngStream } from "@pbrl/core-tensor";
+import { AdamW, deviceOf, globalGradNorm, onDevice, replaceDirAtomic, tf, writeFileAtomic, type HostTensor, type RngStream } from "@pbrl/core-tensor";
 import { gatherRows, loadPretrained, savePretrained, ScalarHead, type CausalLM, type GenerationDefaults, type Pretrained, type Tokenizer } from "@pbrl/models";
 import type { PairRecord } from "@pbrl/preference-data";
 import { padRows, type PaddedBatch, type PaddingSide } from "./batch.js";
@@ -50,6 +50,13 @@ export interface CreateRewardModelOptions {
   maxLength?: number;
   /** Hub revision when `source` is a hub id. */
   revision?: string;
+  /**
+   * Where the backbone and head live (`reward_model_device`): a device of the backend (libtorch:
+   * "cpu", "cuda", "cuda:N"), or "auto"/undefined — a checkpoint then loads where the backend
+   * puts new tensors and a copied model stays on its source's device. A device the backend cannot
+   * place tensors on is a DeviceUnavailableError.
+   */
+  device?: string;
 }
 
 export interface ScoreOptions {
@@ -141,20 +148,24 @@ export class JointRewardModel {
     let tokenizer: Tokenizer | undefined;
     let generation: GenerationDefaults | undefined;
     let where: string;
+    const device = options.device ?? "auto";
     if (typeof options.source === "string") {
-      const loaded = await loadPretrained(options.source, options.revision !== undefined ? { revision: options.revision } : {});
+      const loaded = await loadPretrained(options.source, { ...(options.revision !== undefined && { revision: options.revision }), ...(device !== "auto" && { device }) });
       ({ model: backbone, tokenizer, generation } = loaded);
       where = loaded.dir;
     } else {
       ({ tokenizer, generation } = options.source);
-      backbone = options.source.model.clone();
+      const source = options.source.model;
+      backbone = source.clone(device === "auto" || device === source.device() ? undefined : device);
       where = options.source.dir;
     }
     let head: ScalarHead | undefined;
     try {
       if (tokenizer === undefined) throw new RewardModelError(`${where} has no tokenizer.json: the reward model tokenizes with its backbone's tokenizer`);
       const hiddenSize = backbone.config.hiddenSize;
-      head = options.headFile !== undefined ? await loadHead(options.headFile, hiddenSize) : initHead(hiddenSize, options.rng!);
+      // The head reads the backbone's hidden states: it lives where they are.
+      const on = backbone.device();
+      head = options.headFile !== undefined ? headOn(await loadHead(options.headFile, hiddenSize), on) : onDevice(on, () => initHead(hiddenSize, options.rng!));
       return new JointRewardModel(backbone, head, tokenizer, generation, options.freezeBackbone ?? false, options.maxLength ?? defaultMaxLength(tokenizer, backbone));
     } catch (err) {
       backbone.dispose();
@@ -165,9 +176,10 @@ export class JointRewardModel {
 
   /**
    * Loads a folder written by `save`. `freezeBackbone` and `maxLength` default to the saved
-   * settings (`reward_model.json`), or to false and the tokenizer's limit when that file is absent.
+   * settings (`reward_model.json`), or to false and the tokenizer's limit when that file is absent;
+   * `device` places it as in `create`.
    */
-  static async load(dir: string, options: { freezeBackbone?: boolean; maxLength?: number } = {}): Promise<JointRewardModel> {
+  static async load(dir: string, options: { freezeBackbone?: boolean; maxLength?: number; device?: string } = {}): Promise<JointRewardModel> {
     const headFile = path.join(dir, REWARD_HEAD_FILE);
     if (!existsSync(headFile)) {
       throw new RewardModelError(`${dir} is not a saved reward model: ${REWARD_HEAD_FILE} is missing (a plain causal-LM checkpoint can start one with JointRewardModel.create)`);
@@ -187,6 +199,7 @@ export class JointRewardModel {
       headFile,
       freezeBackbone: options.freezeBackbone ?? saved.freeze_backbone === true,
       ...(maxLength !== undefined ? { maxLength } : {}),
+      ...(options.device !== undefined ? { device: options.device } : {}),
     });
   }
 
@@ -474,6 +487,16 @@ function initHead(hiddenSize: number, rng: RngStream): ScalarHead {
     [`${REWARD_HEAD_PREFIX}.bias`, { dtype: "float32", shape: [1], data: draw(1) }],
   ]);
   return ScalarHead.fromHostWeights({ hiddenSize, hiddenDim: 0, bias: true, prefix: REWARD_HEAD_PREFIX }, host, "reward head");
+}
+
+/** `head` on `device`: itself when it is there, else a copy (a few floats, through host memory) and `head` is freed. */
+function headOn(head: ScalarHead, device: string): ScalarHead {
+  if (deviceOf(head.params.values().next().value!) === device) return head;
+  try {
+    return onDevice(device, () => ScalarHead.fromHostWeights(head.options, head.hostWeights(), "reward head"));
+  } finally {
+    head.dispose();
+  }
 }
 
 async function loadHead(file: string, hiddenSize: number): Promise<ScalarHead> {

@@ -105,6 +105,27 @@ export function resolveCriticSources(c: CriticSourceConfig): CriticPlan {
   return { algorithm, layout: "separate", critics: c.agent_model_ids.map((id) => ({ kind: "id", id: id!, field: "agent_model" }) as const) };
 }
 
+/** critic_devices as configs hold it: null/"auto", one name, or a list (one entry, or one per agent). */
+export type CriticDeviceSpec = string | readonly string[] | null | undefined;
+
+/**
+ * The device of each critic a plan builds, in the plan's order (`critic_devices`, falling back to
+ * the agents' devices, as CoMLRL's mp placement does): MAAC's one centralized critic on the first
+ * critic_devices entry, else agent 0's device; IAC's separate critics on critic_devices' entry
+ * for their agent (one entry: every agent's), else their agent's device. "auto" is kept: the
+ * critic then stays where its backbone loads. IAC's shared layout has no critic (its value heads
+ * sit on the actors): an empty list.
+ */
+export function criticDevices(plan: CriticPlan, spec: CriticDeviceSpec, agentDevices: readonly string[]): string[] {
+  const list = spec === null || spec === undefined ? undefined : typeof spec === "string" ? [spec] : spec;
+  if (list !== undefined && list.length === 0) throw new CriticSourceError("critic_devices: an empty list; give one device or one per agent");
+  if (plan.algorithm === "maac") return [list?.[0] ?? agentDevices[0] ?? "auto"];
+  if (plan.algorithm !== "iac" || plan.layout === "shared") return [];
+  const n = plan.critics.length;
+  if (list !== undefined && list.length !== 1 && list.length !== n) throw new CriticSourceError(`critic_devices: has ${list.length} entries; give one device or ${n} (one per agent)`);
+  return plan.critics.map((_, i) => (list === undefined ? (agentDevices[i] ?? "auto") : list.length === 1 ? list[0]! : list[i]!));
+}
+
 export interface RewardModelSourceConfig {
   reward_model_name?: string | null | undefined;
   /** Per agent: the checkpoint id it was loaded from, or undefined for a model object. */

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import * as path from "node:path";
-import { AdamW, globalGradNorm, replaceDirAtomic, tf, type RngStream } from "@pbrl/core-tensor";
+import { AdamW, deviceOf, globalGradNorm, onDevice, replaceDirAtomic, tf, type RngStream } from "@pbrl/core-tensor";
 import { gatherRows, loadPretrained, savePretrained, ScalarHead, type CausalLM, type Tokenizer } from "@pbrl/models";
 import { NonFiniteError } from "./update.js";
 import { valueLoss, valueLossTerms } from "./value-loss.js";
@@ -93,6 +93,12 @@ export interface CriticFitMetrics {
 export interface CreateCriticOptions {
   /** The backbone (copied unless `copy: false`, in which case the critic owns and disposes it). */
   backbone: CausalLM;
+  /**
+   * Where the critic lives (`critic_devices`): "auto"/undefined keeps the backbone's device; a
+   * device name moves the copy there (with `copy: false`, a backbone elsewhere is copied there
+   * and freed). The value head is made beside the backbone.
+   */
+  device?: string;
   tokenizer: Tokenizer;
   /** 0/undefined/null: linear head; > 0: one hidden layer of that width. */
   headHiddenDim?: number | null | undefined;
@@ -121,6 +127,28 @@ function checkLr(lr: number, field: string): void {
 
 function initValueHead(hiddenSize: number, hiddenDim: number, rng: RngStream): ScalarHead {
   return ScalarHead.init({ hiddenSize, hiddenDim, bias: true, prefix: VALUE_HEAD_PREFIX }, rng, VALUE_HEAD_INIT_STD);
+}
+
+/**
+ * The critic's backbone on `device` ("auto": where `backbone` is): a copy when `copy`, else
+ * `backbone` itself, or a copy on the device with `backbone` freed (the critic owns it).
+ */
+function placedBackbone(backbone: CausalLM, device: string, copy: boolean): CausalLM {
+  const target = device === "auto" || device === backbone.device() ? undefined : device;
+  if (!copy && target === undefined) return backbone;
+  const placed = backbone.clone(target);
+  if (!copy) backbone.dispose();
+  return placed;
+}
+
+/** `head` on `device`: itself when it is there, else a copy (a few floats, through host memory) and `head` is freed. */
+function headOn(head: ScalarHead, device: string): ScalarHead {
+  if (deviceOf(head.params.values().next().value!) === device) return head;
+  try {
+    return onDevice(device, () => ScalarHead.fromHostWeights(head.options, head.hostWeights(), "value head"));
+  } finally {
+    head.dispose();
+  }
 }
 
 /** Row-major ids of right-padded rows and the flat index of each row's last token. */
@@ -172,8 +200,8 @@ export class Critic {
     const hiddenDim = checkHiddenDim(o.headHiddenDim, "critic_value_head_hidden_dim");
     const maxLength = o.maxLength ?? o.backbone.config.maxPositionEmbeddings;
     if (!Number.isInteger(maxLength) || maxLength < 1) throw new RangeError(`critic maxLength must be an integer ≥ 1, got ${maxLength}`);
-    const backbone = o.copy === false ? o.backbone : o.backbone.clone();
-    const head = initValueHead(backbone.config.hiddenSize, hiddenDim, o.rng);
+    const backbone = placedBackbone(o.backbone, o.device ?? "auto", o.copy !== false);
+    const head = onDevice(backbone.device(), () => initValueHead(backbone.config.hiddenSize, hiddenDim, o.rng));
     const c = backbone.config;
     const pad = o.padTokenId ?? o.tokenizer.padTokenId ?? c.padTokenId ?? o.tokenizer.eosTokenId ?? c.eosTokenIds[0] ?? 0;
     return new Critic(backbone, head, o.tokenizer, o.learningRate, o.weightDecay ?? 0.01, maxLength, pad);
@@ -188,16 +216,16 @@ export class Critic {
     });
   }
 
-  /** Loads a folder written by `save`, with a fresh optimizer. */
-  static async load(dir: string, o: { learningRate: number; weightDecay?: number; maxLength?: number }): Promise<Critic> {
+  /** Loads a folder written by `save`, with a fresh optimizer, on `device` (default "auto": where the backend puts new tensors). */
+  static async load(dir: string, o: { learningRate: number; weightDecay?: number; maxLength?: number; device?: string }): Promise<Critic> {
     checkLr(o.learningRate, "critic_learning_rate");
     const file = path.join(dir, VALUE_HEAD_FILE);
     if (!existsSync(file)) throw new Error(`${dir} is not a saved critic: ${VALUE_HEAD_FILE} is missing`);
-    const p = await loadPretrained(dir);
+    const p = await loadPretrained(dir, o.device !== undefined && o.device !== "auto" ? { device: o.device } : {});
     let head: ScalarHead | undefined;
     try {
       if (p.tokenizer === undefined) throw new Error(`${dir} has no tokenizer.json`);
-      head = await ScalarHead.load(file);
+      head = headOn(await ScalarHead.load(file), p.model.device());
       if (head.options.hiddenSize !== p.model.config.hiddenSize || head.prefix !== VALUE_HEAD_PREFIX) throw new Error(`${file} does not hold a value head for this backbone`);
       const c = p.model.config;
       const pad = p.tokenizer.padTokenId ?? c.padTokenId ?? p.tokenizer.eosTokenId ?? c.eosTokenIds[0] ?? 0;
@@ -371,15 +399,17 @@ export class ActorValueHead {
     this.optimizer = new AdamW(head.params, { lr: learningRate, weightDecay });
   }
 
-  static create(o: { hiddenSize: number; hiddenDim?: number | null | undefined; rng: RngStream; learningRate: number; weightDecay?: number }): ActorValueHead {
+  /** `device`: the actor's (the head reads its hidden states); default "auto", where the backend puts new tensors. */
+  static create(o: { hiddenSize: number; hiddenDim?: number | null | undefined; rng: RngStream; learningRate: number; weightDecay?: number; device?: string }): ActorValueHead {
     checkLr(o.learningRate, "agent_learning_rate");
     const hiddenDim = checkHiddenDim(o.hiddenDim, "value_head_hidden_dim");
-    return new ActorValueHead(initValueHead(o.hiddenSize, hiddenDim, o.rng), o.learningRate, o.weightDecay ?? 0.01);
+    return new ActorValueHead(onDevice(o.device ?? "auto", () => initValueHead(o.hiddenSize, hiddenDim, o.rng)), o.learningRate, o.weightDecay ?? 0.01);
   }
 
-  static async load(file: string, o: { learningRate: number; weightDecay?: number }): Promise<ActorValueHead> {
+  static async load(file: string, o: { learningRate: number; weightDecay?: number; device?: string }): Promise<ActorValueHead> {
     checkLr(o.learningRate, "agent_learning_rate");
-    return new ActorValueHead(await ScalarHead.load(file), o.learningRate, o.weightDecay ?? 0.01);
+    const head = await ScalarHead.load(file);
+    return new ActorValueHead(o.device === undefined || o.device === "auto" ? head : headOn(head, o.device), o.learningRate, o.weightDecay ?? 0.01);
   }
 
   /** Writes the head (e.g. `agent_{i}/value_head.safetensors`). */

@@ -49,5 +49,5 @@ export {
   shapedReturns,
 } from "./actor-critic.js";
 export type { ActorCriticSetup, ActorCriticOptions, ActorCriticEpochsOptions, SampleValues } from "./actor-critic.js";
-export { CriticSourceError, resolveCriticSources, resolveRewardModelSource, validateActorCriticFields } from "./critic-sources.js";
-export type { CriticSourceConfig, CriticSource, CriticPlan, RewardModelSourceConfig, ActorCriticFields } from "./critic-sources.js";
+export { CriticSourceError, criticDevices, resolveCriticSources, resolveRewardModelSource, validateActorCriticFields } from "./critic-sources.js";
+export type { CriticDeviceSpec, CriticSourceConfig, CriticSource, CriticPlan, RewardModelSourceConfig, ActorCriticFields } from "./critic-sources.js";

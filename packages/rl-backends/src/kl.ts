@@ -49,12 +49,13 @@ export function sequenceKl(policyLogProbs: readonly number[], referenceLogProbs:
 }
 
 /**
- * A frozen copy of a policy: its own variables with the same weights. It is frozen by use: no
+ * A frozen copy of a policy: its own variables with the same weights, on `device`
+ * (`reference_devices`; "auto" or undefined: where the policy is). It is frozen by use: no
  * optimizer is ever built over it, and the KL functions only score with it (no gradient tape).
  * The caller owns it and disposes it.
  */
-export function frozenReference(model: CausalLM): CausalLM {
-  return model.clone();
+export function frozenReference(model: CausalLM, device?: string): CausalLM {
+  return model.clone(device === undefined || device === "auto" || device === model.device() ? undefined : device);
 }
 
 /** A policy scored against its reference: its model and the id padding its batches. */

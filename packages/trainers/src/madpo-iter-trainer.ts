@@ -100,6 +100,8 @@ export class MADPOIterTrainer {
   readonly args: MADPOIterConfig;
   /** Names the trainer in config.json and checkpoints. */
   protected readonly trainerName: string = "madpo_iter";
+  /** Names the config in its errors. */
+  protected readonly configName: string = "MADPOIterConfig";
   protected readonly task: TaskSetup;
   protected readonly log: (line: string) => void;
   /** Where the agents generate and train (parallel_training). */
@@ -120,7 +122,7 @@ export class MADPOIterTrainer {
 
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      const compute = await startCompute("MADPOIterConfig", this.args, this.task.actors);
+      const compute = await startCompute(this.configName, this.args, this.task.actors);
       if (this.args.verbose) this.log(`pbrl: ${compute.backend.description}${this.args.bf16 ? ", bf16 matrix products" : ""}`);
       const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized", devices: compute.agentDevices });
       this.resolved = agents;

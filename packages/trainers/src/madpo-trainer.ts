@@ -68,6 +68,8 @@ export class MADPOTrainer {
   readonly args: MADPOConfig;
   /** Names the trainer in config.json. */
   protected readonly trainerName: string = "madpo";
+  /** Names the config in its errors. */
+  protected readonly configName: string = "MADPOConfig";
   protected readonly task: TaskSetup;
   protected readonly log: (line: string) => void;
   /** Where the agents generate and train (parallel_training). */
@@ -89,7 +91,7 @@ export class MADPOTrainer {
   /** The agents, loaded on first use (after the backend is chosen). */
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      const compute = await startCompute("MADPOConfig", this.args, this.task.actors);
+      const compute = await startCompute(this.configName, this.args, this.task.actors);
       this.backend = compute.backend;
       if (this.args.verbose) this.log(`pbrl: ${this.backend.description}${this.args.bf16 ? ", bf16 matrix products" : ""}`);
       if (this.args.reference_kl_enabled && this.trainerName === "madpo") this.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");

@@ -7,6 +7,7 @@ import { validateActorCriticFields } from "@pbrl/rl-backends";
 import { MARLHFIterConfig, type MARLHFIterConfigInput } from "./config/marlhf-config.js";
 import { MADPOIterTrainer, type MADPOIterTrainerOptions, type PreferenceScoring, type RoundContext } from "./madpo-iter-trainer.js";
 import type { ResolvedAgent } from "./agents.js";
+import { loadOn, referenceDevices, rewardModelDevice } from "./role-devices.js";
 import { checkMarlhfSources, learnFromPairs, MarlhfModels, rewardModelReward, type CriticObjects } from "./marlhf-stage.js";
 
 export interface MARLHFIterTrainerOptions extends Omit<MADPOIterTrainerOptions, "args"> {
@@ -31,6 +32,7 @@ const REWARD_MODEL_DIR = "reward_model";
 export class MARLHFIterTrainer extends MADPOIterTrainer {
   declare readonly args: MARLHFIterConfig;
   protected override readonly trainerName: string = "marlhf_iter";
+  protected override readonly configName: string = "MARLHFIterConfig";
   private readonly models = new MarlhfModels();
   private readonly critics: CriticObjects | undefined;
 
@@ -41,12 +43,18 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
     this.critics = options.critics;
   }
 
-  /** The frozen reference: the initial policies as the run saved them (also right after a resume). */
+  /** The frozen reference: the initial policies as the run saved them (also right after a resume), on reference_devices. */
   private async referencePolicies(ctx: RoundContext): Promise<CausalLM[] | undefined> {
     if (!this.args.reference_kl_enabled) return undefined;
     if (this.models.references === undefined) {
+      const devices = referenceDevices(this.args.reference_devices, ctx.agents);
       const refs: CausalLM[] = [];
-      for (let i = 0; i < ctx.agents.length; i++) refs.push((await loadPretrained(path.join(ctx.initialPoliciesDir, `agent_${i}`))).model);
+      try {
+        for (let i = 0; i < ctx.agents.length; i++) refs.push((await loadPretrained(path.join(ctx.initialPoliciesDir, `agent_${i}`), loadOn(devices[i]!))).model);
+      } catch (err) {
+        refs.forEach((m) => m.dispose());
+        throw err;
+      }
       this.models.references = refs;
     }
     return this.models.references;
@@ -92,7 +100,13 @@ export class MARLHFIterTrainer extends MADPOIterTrainer {
 
   protected override async restoreLearnerState(dir: string): Promise<void> {
     const saved = path.join(dir, REWARD_MODEL_DIR);
-    this.models.setRewardModel(existsSync(saved) ? await JointRewardModel.load(saved) : undefined);
+    const device = rewardModelDevice(this.args.reward_model_device, await this.agents());
+    this.models.setRewardModel(existsSync(saved) ? await JointRewardModel.load(saved, { device }) : undefined);
+  }
+
+  /** The frozen reference models of the KL (reference_kl_enabled), one per actor on reference_devices, once learning has started; until dispose. */
+  get frozenReferences(): readonly CausalLM[] | undefined {
+    return this.models.references;
   }
 
   /** The latest fitted reward model, until dispose. */

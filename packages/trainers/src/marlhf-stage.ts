@@ -10,6 +10,7 @@ import { JointRewardModel } from "@pbrl/reward-model";
 import {
   ActorValueHead,
   Critic,
+  criticDevices,
   frozenReference,
   referenceKlShaping,
   resolveCriticSources,
@@ -23,6 +24,7 @@ import {
   type JointReward,
 } from "@pbrl/rl-backends";
 import type { ResolvedAgent } from "./agents.js";
+import { agentDevicesOf, loadOn, referenceDevices, rewardModelDevice } from "./role-devices.js";
 import type { MARLHFConfig } from "./config/marlhf-config.js";
 import type { TrainingCounters } from "./madpo-epochs.js";
 import type { LearnContext } from "./learn-context.js";
@@ -30,7 +32,7 @@ import type { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
 
-type RewardFields = Pick<MARLHFConfig, "reward_model_name" | "reward_learning_rate" | "reward_num_train_epochs" | "reward_train_batch_size" | "reward_max_length" | "reward_freeze_backbone">;
+type RewardFields = Pick<MARLHFConfig, "reward_model_name" | "reward_model_device" | "reward_learning_rate" | "reward_num_train_epochs" | "reward_train_batch_size" | "reward_max_length" | "reward_freeze_backbone">;
 
 /**
  * Where the reward model's backbone comes from: `reward_model_name`, else the checkpoint the
@@ -50,6 +52,8 @@ const STREAMS = { rewardInit: "reward_model_init", rewardShuffle: "reward_model_
 async function fitRewardModel(o: {
   args: RewardFields;
   source: string;
+  /** reward_model_device resolved (see role-devices.ts). */
+  device: string;
   pairs: readonly PairRecord[];
   streams: RngStreams;
   metrics: MetricsLog;
@@ -59,7 +63,7 @@ async function fitRewardModel(o: {
   extra?: Record<string, number>;
 }): Promise<JointRewardModel> {
   const a = o.args;
-  const rm = await JointRewardModel.create({ source: o.source, rng: o.streams.get(STREAMS.rewardInit), freezeBackbone: a.reward_freeze_backbone, ...(a.reward_max_length !== null && { maxLength: a.reward_max_length }) });
+  const rm = await JointRewardModel.create({ source: o.source, device: o.device, rng: o.streams.get(STREAMS.rewardInit), freezeBackbone: a.reward_freeze_backbone, ...(a.reward_max_length !== null && { maxLength: a.reward_max_length }) });
   try {
     const batches = Math.ceil(o.pairs.length / a.reward_train_batch_size);
     let bar: ProgressBar | undefined;
@@ -92,7 +96,7 @@ type PolicyFields = Pick<
   MARLHFConfig,
   | "rl_algorithm" | "num_generations" | "advantage_mode" | "advantage_normalization" | "num_train_epochs" | "train_batch_size" | "rollout_buffer_size"
   | "agent_learning_rate" | "reward_concurrency" | "eval_interval" | "logging_steps" | "reference_kl_enabled" | "reference_kl_coef"
-  | "use_separate_critic" | "critic_model_name" | "critic_learning_rate" | "critic_type" | "value_loss_coef" | "value_clip_range" | "critic_value_head_hidden_dim" | "value_head_hidden_dim"
+  | "use_separate_critic" | "critic_model_name" | "critic_devices" | "critic_learning_rate" | "critic_type" | "value_loss_coef" | "value_clip_range" | "critic_value_head_hidden_dim" | "value_head_hidden_dim"
 >;
 
 /** Where actor-critic critics may come from besides the config: checkpoint ids or model objects. */
@@ -105,34 +109,39 @@ export type CriticObjects = readonly (string | CausalLM | Pretrained)[];
  */
 async function buildActorCritic(a: PolicyFields, agents: readonly ResolvedAgent[], rng: RngStream, critics: CriticObjects | undefined): Promise<{ setup: ActorCriticSetup; dispose: () => void }> {
   const plan = criticPlan(a, agents, critics);
+  const devices = criticDevices(plan, a.critic_devices, agentDevicesOf(agents));
   const learningRate = a.critic_learning_rate ?? a.agent_learning_rate;
   const made: { dispose: () => void }[] = [];
   const dispose = () => made.forEach((m) => m.dispose());
-  const critic = async (source: CriticSource): Promise<Critic> => {
+  const critic = async (source: CriticSource, device: string): Promise<Critic> => {
     let c: Critic;
     if (source.kind === "id") {
-      const p = await loadPretrained(source.id);
-      if (p.tokenizer === undefined) throw new Error(`${source.field}: ${source.id} has no tokenizer.json; a critic reads text with its backbone's tokenizer`);
+      const p = await loadPretrained(source.id, loadOn(device));
+      if (p.tokenizer === undefined) {
+        p.model.dispose();
+        throw new Error(`${source.field}: ${source.id} has no tokenizer.json; a critic reads text with its backbone's tokenizer`);
+      }
       c = Critic.create({ backbone: p.model, tokenizer: p.tokenizer, headHiddenDim: a.critic_value_head_hidden_dim, rng, learningRate, copy: false });
     } else {
       const v = source.value as CausalLM | Pretrained;
       const backbone = v instanceof CausalLM ? v : v.model;
       // A bare model object reads the agents' text with the agents' tokenizer.
       const tokenizer = v instanceof CausalLM ? agents[0]!.tokenizer : (v.tokenizer ?? agents[0]!.tokenizer);
-      c = Critic.create({ backbone, tokenizer, headHiddenDim: a.critic_value_head_hidden_dim, rng, learningRate });
+      c = Critic.create({ backbone, tokenizer, headHiddenDim: a.critic_value_head_hidden_dim, rng, learningRate, device });
     }
     made.push(c);
     return c;
   };
   try {
-    if (plan.algorithm === "maac") return { setup: { algorithm: "maac", critic: await critic(plan.critic) }, dispose };
+    if (plan.algorithm === "maac") return { setup: { algorithm: "maac", critic: await critic(plan.critic, devices[0]!) }, dispose };
     if (plan.algorithm === "iac" && plan.layout === "separate") {
       const list: Critic[] = [];
-      for (const s of plan.critics) list.push(await critic(s));
+      for (const [i, s] of plan.critics.entries()) list.push(await critic(s, devices[i]!));
       return { setup: { algorithm: "iac", layout: "separate", critics: list }, dispose };
     }
     if (plan.algorithm === "iac") {
-      const valueHeads = agents.map((ag) => ActorValueHead.create({ hiddenSize: ag.model.config.hiddenSize, hiddenDim: a.value_head_hidden_dim, rng, learningRate: a.agent_learning_rate }));
+      // A value head reads its actor's hidden states: it lives where the actor does.
+      const valueHeads = agents.map((ag) => ActorValueHead.create({ hiddenSize: ag.model.config.hiddenSize, hiddenDim: a.value_head_hidden_dim, rng, learningRate: a.agent_learning_rate, device: ag.model.device() }));
       made.push(...valueHeads);
       return { setup: { algorithm: "iac", layout: "shared", valueHeads }, dispose };
     }
@@ -219,10 +228,10 @@ function criticPlan(a: PolicyFields, agents: readonly ResolvedAgent[], critics: 
   return resolveCriticSources({ rl_algorithm: a.rl_algorithm, num_agents: agents.length, use_separate_critic: a.use_separate_critic, critic_model_name: a.critic_model_name, critics: critics ?? null, agent_model_ids: agents.map((ag) => ag.checkpoint) });
 }
 
-/** Fails fast, before any sampling, when the reward model's or the critics' source is missing or ambiguous. */
+/** Fails fast, before any sampling, when the reward model's or the critics' source is missing or ambiguous, or critic_devices does not fit the critics. */
 export function checkMarlhfSources(a: PolicyFields & Pick<MARLHFConfig, "reward_model_name">, agents: readonly ResolvedAgent[], critics: CriticObjects | undefined): void {
   rewardModelSource(a, agents);
-  criticPlan(a, agents, critics);
+  criticDevices(criticPlan(a, agents, critics), a.critic_devices, agentDevicesOf(agents));
 }
 
 /**
@@ -241,7 +250,7 @@ export async function learnFromPairs(o: {
   onRewardModel: (rm: JointRewardModel) => void;
 }): Promise<void> {
   const { args: a, ctx } = o;
-  const rm = await fitRewardModel({ args: a, source: rewardModelSource(a, ctx.agents), pairs: o.pairs, streams: ctx.streams, metrics: ctx.metrics, step: ctx.counters.envStep, progress: ctx.progress, label: ctx.label, extra: ctx.extra });
+  const rm = await fitRewardModel({ args: a, source: rewardModelSource(a, ctx.agents), device: rewardModelDevice(a.reward_model_device, ctx.agents), pairs: o.pairs, streams: ctx.streams, metrics: ctx.metrics, step: ctx.counters.envStep, progress: ctx.progress, label: ctx.label, extra: ctx.extra });
   o.onRewardModel(rm);
   const fit = rm.evaluate(o.pairs);
   ctx.log(`pbrl: ${ctx.label}reward model fitted on ${o.pairs.length} pairs: accuracy ${fit["reward/accuracy"].toFixed(3)}, margin ${fit["reward/margin"].toFixed(3)}`);
@@ -265,9 +274,18 @@ export async function learnFromPairs(o: {
   });
 }
 
-/** Frozen copies of the agents' initial policies for the reference KL (none when it is off). */
-export function referencesFor(a: Pick<MARLHFConfig, "reference_kl_enabled">, initial: readonly CausalLM[]): CausalLM[] | undefined {
-  return a.reference_kl_enabled ? initial.map((m) => frozenReference(m)) : undefined;
+/** Frozen copies of the agents' initial policies for the reference KL, on reference_devices (none when it is off). */
+export function referencesFor(a: Pick<MARLHFConfig, "reference_kl_enabled" | "reference_devices">, initial: readonly ResolvedAgent[]): CausalLM[] | undefined {
+  if (!a.reference_kl_enabled) return undefined;
+  const devices = referenceDevices(a.reference_devices, initial);
+  const refs: CausalLM[] = [];
+  try {
+    for (const [i, ag] of initial.entries()) refs.push(frozenReference(ag.model, devices[i]));
+  } catch (err) {
+    refs.forEach((m) => m.dispose());
+    throw err;
+  }
+  return refs;
 }
 
 /** What a MARLHF trainer keeps across learning stages: the latest reward model and the frozen references. */

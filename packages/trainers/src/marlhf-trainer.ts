@@ -1,4 +1,5 @@
 import * as path from "node:path";
+import type { CausalLM } from "@pbrl/models";
 import type { CollectedPair } from "@pbrl/preference-data";
 import type { JointRewardModel } from "@pbrl/reward-model";
 import { validateActorCriticFields } from "@pbrl/rl-backends";
@@ -23,6 +24,7 @@ export interface MARLHFTrainerOptions extends Omit<MADPOTrainerOptions, "args"> 
 export class MARLHFTrainer extends MADPOTrainer {
   declare readonly args: MARLHFConfig;
   protected override readonly trainerName: string = "marlhf";
+  protected override readonly configName: string = "MARLHFConfig";
   private readonly models = new MarlhfModels();
   private readonly critics: CriticObjects | undefined;
 
@@ -40,7 +42,7 @@ export class MARLHFTrainer extends MADPOTrainer {
   protected override async learn(pairs: readonly CollectedPair[], ctx: LearnContext): Promise<void> {
     const a = this.args;
     // Learning happens once, from the initial policies: these are the reference.
-    this.models.references ??= referencesFor(a, ctx.agents.map((ag) => ag.model));
+    this.models.references ??= referencesFor(a, ctx.agents);
     await learnFromPairs({
       args: a,
       pairs: pairs.map((p) => p.record),
@@ -52,6 +54,11 @@ export class MARLHFTrainer extends MADPOTrainer {
       onRewardModel: (rm) => this.models.setRewardModel(rm),
     });
     await this.models.rewardModel!.save(path.join(a.output_dir, "reward_model"));
+  }
+
+  /** The frozen reference models of the KL (reference_kl_enabled), one per actor on reference_devices, once learning has started; until dispose. */
+  get frozenReferences(): readonly CausalLM[] | undefined {
+    return this.models.references;
   }
 
   /** The reward model fitted by the last train(), until dispose. */

@@ -12,7 +12,7 @@ import { liveTensorCount, tf, type BackendName } from "@pbrl/core-tensor";
 import { MADPOIterConfig, MADPOIterTrainer, type IterTrainResult, type PreferenceScoring } from "@pbrl/trainers";
 import { BUILTIN_TASKS } from "../builtins.js";
 import { DEMO_DEFAULTS, DEMO_MODEL_DIR } from "../commands/demo.js";
-import type { Preset } from "./workloads.js";
+import type { Preset } from "./presets.js";
 
 /** Per-round budget of a demo run, snake_case because it is printed as JSON next to the results. */
 export interface DemoWorkload {

@@ -9,7 +9,7 @@ import { localAgents, madpoUpdate, type MadpoAgents, type TrainableAgent } from 
 import { CausalLM, parseModelConfig } from "@pbrl/models";
 import { ParallelPolicySampler, PolicySampler, type AgentPairTokens, type AgentSamples, type GenerationSettings, type Policy } from "@pbrl/preference-data";
 import { AgentWorkers } from "@pbrl/trainers";
-import { presetConfigJson, type Preset } from "./workloads.js";
+import { presetConfigJson, type Preset } from "./presets.js";
 
 /** Sizes of the measurement, snake_case because they are printed as JSON next to its results. */
 export interface ParallelWorkload {

@@ -9,24 +9,35 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CliIO } from "../io.js";
 import { lastLine, runChild, tail } from "./child.js";
-import type { RateMetric, Workloads } from "./workloads.js";
+import type { Bf16WeightsMetric, GenMetric, Workloads } from "./workloads.js";
+
+/** float32, or bf16: torch.autocast("cpu", dtype=torch.bfloat16) around forward and loss, AdamW in float32. */
+export type TorchPrecision = "float32" | "bf16";
 
 export type TorchMeasured = {
   python: string;
+  precision: TorchPrecision;
   torch_version: string;
   transformers_version: string;
   threads: number;
+  /** torch.backends.cpu.get_cpu_capability(): the ATen kernels' instruction set ("AVX512", …). */
+  cpu_capability: string;
   attn_implementation: string;
   parameters: number;
   workloads: Workloads;
+  /** Seconds to build the model: config + random init for a preset, from_pretrained for --model. */
+  load_s: number;
   peak_rss_mb: number;
+  /** ru_maxrss right after building or loading the model. */
+  peak_rss_mb_after_load: number;
   train_step_s_mean: number;
   wall_s: number;
   cpu_s: number;
   /** Set by `pbrl bench` when it timed the demo on pbrl: PyTorch has no demo to time. */
   demo_round?: { not_measured: string };
   flatness?: { not_measured: string };
-} & Record<RateMetric, number>;
+} & Record<"train_tokens_per_s" | "gen_b1_cached_tokens_per_s" | "gen_b8_cached_tokens_per_s", number> &
+  Partial<Record<GenMetric | Bf16WeightsMetric, number>>;
 
 export type TorchResult = TorchMeasured | { skipped: string } | { failed: string };
 
@@ -74,9 +85,20 @@ export function findTorchPython(explicit: string | undefined, repoRoot: string |
 }
 
 /** Runs torch_bench.py, forwarding its progress lines to stderr. */
-export async function runTorchBench(options: { python: string; script: string; config: Record<string, unknown>; workloads: Workloads; io: CliIO }): Promise<TorchResult> {
+export async function runTorchBench(options: {
+  python: string;
+  script: string;
+  config: Record<string, unknown>;
+  /** A checkpoint folder (--model): loaded with from_pretrained instead of initialised from `config`. */
+  modelDir?: string | undefined;
+  precision: TorchPrecision;
+  workloads: Workloads;
+  io: CliIO;
+}): Promise<TorchResult> {
   const { python, script, io } = options;
   const args = [script, "--config", JSON.stringify(options.config), "--workloads", JSON.stringify(options.workloads)];
+  if (options.modelDir !== undefined) args.push("--model", options.modelDir);
+  if (options.precision === "bf16") args.push("--bf16");
   const { code, stdout, stderr } = await runChild(python, args, io);
   if (code !== 0) return { failed: `${python} ${path.basename(script)} exited with ${code}: ${tail(stderr)}` };
   try {
@@ -84,4 +106,40 @@ export async function runTorchBench(options: { python: string; script: string; c
   } catch {
     return { failed: `${path.basename(script)} printed no JSON result: ${tail(stdout)}` };
   }
+}
+
+/** The PyTorch columns of a run: results.pytorch (float32) and results.pytorch_bf16 (bf16 autocast). */
+export type TorchColumns = Partial<Record<"pytorch" | "pytorch_bf16", TorchResult>>;
+
+/**
+ * Runs torch_bench.py once per precision, each in its own Python process (so each column has
+ * its own peak RSS and load time); a missing script or Python skips every column with the reason.
+ */
+export async function runTorchColumns(options: {
+  python: string | undefined;
+  config: Record<string, unknown>;
+  modelDir: string | undefined;
+  precisions: readonly TorchPrecision[];
+  workloads: Workloads;
+  io: CliIO;
+}): Promise<TorchColumns> {
+  const { io } = options;
+  const columns: TorchColumns = {};
+  const skipAll = (why: TorchResult): TorchColumns => Object.fromEntries(options.precisions.map((p) => [torchColumn(p), why]));
+  const root = findRepoRoot();
+  const script = root !== undefined ? path.join(root, "scripts", "bench", "torch_bench.py") : undefined;
+  if (script === undefined || !existsSync(script)) {
+    return skipAll({ skipped: "scripts/bench/torch_bench.py not found: the PyTorch comparison runs from a pbrl source checkout" });
+  }
+  const found = findTorchPython(options.python, root);
+  if ("skipped" in found) return skipAll(found);
+  for (const precision of options.precisions) {
+    io.err(`pbrl bench [${precision === "bf16" ? "pytorch bf16" : "pytorch"}]: ${found.python} ${path.relative(root!, script)}${precision === "bf16" ? " --bf16" : ""}\n`);
+    columns[torchColumn(precision)] = await runTorchBench({ python: found.python, script, config: options.config, modelDir: options.modelDir, precision, workloads: options.workloads, io });
+  }
+  return columns;
+}
+
+export function torchColumn(precision: TorchPrecision): "pytorch" | "pytorch_bf16" {
+  return precision === "bf16" ? "pytorch_bf16" : "pytorch";
 }

@@ -2,16 +2,22 @@
  * One backend's measurements. `pbrl bench` runs this in a child process per backend (the hidden
  * `pbrl bench --worker SPEC` mode), so peak RSS belongs to that backend alone.
  */
-import { AdamW, liveTensorCount, RngStream, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
-import { buildScoringBatch, CausalLM, completionLogProbs, generate, parseModelConfig } from "@pbrl/models";
+import { MemoryBudgetError, setComputePrecision, useBackend, type BackendName, type ComputePrecision } from "@pbrl/core-tensor";
 import type { CliIO } from "../io.js";
-import { measureParallel, type ParallelResult } from "./parallel-agents.js";
 import { demoRoundWorkload, flatnessLine, runDemoRound, runFlatness, type DemoRoundResult, type FlatnessResult } from "./demo-rounds.js";
-import { genMetric, presetConfigJson, workloadsFor, type GenMetric, type Preset, type RateMetric, type Workloads } from "./workloads.js";
+import { modelWorkloads, type ModelResult } from "./model-workloads.js";
+import { measureParallel, type ParallelResult } from "./parallel-agents.js";
+import { sourceConfig, type ModelSource } from "./presets.js";
+import type { Scale, Workloads } from "./workloads.js";
 
 export interface WorkerSpec {
   backend: BackendName;
-  preset: Preset;
+  /** bf16: setComputePrecision("bf16") after useBackend (libtorch only). */
+  precision: ComputePrecision;
+  model: ModelSource;
+  scale: Scale;
+  workloads: Workloads;
+  /** --steps: also the number of timed MADPO updates of parallel_training. */
   steps: number;
   /** Time one round of the embedded demo after the model workloads (off with --no-demo-round). */
   demo_round: boolean;
@@ -21,31 +27,12 @@ export interface WorkerSpec {
 
 export type BackendResult = {
   backend: BackendName;
+  precision: ComputePrecision;
   /** The backend's one-line description (kernels, threads, tfjs version). */
   description: string;
   /** "child process" normally; "in-process" when the CLI runs from its TypeScript sources (tests). */
   isolation: "child process" | "in-process";
   pid: number;
-  parameters: number;
-  workloads: Workloads;
-  train_step_s_mean: number;
-  train_step_s_min: number;
-  train_loss_first: number;
-  train_loss_last: number;
-  /**
-   * Peak resident set of the process that ran this backend (process.resourceUsage().maxRSS),
-   * read before the demo rounds so it stays comparable with PyTorch's, which runs no demo.
-   */
-  peak_rss_mb: number;
-  /** The same peak, read right after the training steps (before generation). */
-  peak_rss_mb_after_train: number;
-  /** tf.memory().numBytes with the model and AdamW moments alive, after training. */
-  tf_memory_mb_with_optimizer: number;
-  /** tf.memory().numBytes after every workload (model weights alive, optimizer disposed). */
-  tf_memory_mb_after: number;
-  /** Live tensors with the model built, before any workload, and after all of them. */
-  live_tensors_before: number;
-  live_tensors_after: number;
   /** Two agents' generation and MADPO updates in this thread and in one worker thread per agent (parallel_training="mp"), or why it did not run. */
   parallel_training: ParallelResult | { skipped: string };
   /** One round of the embedded demo (collection + MADPO training), or why it did not run. */
@@ -56,44 +43,80 @@ export type BackendResult = {
   wall_s: number;
   /** CPU time (user + system) of this process: well below wall_s × threads means other work competed for the CPU. */
   cpu_s: number;
-} & Record<RateMetric, number>;
+} & ModelResult;
 
-/** What the model workloads measure (everything but the demo rounds and the worker's totals). */
-type ModelResult = Omit<BackendResult, "backend" | "description" | "isolation" | "pid" | "parallel_training" | "demo_round" | "flatness" | "wall_s" | "cpu_s">;
+/**
+ * A column the backend cannot hold: the MemoryBudgetError pbrl raises before building the model
+ * (or, as a second line of defence, when a wasm kernel ran out of heap), instead of a crash.
+ */
+export interface NotMeasured {
+  backend: BackendName;
+  precision: ComputePrecision;
+  not_measured: string;
+  error: "MemoryBudgetError";
+}
+
+export type WorkerResult = BackendResult | NotMeasured;
 
 const MB = 1024 * 1024;
 
-function randomIds(rng: RngStream, n: number, vocab: number): number[] {
-  return Array.from({ length: n }, () => rng.int(vocab));
+function isMemoryBudgetError(err: unknown): err is Error {
+  return err instanceof MemoryBudgetError || (err instanceof Error && err.name === "MemoryBudgetError");
 }
 
-export async function runBenchWorker(spec: WorkerSpec, io: CliIO, isolation: BackendResult["isolation"]): Promise<BackendResult> {
+export async function runBenchWorker(spec: WorkerSpec, io: CliIO, isolation: BackendResult["isolation"]): Promise<WorkerResult> {
   const start = performance.now();
   const info = await useBackend(spec.backend);
-  const say = (msg: string) => io.err(`pbrl bench [${spec.backend}]: ${msg}\n`);
+  const tag = spec.precision === "bf16" ? `${spec.backend} bf16` : spec.backend;
+  const say = (msg: string) => io.err(`pbrl bench [${tag}]: ${msg}\n`);
   say(info.description);
-  const model = modelWorkloads(spec, say);
-  const parallel = await timeParallel(spec, say);
-  const demoRound = spec.demo_round ? await timeDemoRound(spec, say) : { skipped: "--no-demo-round" };
-  const flatness = spec.rounds !== null ? await measureFlatness(spec.backend, spec.rounds, say) : undefined;
-  return {
-    backend: spec.backend,
-    description: info.description,
-    isolation,
-    pid: process.pid,
-    ...model,
-    parallel_training: parallel,
-    demo_round: demoRound,
-    ...(flatness !== undefined ? { flatness } : {}),
-    wall_s: (performance.now() - start) / 1000,
-    cpu_s: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
-  };
+  if (spec.precision === "bf16") setComputePrecision("bf16");
+  try {
+    const config = sourceConfig(spec.model);
+    let model: ModelResult;
+    try {
+      model = await modelWorkloads(spec.model, config, spec.workloads, spec.precision, say);
+    } catch (err) {
+      if (!isMemoryBudgetError(err)) throw err;
+      say(`not measured: ${err.message.split("\n")[0]}`);
+      return { backend: spec.backend, precision: spec.precision, not_measured: err.message, error: "MemoryBudgetError" };
+    }
+    const parallel = await timeParallel(spec, say);
+    const demoRound = await timeDemoRound(spec, say);
+    // The demo's trainers compute in float32: --rounds belongs to the float32 column.
+    const flatness = spec.rounds !== null && spec.precision === "float32" ? await measureFlatness(spec.backend, spec.rounds, say) : undefined;
+    return {
+      backend: spec.backend,
+      precision: spec.precision,
+      description: info.description,
+      isolation,
+      pid: process.pid,
+      ...model,
+      parallel_training: parallel,
+      demo_round: demoRound,
+      ...(flatness !== undefined ? { flatness } : {}),
+      wall_s: (performance.now() - start) / 1000,
+      cpu_s: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
+    };
+  } finally {
+    // In-process (tests) the next column or test must start in float32.
+    if (spec.precision === "bf16") setComputePrecision("float32");
+  }
+}
+
+/** Why the demo-level measurements do not run for this column, or undefined when they do. */
+function notForThisColumn(spec: WorkerSpec, what: string): string | undefined {
+  if (spec.precision === "bf16") return `${what} runs pbrl's trainers in float32: measured in the float32 column`;
+  if ("dir" in spec.model || spec.scale === "real") return `${what} is measured with --preset default or tiny (it does not depend on a real-size model, or would take minutes with one)`;
+  return undefined;
 }
 
 async function timeParallel(spec: WorkerSpec, say: (msg: string) => void): Promise<BackendResult["parallel_training"]> {
+  const why = notForThisColumn(spec, "parallel_training");
+  if (why !== undefined || !("preset" in spec.model)) return { skipped: why ?? "--model" };
   // The pure-JS kernels would take over ten minutes for this work on the default model.
-  if (spec.backend === "cpu" && spec.preset === "default") return { skipped: "cpu backend with the default preset (pure-JS kernels: over ten minutes); --preset tiny measures it" };
-  const r = await measureParallel(spec.preset, spec.backend, spec.steps);
+  if (spec.backend === "cpu" && spec.model.preset === "default") return { skipped: "cpu backend with the default preset (pure-JS kernels: over ten minutes); --preset tiny measures it" };
+  const r = await measureParallel(spec.model.preset, spec.backend, spec.steps);
   const w = r.workload;
   const t = `${r.threads_per_worker} thread${r.threads_per_worker === 1 ? "" : "s"} each`;
   say(`parallel_training: sampling ${w.gen_prompts}×${w.gen_candidates} candidates per agent: ${r.generation.sequential_s.toFixed(2)} s in this thread, ${r.generation.mp_s.toFixed(2)} s in worker threads (${t}): ${r.generation.speedup.toFixed(2)}×`);
@@ -101,8 +124,11 @@ async function timeParallel(spec: WorkerSpec, say: (msg: string) => void): Promi
   return r;
 }
 
-async function timeDemoRound(spec: WorkerSpec, say: (msg: string) => void): Promise<DemoRoundResult> {
-  const w = demoRoundWorkload(spec.preset, spec.backend);
+async function timeDemoRound(spec: WorkerSpec, say: (msg: string) => void): Promise<BackendResult["demo_round"]> {
+  if (!spec.demo_round) return { skipped: "--no-demo-round" };
+  const why = notForThisColumn(spec, "the demo round");
+  if (why !== undefined || !("preset" in spec.model)) return { skipped: why ?? "--model" };
+  const w = demoRoundWorkload(spec.model.preset, spec.backend);
   say(`demo round: ${w.train_texts} texts × ${w.preference_num_candidates} candidates, ${w.num_train_epochs} epoch${w.num_train_epochs === 1 ? "" : "s"}…`);
   const r = await runDemoRound(spec.backend, w);
   say(`demo round: ${r.demo_round_s.toFixed(1)} s (${r.demo_run_s.toFixed(1)} s with loading and saving the agents), ${r.pairs} pairs, ${r.updates} updates`);
@@ -115,90 +141,4 @@ async function measureFlatness(backend: BackendName, rounds: number, say: (msg: 
   );
   say(flatnessLine(f));
   return f;
-}
-
-/** Training steps and generation on a randomly initialised model of the preset. */
-function modelWorkloads(spec: WorkerSpec, say: (msg: string) => void): ModelResult {
-  const config = parseModelConfig(presetConfigJson(spec.preset), `bench preset ${spec.preset}`);
-  const w = workloadsFor(spec.backend, spec.steps);
-  const model = CausalLM.randomInit(config, RngStream.fromSeed(0, "bench"));
-  try {
-    const liveBefore = liveTensorCount();
-    const data = RngStream.fromSeed(0, "bench-data");
-    const vocab = config.vocabSize;
-
-    // Training: mean next-token NLL over every position of batch × seq_len random tokens.
-    const opt = new AdamW(model.params, { lr: w.lr, weightDecay: w.weight_decay });
-    const trainStep = (): { seconds: number; loss: number } => {
-      const rows = Array.from({ length: w.train_batch }, () => randomIds(data, w.train_seq_len, vocab));
-      const batch = buildScoringBatch(
-        rows.map((r) => ({ promptIds: r.slice(0, 1), completionIds: r.slice(1) })),
-        0,
-      );
-      const t0 = performance.now();
-      const { value, grads } = tf.variableGrads(() => {
-        const { tokens, sums } = completionLogProbs(model, batch);
-        sums.dispose();
-        return tf.neg(tf.mean(tokens)) as tf.Scalar;
-      }, model.trainableVariables());
-      opt.step(model.gradsByWeightName(grads));
-      const loss = value.dataSync()[0]!;
-      const seconds = (performance.now() - t0) / 1000;
-      value.dispose();
-      tf.dispose(Object.values(grads));
-      return { seconds, loss };
-    };
-    const tokensPerStep = w.train_batch * w.train_seq_len;
-    for (let i = 0; i < w.train_warmup_steps; i++) {
-      const s = trainStep();
-      say(`train warm-up step: ${s.seconds.toFixed(2)} s, loss ${s.loss.toFixed(4)}`);
-    }
-    const steps: { seconds: number; loss: number }[] = [];
-    for (let i = 0; i < w.train_steps; i++) {
-      const s = trainStep();
-      steps.push(s);
-      say(`train step ${i + 1}/${w.train_steps} (${w.train_batch}×${w.train_seq_len}): ${s.seconds.toFixed(2)} s, ${(tokensPerStep / s.seconds).toFixed(0)} tokens/s, loss ${s.loss.toFixed(4)}`);
-    }
-    const trainSeconds = steps.reduce((a, s) => a + s.seconds, 0);
-    const tfMemoryWithOptimizer = tf.memory().numBytes;
-    const peakRssAfterTrain = process.resourceUsage().maxRSS / 1024;
-    opt.dispose();
-
-    // Generation: random prompts, sampling at temperature 1, no EOS, with and without KV cache.
-    const gen: Partial<Record<GenMetric, number>> = {};
-    const warmPrompt = [randomIds(data, w.gen_prompt_len, vocab)];
-    for (const useCache of [true, false]) generate(model, warmPrompt, { maxNewTokens: 4, temperature: w.gen_temperature, rng: RngStream.fromSeed(0, "bench-warmup"), useCache });
-    for (const b of w.gen_batch_sizes) {
-      for (const useCache of [true, false]) {
-        const prompts = Array.from({ length: b }, () => randomIds(data, w.gen_prompt_len, vocab));
-        const t0 = performance.now();
-        const out = generate(model, prompts, { maxNewTokens: w.gen_new_tokens, temperature: w.gen_temperature, rng: RngStream.fromSeed(0, `bench-gen-b${b}`), useCache });
-        const seconds = (performance.now() - t0) / 1000;
-        const produced = out.reduce((a, o) => a + o.tokens.length, 0);
-        if (produced !== b * w.gen_new_tokens) throw new Error(`generation produced ${produced} tokens, expected ${b}×${w.gen_new_tokens}`);
-        gen[genMetric(b, useCache)] = produced / seconds;
-        say(`generate batch ${b}, ${useCache ? "KV cache" : "no cache"}: ${w.gen_new_tokens} new tokens per row in ${seconds.toFixed(2)} s, ${(produced / seconds).toFixed(1)} tokens/s`);
-      }
-    }
-
-    const liveAfter = liveTensorCount();
-    return {
-      parameters: model.numParameters(),
-      workloads: w,
-      train_tokens_per_s: (tokensPerStep * steps.length) / trainSeconds,
-      train_step_s_mean: trainSeconds / steps.length,
-      train_step_s_min: Math.min(...steps.map((s) => s.seconds)),
-      train_loss_first: steps[0]!.loss,
-      train_loss_last: steps[steps.length - 1]!.loss,
-      ...(gen as Record<GenMetric, number>),
-      peak_rss_mb: process.resourceUsage().maxRSS / 1024,
-      peak_rss_mb_after_train: peakRssAfterTrain,
-      tf_memory_mb_with_optimizer: tfMemoryWithOptimizer / MB,
-      tf_memory_mb_after: tf.memory().numBytes / MB,
-      live_tensors_before: liveBefore,
-      live_tensors_after: liveAfter,
-    };
-  } finally {
-    model.dispose();
-  }
 }

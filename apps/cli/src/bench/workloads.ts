@@ -1,22 +1,20 @@
 /**
- * What `pbrl bench` measures: the model presets, the workload sizes per backend and the metric
+ * What `pbrl bench` measures: the workload sizes per backend and model size, and the metric
  * names shared by the TypeScript workers and scripts/bench/torch_bench.py.
  */
 import type { BackendName } from "@pbrl/core-tensor";
-import { llamaConfigJson } from "@pbrl/models";
-
-export type Preset = "default" | "tiny";
-export const PRESETS: readonly Preset[] = ["default", "tiny"];
 
 /**
- * `default` is the model of the training-speed performance issue (≈8.8M parameters, untied
- * embeddings); `tiny` is a seconds-long smoke test.
+ * "small": the default and tiny presets and checkpoints under {@link REAL_SIZE_PARAMETERS};
+ * "real": the real-size presets and larger checkpoints, whose steps take seconds each.
  */
-export function presetConfigJson(preset: Preset): Record<string, unknown> {
-  return preset === "default"
-    ? llamaConfigJson({ vocabSize: 8000, hiddenSize: 256, intermediateSize: 688, numLayers: 6, numHeads: 4, numKvHeads: 4, tieWordEmbeddings: false })
-    : llamaConfigJson({ vocabSize: 256, hiddenSize: 32, intermediateSize: 64, numLayers: 2, numHeads: 2, numKvHeads: 2, tieWordEmbeddings: false });
-}
+export type Scale = "small" | "real";
+
+/** A --model checkpoint with at least this many parameters gets the real-size workloads. */
+export const REAL_SIZE_PARAMETERS = 50_000_000;
+
+/** Timed training steps when --steps is not given (after the warm-up steps). */
+export const DEFAULT_STEPS = 3;
 
 /** Sizes of one run's workloads, snake_case because they are printed as JSON next to the metrics. */
 export interface Workloads {
@@ -28,6 +26,11 @@ export interface Workloads {
   gen_prompt_len: number;
   gen_new_tokens: number;
   gen_batch_sizes: number[];
+  /**
+   * Whether generation is also timed without the KV cache. Off at real sizes unless --uncached:
+   * every new token then re-reads the whole prefix, minutes per run at 135M parameters.
+   */
+  gen_uncached: boolean;
   /** Sampling temperature; no top-k/top-p, no EOS, so every row produces gen_new_tokens tokens. */
   gen_temperature: number;
   /** AdamW hyper-parameters of the training step. */
@@ -35,31 +38,51 @@ export interface Workloads {
   weight_decay: number;
 }
 
+/** What the command line can change about the workloads. */
+export interface WorkloadFlags {
+  steps?: number | undefined;
+  trainBatch?: number | undefined;
+  trainSeq?: number | undefined;
+  uncached?: boolean | undefined;
+}
+
 /**
- * The same model and training batch for every side. The `cpu` backend runs pure-JS kernels,
- * about 30× slower than wasm, so it times a single training step whatever `--steps` says and
- * generates 16 new tokens instead of 64 (uncached generation at batch 8 alone would take six
- * minutes), which keeps the bench within minutes; its tokens/s stay comparable as rates.
+ * The training batch of a real-size model: 4 × 128 below 300M parameters (SmolLM2-135M), 2 × 128
+ * above (Qwen2.5-0.5B: its AdamW state alone is 4 GB, and PyTorch takes seconds per step).
  */
-export function workloadsFor(backend: BackendName | "pytorch", steps: number): Workloads {
-  const full: Workloads = {
-    train_batch: 8,
+export function realTrainBatch(parameters: number): number {
+  return parameters < 300_000_000 ? 4 : 2;
+}
+
+/**
+ * The same model and workloads for every side. Small scale: training on batch 8 × 128, two
+ * warm-up steps (on native the second step still ran ~1.7× slower than the steady state while
+ * the wasm heap grew to its high-water mark); the `cpu` backend runs pure-JS kernels, about 30×
+ * slower than wasm, so it times a single training step whatever `--steps` says and generates 16
+ * new tokens instead of 64 (uncached generation at batch 8 alone would take six minutes). Real
+ * scale: {@link realTrainBatch} × 128, one warm-up step (libtorch and PyTorch have no heap to
+ * grow), KV-cache generation only unless --uncached.
+ */
+export function workloadsFor(backend: BackendName | "pytorch", scale: Scale, parameters: number, flags: WorkloadFlags = {}): Workloads {
+  const real = scale === "real";
+  const base: Workloads = {
+    train_batch: real ? realTrainBatch(parameters) : 8,
     train_seq_len: 128,
-    train_steps: steps,
-    // Two untimed steps: on native the second step still ran ~1.7× slower than the steady state
-    // (the wasm heap grows to its high-water mark over the first two), which skewed a 3-step mean.
-    train_warmup_steps: 2,
+    train_steps: flags.steps ?? DEFAULT_STEPS,
+    train_warmup_steps: real ? 1 : 2,
     gen_prompt_len: 16,
     gen_new_tokens: 64,
     gen_batch_sizes: [1, 8],
+    gen_uncached: !real || flags.uncached === true,
     gen_temperature: 1,
     lr: 1e-4,
     weight_decay: 0.01,
   };
-  return backend === "cpu" ? { ...full, train_steps: 1, gen_new_tokens: 16 } : full;
+  const sized = backend === "cpu" && !real ? { ...base, train_steps: 1, gen_new_tokens: 16 } : base;
+  return { ...sized, ...(flags.trainBatch !== undefined ? { train_batch: flags.trainBatch } : {}), ...(flags.trainSeq !== undefined ? { train_seq_len: flags.trainSeq } : {}) };
 }
 
-/** Throughput metrics every side reports (tokens per second of wall time). */
+/** Throughput metrics every side reports (tokens per second of wall time); uncached ones only when timed. */
 export const RATE_METRICS = [
   "train_tokens_per_s",
   "gen_b1_cached_tokens_per_s",
@@ -70,6 +93,14 @@ export const RATE_METRICS = [
 export type RateMetric = (typeof RATE_METRICS)[number];
 export type GenMetric = Exclude<RateMetric, "train_tokens_per_s">;
 
+/**
+ * KV-cache generation with the model's weights held in bfloat16 (transformers:
+ * `model.to(torch.bfloat16)`), measured in the bf16 PyTorch column. pbrl has no API to hold
+ * weights in bfloat16 yet, so its bf16 columns name these metrics under `metrics_not_measured`.
+ */
+export const BF16_WEIGHTS_METRICS = ["gen_b1_cached_bf16_weights_tokens_per_s", "gen_b8_cached_bf16_weights_tokens_per_s"] as const;
+export type Bf16WeightsMetric = (typeof BF16_WEIGHTS_METRICS)[number];
+
 /** Generation metric name for a batch size and cache mode. */
 export function genMetric(batch: number, cached: boolean): GenMetric {
   const name = `gen_b${batch}_${cached ? "cached" : "uncached"}_tokens_per_s`;
@@ -77,5 +108,5 @@ export function genMetric(batch: number, cached: boolean): GenMetric {
   return name as GenMetric;
 }
 
-/** Every number a pbrl backend result carries, all positive and finite on a healthy run. */
-export const PBRL_METRICS = [...RATE_METRICS, "peak_rss_mb", "peak_rss_mb_after_train", "tf_memory_mb_after", "tf_memory_mb_with_optimizer", "live_tensors_before", "live_tensors_after"] as const;
+/** Every number a pbrl backend result of a small-scale run carries, all positive and finite on a healthy run. */
+export const PBRL_METRICS = [...RATE_METRICS, "load_s", "peak_rss_mb", "peak_rss_mb_after_load", "peak_rss_mb_after_train", "tf_memory_mb_after", "tf_memory_mb_with_optimizer", "live_tensors_before", "live_tensors_after"] as const;

@@ -13,7 +13,14 @@ uint32_t TensorTable::Put(at::Tensor t) {
     return id;
   }
   slots_.push_back(std::move(t));
+  bf16_.emplace_back();
   return static_cast<uint32_t>(slots_.size() - 1);
+}
+
+const at::Tensor& TensorTable::Bf16Copy(int64_t id) {
+  const at::Tensor& t = Get(id);
+  if (!bf16_[id].defined()) bf16_[id] = t.to(at::kBFloat16);
+  return bf16_[id];
 }
 
 const at::Tensor& TensorTable::Get(int64_t id) const {
@@ -26,6 +33,7 @@ const at::Tensor& TensorTable::Get(int64_t id) const {
 void TensorTable::Free(int64_t id) {
   Get(id);  // checks it
   slots_[id] = at::Tensor();
+  bf16_[id] = at::Tensor();
   free_.push_back(static_cast<uint32_t>(id));
 }
 

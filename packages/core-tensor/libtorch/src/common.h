@@ -30,9 +30,13 @@ class TensorTable {
   const at::Tensor& Get(int64_t id) const;
   void Free(int64_t id);
   size_t Live() const { return slots_.size() - free_.size(); }
+  // A bfloat16 copy of tensor `id`, made on first use and kept until the id is freed: a weight is
+  // cast once per training step (its id changes with every update) instead of at every product.
+  const at::Tensor& Bf16Copy(int64_t id);
 
  private:
   std::vector<at::Tensor> slots_;
+  std::vector<at::Tensor> bf16_;
   std::vector<uint32_t> free_;
 };
 

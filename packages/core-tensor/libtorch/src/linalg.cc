@@ -5,8 +5,9 @@
 namespace pbrl {
 
 at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b) {
-  if (Bf16Compute() && a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat) {
-    return at::matmul(a.to(at::kBFloat16), b.to(at::kBFloat16)).to(at::kFloat);
+  const auto half = [](const at::Tensor& t) { return t.scalar_type() == at::kBFloat16; };
+  if (Bf16Compute() && (a.scalar_type() == at::kFloat || half(a)) && (b.scalar_type() == at::kFloat || half(b))) {
+    return at::matmul(half(a) ? a : a.to(at::kBFloat16), half(b) ? b : b.to(at::kBFloat16)).to(at::kFloat);
   }
   return at::matmul(a, b);
 }
@@ -24,9 +25,18 @@ at::Tensor Activate(const at::Tensor& y, const std::string& activation, double a
   throw ArgError("fused matmul: unsupported activation " + activation);
 }
 
-// matmul(a, b, transposeA, transposeB, bias | null, activation, alpha, prelu weights | null): batch axes broadcast.
+// An operand of a bf16 product: its cached bfloat16 copy when JavaScript marks it as a weight
+// (`keep`), else the tensor itself (Matmul casts it).
+at::Tensor Operand(const Args& a, size_t i, bool keep) {
+  const at::Tensor& t = a.T(i);
+  return keep && Bf16Compute() && t.scalar_type() == at::kFloat ? Table().Bf16Copy(a.Int(i)) : t;
+}
+
+// matmul(a, b, transposeA, transposeB, bias | null, activation, alpha, prelu weights | null,
+// keepA, keepB): batch axes broadcast; keepA/keepB mark weights whose bf16 copies are kept.
 napi_value MatMul(const Args& a) {
-  std::vector<at::Tensor> t = {a.T(0), a.T(1)};
+  const bool keepA = a.size() > 8 && a.Bool(8), keepB = a.size() > 9 && a.Bool(9);
+  std::vector<at::Tensor> t = {Operand(a, 0, keepA), Operand(a, 1, keepB)};
   const bool bias = !a.IsNullish(4), prelu = a.size() > 7 && !a.IsNullish(7);
   if (bias) t.push_back(a.T(4));
   if (prelu) t.push_back(a.T(7));

@@ -93,7 +93,8 @@ export interface LibtorchAddon {
   cumulative(isProduct: boolean, x: number, axis: number, exclusive: boolean, reverse: boolean): TensorRef;
   topk(x: number, k: number, sorted: boolean): TensorRef[];
 
-  matmul(a: number, b: number, transposeA: boolean, transposeB: boolean, bias: number | null, activation?: string, alpha?: number, prelu?: number | null): TensorRef;
+  /** keepA/keepB: the operand is a weight, whose bfloat16 copy the addon keeps (bf16 only). */
+  matmul(a: number, b: number, transposeA: boolean, transposeB: boolean, bias: number | null, activation?: string, alpha?: number, prelu?: number | null, keepA?: boolean, keepB?: boolean): TensorRef;
 
   rmsnorm(x: number, weight: number, eps: number): TensorRef[];
   rmsnormGrad(x: number, weight: number, rstd: number, dy: number): TensorRef[];

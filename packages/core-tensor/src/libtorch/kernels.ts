@@ -53,13 +53,32 @@ function nonEmpty(a: Args): TensorInfo[] {
   return (Object.values(a.inputs) as TensorInfo[]).filter((t) => tf.util.sizeFromShape(t.shape) > 0 || t.shape.length === 0);
 }
 
+/** The data ids of every tf.Variable: the tensors that persist across steps. */
+function variableDataIds(): Set<object> {
+  return new Set(Object.values(tf.engine().registeredVariables).map((v) => v.dataId));
+}
+
 const matMul: Kernel = (a) => {
   const { inputs, attrs, backend } = a;
   const { bias, preluActivationWeights: prelu } = inputs;
   const activation = String(attrs["activation"] ?? "linear");
   const opt = (t: TensorInfo | undefined): number | null => (t === undefined ? null : id(a, t));
+  // In bf16 a weight's bfloat16 copy is kept for the step (forward and backward products).
+  const weights = backend.addon.bf16() ? variableDataIds() : undefined;
+  const keep = (t: TensorInfo): boolean => weights?.has(t.dataId) === true;
   return backend.out(
-    backend.addon.matmul(id(a, inputs["a"]!), id(a, inputs["b"]!), attrs["transposeA"] === true, attrs["transposeB"] === true, opt(bias), activation, Number(attrs["leakyreluAlpha"] ?? 0), opt(prelu)),
+    backend.addon.matmul(
+      id(a, inputs["a"]!),
+      id(a, inputs["b"]!),
+      attrs["transposeA"] === true,
+      attrs["transposeB"] === true,
+      opt(bias),
+      activation,
+      Number(attrs["leakyreluAlpha"] ?? 0),
+      opt(prelu),
+      keep(inputs["a"]!),
+      keep(inputs["b"]!),
+    ),
   );
 };
 

@@ -1,0 +1,156 @@
+/**
+ * The model workloads of one pbrl column: build or load the model, time training steps and
+ * generation. The worker (worker.ts) adds the demo rounds and the process totals around it.
+ */
+import { AdamW, guardHeap, liveTensorCount, RngStream, tf, type ComputePrecision } from "@pbrl/core-tensor";
+import { buildScoringBatch, CausalLM, checkTrainingStep, completionLogProbs, generate, loadPretrained, type CausalLMConfig } from "@pbrl/models";
+import { fastRandomModel } from "./fast-init.js";
+import { REAL_SIZE_PRESETS, type ModelSource } from "./presets.js";
+import { BF16_WEIGHTS_METRICS, genMetric, type Bf16WeightsMetric, type GenMetric, type RateMetric, type Workloads } from "./workloads.js";
+
+/** What the model workloads measure; uncached generation metrics only when the workloads time it. */
+export type ModelResult = {
+  parameters: number;
+  workloads: Workloads;
+  /** Seconds to build the model: random init and upload for a preset, loadPretrained for --model. */
+  load_s: number;
+  train_step_s_mean: number;
+  train_step_s_min: number;
+  train_loss_first: number;
+  train_loss_last: number;
+  /**
+   * Peak resident set of the process that ran this backend (process.resourceUsage().maxRSS),
+   * read before the demo rounds so it stays comparable with PyTorch's, which runs no demo.
+   */
+  peak_rss_mb: number;
+  /** The same peak, read right after building the model (what the weights and their loading cost) and after the training steps. */
+  peak_rss_mb_after_load: number;
+  peak_rss_mb_after_train: number;
+  /** tf.memory().numBytes with the model and AdamW moments alive, after training. */
+  tf_memory_mb_with_optimizer: number;
+  /** tf.memory().numBytes after every workload (model weights alive, optimizer disposed). */
+  tf_memory_mb_after: number;
+  /** Live tensors with the model built, before any workload, and after all of them. */
+  live_tensors_before: number;
+  live_tensors_after: number;
+  /** Metrics this column cannot measure, each with the reason (bf16: weights held in bfloat16). */
+  metrics_not_measured?: Partial<Record<Bf16WeightsMetric, string>>;
+} & Pick<Record<RateMetric, number>, "train_tokens_per_s" | "gen_b1_cached_tokens_per_s" | "gen_b8_cached_tokens_per_s"> &
+  Partial<Record<GenMetric, number>>;
+
+const MB = 1024 * 1024;
+
+export const BF16_WEIGHTS_NOT_MEASURED =
+  "pbrl has no API yet to hold a model's weights in bfloat16 on libtorch (bf16 computes matrix products and attention in bfloat16 from float32 weights), so generation with bf16 weights is not measured";
+
+/** What to do when a backend cannot hold the bench's training step. */
+const BENCH_TRAINING_ADVICE = "give the bench a smaller --train_batch or --train_seq, or a smaller model";
+
+function randomIds(rng: RngStream, n: number, vocab: number): number[] {
+  return Array.from({ length: n }, () => rng.int(vocab));
+}
+
+async function buildModel(source: ModelSource, config: CausalLMConfig): Promise<CausalLM> {
+  if ("dir" in source) return (await loadPretrained(source.dir)).model;
+  // The small presets keep transformers-style normal init (their losses stay comparable with
+  // earlier runs); at real sizes it would take tens of seconds (see fast-init.ts).
+  return REAL_SIZE_PRESETS.includes(source.preset) ? fastRandomModel(config, 0) : CausalLM.randomInit(config, RngStream.fromSeed(0, "bench"));
+}
+
+/**
+ * Training steps and generation on the model. Throws MemoryBudgetError, before building the
+ * model, when the active backend cannot hold a training step of it (wasm and native: 4 GB).
+ */
+export async function modelWorkloads(source: ModelSource, config: CausalLMConfig, w: Workloads, precision: ComputePrecision, say: (msg: string) => void): Promise<ModelResult> {
+  checkTrainingStep(config, { sequences: w.train_batch, seqLen: w.train_seq_len }, { advice: BENCH_TRAINING_ADVICE });
+  const t0 = performance.now();
+  const model = await guardHeap("loading the model", () => buildModel(source, config));
+  const loadS = (performance.now() - t0) / 1000;
+  const peakRssAfterLoad = process.resourceUsage().maxRSS / 1024;
+  say(`model ${"dir" in source ? `loaded from ${source.dir}` : "randomly initialised"} in ${loadS.toFixed(2)} s: ${model.numParameters().toLocaleString("en-US")} parameters`);
+  try {
+    const liveBefore = liveTensorCount();
+    const data = RngStream.fromSeed(0, "bench-data");
+    const vocab = config.vocabSize;
+
+    // Training: mean next-token NLL over every position of batch × seq_len random tokens.
+    const opt = new AdamW(model.params, { lr: w.lr, weightDecay: w.weight_decay });
+    const trainStep = (): { seconds: number; loss: number } => {
+      const rows = Array.from({ length: w.train_batch }, () => randomIds(data, w.train_seq_len, vocab));
+      const batch = buildScoringBatch(
+        rows.map((r) => ({ promptIds: r.slice(0, 1), completionIds: r.slice(1) })),
+        0,
+      );
+      const t = performance.now();
+      const { value, grads } = guardHeap("a bench training step", () =>
+        tf.variableGrads(() => {
+          const { tokens, sums } = completionLogProbs(model, batch);
+          sums.dispose();
+          return tf.neg(tf.mean(tokens)) as tf.Scalar;
+        }, model.trainableVariables()),
+      );
+      opt.step(model.gradsByWeightName(grads));
+      const loss = value.dataSync()[0]!;
+      const seconds = (performance.now() - t) / 1000;
+      value.dispose();
+      tf.dispose(Object.values(grads));
+      return { seconds, loss };
+    };
+    const tokensPerStep = w.train_batch * w.train_seq_len;
+    for (let i = 0; i < w.train_warmup_steps; i++) {
+      const s = trainStep();
+      say(`train warm-up step: ${s.seconds.toFixed(2)} s, loss ${s.loss.toFixed(4)}`);
+    }
+    const steps: { seconds: number; loss: number }[] = [];
+    for (let i = 0; i < w.train_steps; i++) {
+      const s = trainStep();
+      steps.push(s);
+      say(`train step ${i + 1}/${w.train_steps} (${w.train_batch}×${w.train_seq_len}): ${s.seconds.toFixed(2)} s, ${(tokensPerStep / s.seconds).toFixed(0)} tokens/s, loss ${s.loss.toFixed(4)}`);
+    }
+    const trainSeconds = steps.reduce((a, s) => a + s.seconds, 0);
+    const tfMemoryWithOptimizer = tf.memory().numBytes;
+    const peakRssAfterTrain = process.resourceUsage().maxRSS / 1024;
+    opt.dispose();
+
+    // Generation: random prompts, sampling at temperature 1, no EOS; uncached only when asked.
+    const gen: Partial<Record<GenMetric, number>> = {};
+    const modes = w.gen_uncached ? [true, false] : [true];
+    const warmPrompt = [randomIds(data, w.gen_prompt_len, vocab)];
+    for (const useCache of modes) generate(model, warmPrompt, { maxNewTokens: 4, temperature: w.gen_temperature, rng: RngStream.fromSeed(0, "bench-warmup"), useCache });
+    for (const b of w.gen_batch_sizes) {
+      for (const useCache of modes) {
+        const prompts = Array.from({ length: b }, () => randomIds(data, w.gen_prompt_len, vocab));
+        const t = performance.now();
+        const out = generate(model, prompts, { maxNewTokens: w.gen_new_tokens, temperature: w.gen_temperature, rng: RngStream.fromSeed(0, `bench-gen-b${b}`), useCache });
+        const seconds = (performance.now() - t) / 1000;
+        const produced = out.reduce((a, o) => a + o.tokens.length, 0);
+        if (produced !== b * w.gen_new_tokens) throw new Error(`generation produced ${produced} tokens, expected ${b}×${w.gen_new_tokens}`);
+        gen[genMetric(b, useCache)] = produced / seconds;
+        say(`generate batch ${b}, ${useCache ? "KV cache" : "no cache"}: ${w.gen_new_tokens} new tokens per row in ${seconds.toFixed(2)} s, ${(produced / seconds).toFixed(1)} tokens/s`);
+      }
+    }
+
+    const liveAfter = liveTensorCount();
+    return {
+      parameters: model.numParameters(),
+      workloads: w,
+      load_s: loadS,
+      train_tokens_per_s: (tokensPerStep * steps.length) / trainSeconds,
+      train_step_s_mean: trainSeconds / steps.length,
+      train_step_s_min: Math.min(...steps.map((s) => s.seconds)),
+      train_loss_first: steps[0]!.loss,
+      train_loss_last: steps[steps.length - 1]!.loss,
+      ...(gen as Record<"gen_b1_cached_tokens_per_s" | "gen_b8_cached_tokens_per_s", number>),
+      peak_rss_mb: process.resourceUsage().maxRSS / 1024,
+      peak_rss_mb_after_load: peakRssAfterLoad,
+      peak_rss_mb_after_train: peakRssAfterTrain,
+      tf_memory_mb_with_optimizer: tfMemoryWithOptimizer / MB,
+      tf_memory_mb_after: tf.memory().numBytes / MB,
+      live_tensors_before: liveBefore,
+      live_tensors_after: liveAfter,
+      ...(precision === "bf16" ? { metrics_not_measured: Object.fromEntries(BF16_WEIGHTS_METRICS.map((m) => [m, BF16_WEIGHTS_NOT_MEASURED])) } : {}),
+    };
+  } finally {
+    model.dispose();
+  }
+}
