@@ -112,10 +112,6 @@ export function formatTable(report: BenchReport): string {
   if (ratioNames.includes("pbrl_native_vs_pbrl_wasm")) out.push(`pbrl_native/pbrl_wasm: ${NATIVE_VS_WASM_MEANING}`);
   if (ratioNames.some((r) => /_vs_pytorch(_bf16)?$/.test(r))) out.push(`ratios: ${RATIO_MEANING}${Object.values(report.ratios).some((r) => !r.same_workloads) ? " (pbrl_cpu generated fewer tokens and timed one training step)" : ""}`);
   if (ratioNames.some((r) => r.endsWith("_vs_pytorch_best"))) out.push(`*/pytorch_best: ${BEST_MEANING}`);
-  for (const n of names) {
-    const missing = (report.results[n] as { metrics_not_measured?: Record<string, string> }).metrics_not_measured;
-    if (missing !== undefined) out.push(`${n}: not measured: ${Object.keys(missing).join(", ")} — ${[...new Set(Object.values(missing))].join("; ")}`);
-  }
   out.push(`total wall time: ${report.wall_s.toFixed(1)} s`, "");
   return out.join("\n");
 }

@@ -94,9 +94,9 @@ export type RateMetric = (typeof RATE_METRICS)[number];
 export type GenMetric = Exclude<RateMetric, "train_tokens_per_s">;
 
 /**
- * KV-cache generation with the model's weights held in bfloat16 (transformers:
- * `model.to(torch.bfloat16)`), measured in the bf16 PyTorch column. pbrl has no API to hold
- * weights in bfloat16 yet, so its bf16 columns name these metrics under `metrics_not_measured`.
+ * KV-cache generation with the model's weights held in bfloat16: transformers after
+ * `model.to(torch.bfloat16)` in the bf16 PyTorch column; pbrl's libtorch decoder in bf16, which
+ * reads bfloat16 copies of the projection weights, in its bf16 column.
  */
 export const BF16_WEIGHTS_METRICS = ["gen_b1_cached_bf16_weights_tokens_per_s", "gen_b8_cached_bf16_weights_tokens_per_s"] as const;
 export type Bf16WeightsMetric = (typeof BF16_WEIGHTS_METRICS)[number];
