@@ -58,9 +58,12 @@ if (where.dir === undefined) {
 }
 const dir = path.resolve(where.dir);
 const cuda = existsSync(path.join(dir, "lib", process.platform === "darwin" ? "libtorch_cuda.dylib" : "libtorch_cuda.so"));
+const addonDir = path.dirname(fileURLToPath(import.meta.url));
 const r = buildAddon({
-  addonDir: path.dirname(fileURLToPath(import.meta.url)),
+  addonDir,
   target: "pbrl_libtorch",
+  // The vectorisable exp of the native addon, for the fused log-softmax loops.
+  extraFiles: { "src/exp.h": path.join(addonDir, "..", "native", "src", "exp.h") },
   probe: `(i => "libtorch " + i.torchVersion + (i.cuda ? " (CUDA)" : " (CPU)"))(a.init(1))`,
   env: { PBRL_LIBTORCH_DIR: dir, PBRL_LIBTORCH_CUDA: cuda ? "1" : "0" },
 });

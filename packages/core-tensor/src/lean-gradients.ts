@@ -7,8 +7,8 @@
  * SmolLM2-135M-shaped model at 4 × 128 tokens the libtorch backend peaked at 4.8 GB of live
  * tensors where PyTorch, which frees them as it goes, needs 3.3 GB of RSS in all. This is the same
  * walk — the same nodes, gradient functions and accumulation, in the same order, so every
- * gradient is bit-for-bit what tfjs computes — except that a node's output gradients are disposed
- * once its input gradients exist. Higher-order gradients (a gradient taken inside a gradient
+ * gradient is bit-for-bit what tfjs computes — except that a node's output gradients and the
+ * tensors it saved for its gradient are disposed once its input gradients exist. Higher-order gradients (a gradient taken inside a gradient
  * function) keep tfjs's own walk. Installed on tfjs's engine when @pbrl/core-tensor loads.
  */
 import { tf } from "./tf.js";
@@ -82,13 +82,15 @@ function backpropagate(engine: EngineInternals, grads: Map<number, Tensor>, tape
       made.add(grads.get(x.id)!);
     }
     // Each tensor is the output of one node, so its gradient is not needed again: free it, unless
-    // it is the caller's dy or it became an input's gradient itself.
+    // it is the caller's dy or it became an input's gradient itself. Likewise the tensors this
+    // node saved for its gradient (tfjs saves a clone per node), which tfjs keeps to the end.
     node.outputs.forEach((o, j) => {
       const dy = dys[j];
       if (dy === null || dy === undefined || keep.has(dy) || made.has(dy)) return;
       dy.dispose();
       grads.delete(o.id);
     });
+    for (const t of node.saved ?? []) if (!made.has(t)) t.dispose();
   }
 }
 

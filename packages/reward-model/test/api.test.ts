@@ -68,9 +68,10 @@ describe("truncation (reward_max_length) keeps the end of the joint text", () =>
       expect(m.scores([x])).toEqual(m.scoreIds([m.encode(x)]));
       expect(m.scores([x], { maxLength: 200 })).toEqual(m.scoreIds([m.encode(x, 200)]));
       expect(m.evaluate([differAtStart])["reward/margin"]).toBe(0);
-      // Truncated to equal texts, the pair carries no signal: every step sees s_w − s_l = 0.
+      // Truncated to equal texts, the pair carries no signal: every step sees s_w − s_l = 0 (to the
+      // last bit on wasm and cpu; a BLAS may round two equal rows of one product apart by an ulp).
       const r = await m.train([differAtStart], { ...trainOpts(), epochs: 2, batchSize: 1 });
-      expect(r.epochs.map((e) => e["reward/margin"])).toEqual([0, 0]);
+      for (const e of r.epochs) expect(Math.abs(e["reward/margin"]!)).toBeLessThan(1e-6);
       expect(r.epochs[0]!["reward/loss"]).toBeCloseTo(Math.LN2, 6);
     } finally {
       m.dispose();

@@ -109,6 +109,10 @@ void RegisterAttention(napi_env env, napi_value exports);
 void RegisterSampling(napi_env env, napi_value exports);
 void RegisterDecode(napi_env env, napi_value exports);
 
+// The caching allocator for large CPU tensors (allocator.cc), installed once per process.
+void InstallCpuAllocator();
+size_t CpuCacheBytes();
+
 // Matrix product of float tensors honouring Bf16Compute(): bfloat16 inside, float32 out.
 at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b);
 

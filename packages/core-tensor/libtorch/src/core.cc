@@ -121,6 +121,8 @@ napi_value Info(const Args& a) {
   napi_set_named_property(env, obj, "mkl", v);
   napi_get_boolean(env, at::hasMKLDNN(), &v);
   napi_set_named_property(env, obj, "mkldnn", v);
+  napi_create_double(env, static_cast<double>(CpuCacheBytes()) / (1 << 20), &v);
+  napi_set_named_property(env, obj, "cpuCacheMB", v);
   const std::string cpu = at::get_cpu_capability();
   napi_create_string_utf8(env, cpu.c_str(), cpu.size(), &v);
   napi_set_named_property(env, obj, "cpuCapability", v);
@@ -194,6 +196,7 @@ void RegisterCore(napi_env env, napi_value exports) {
 }  // namespace pbrl
 
 NAPI_MODULE_INIT() {
+  pbrl::InstallCpuAllocator();
   pbrl::RegisterCore(env, exports);
   pbrl::RegisterElementwise(env, exports);
   pbrl::RegisterShape(env, exports);

@@ -6,6 +6,14 @@
 #include <cmath>
 
 #include "common.h"
+#include "exp.h"
+
+// Hot loops get AVX-512 and AVX2 clones next to the baseline one; the loader picks what the CPU runs.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PBRL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define PBRL_CLONES
+#endif
 
 namespace pbrl {
 namespace {
@@ -61,14 +69,58 @@ napi_value Rope(const Args& a) {
   return Ref(a.env(), at::add(at::mul(x, cos), rotT));
 }
 
+// Whether x is float32, contiguous and on the CPU: the fused loops below read it directly.
+bool CpuFloat(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type() == at::kFloat && x.is_contiguous(); }
+
+// Σ exp(row[i] − shift) over a row, in 16 partial sums so that gcc vectorises it.
+PBRL_CLONES float SumExp(const float* __restrict row, int64_t n, float shift) {
+  float acc[16] = {0};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; j++) acc[j] += pbrl_exp::ExpF(row[i + j] - shift);
+  float total = 0;
+  for (; i < n; i++) total += pbrl_exp::ExpF(row[i] - shift);
+  for (float a : acc) total += a;
+  return total;
+}
+
+PBRL_CLONES float RowMax(const float* __restrict row, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; i++) mx = row[i] > mx ? row[i] : mx;
+  return mx;
+}
+
+// out = −exp(row − lse) · dy over a row.
+PBRL_CLONES void NegSoftmaxTimes(const float* __restrict row, float* __restrict out, int64_t n, float lse, float dy) {
+  for (int64_t i = 0; i < n; i++) out[i] = -pbrl_exp::ExpF(row[i] - lse) * dy;
+}
+
 // logsoftmaxSelect(x [rows, cols], targets [rows]) → [value [rows], lse [rows, 1]]:
-// value = x[i, targets[i]] − logsumexp(x[i, :]).
+// value = x[i, targets[i]] − logsumexp(x[i, :]). On the CPU one pass per row (max, then the sum
+// of exps), instead of ATen's logsumexp and its temporaries.
 napi_value LogSoftmaxSelect(const Args& a) {
   const std::vector<at::Tensor> in = a.Ts({0, 1});
   const at::Tensor& x = in[0];
-  const at::Tensor t = in[1].to(at::kLong).unsqueeze(1);
-  const at::Tensor lse = at::logsumexp(x, 1, true);
-  return Refs(a.env(), {at::sub(x.gather(1, t), lse).squeeze(1), lse});
+  const at::Tensor t = in[1].to(at::kLong);
+  if (!CpuFloat(x)) {
+    const at::Tensor lse = at::logsumexp(x, 1, true);
+    return Refs(a.env(), {at::sub(x.gather(1, t.unsqueeze(1)), lse).squeeze(1), lse});
+  }
+  const int64_t rows = x.size(0), cols = x.size(1);
+  at::Tensor value = at::empty({rows}, x.options()), lse = at::empty({rows, 1}, x.options());
+  const float* xs = x.data_ptr<float>();
+  const int64_t* ts = t.data_ptr<int64_t>();
+  float *vs = value.data_ptr<float>(), *ls = lse.data_ptr<float>();
+  at::parallel_for(0, rows, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; r++) {
+      const float* row = xs + r * cols;
+      const float mx = RowMax(row, cols);
+      const float l = std::isinf(mx) ? mx : mx + std::log(SumExp(row, cols, mx));
+      ls[r] = l;
+      vs[r] = row[ts[r]] - l;
+    }
+  });
+  return Refs(a.env(), {value, lse});
 }
 
 // logsoftmaxGrad(x, lse [rows, 1], targets, dy [rows]): dy[i] · (onehot(targets)[i, j] − softmax(x)[i, j]).
@@ -76,9 +128,23 @@ napi_value LogSoftmaxGrad(const Args& a) {
   const std::vector<at::Tensor> in = a.Ts({0, 1, 2, 3});
   const at::Tensor &x = in[0], &lse = in[1];
   const at::Tensor t = in[2].to(at::kLong).unsqueeze(1);
-  const at::Tensor dy = in[3].reshape({-1, 1});
-  at::Tensor out = at::exp(at::sub(x, lse)).mul_(dy).neg_();
-  out.scatter_add_(1, t, dy);
+  const at::Tensor dy = in[3].reshape({-1, 1}).to(x.scalar_type());
+  if (!CpuFloat(x) || !CpuFloat(lse) || !CpuFloat(dy)) {
+    at::Tensor out = at::exp(at::sub(x, lse)).mul_(dy).neg_();
+    out.scatter_add_(1, t, dy);
+    return Ref(a.env(), out);
+  }
+  const int64_t rows = x.size(0), cols = x.size(1);
+  at::Tensor out = at::empty_like(x);
+  const float *xs = x.data_ptr<float>(), *ls = lse.data_ptr<float>(), *ds = dy.data_ptr<float>();
+  const int64_t* ts = t.data_ptr<int64_t>();
+  float* os = out.data_ptr<float>();
+  at::parallel_for(0, rows, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; r++) {
+      NegSoftmaxTimes(xs + r * cols, os + r * cols, cols, ls[r], ds[r]);
+      os[r * cols + ts[r]] += ds[r];
+    }
+  });
   return Ref(a.env(), out);
 }
 
@@ -100,6 +166,30 @@ bool Exclusive(const at::Tensor& t, int64_t extra) {
          t.storage().use_count() == 1;
 }
 
+// The AdamW update of elements [lo, hi) from p, g, m, v into po, mo, vo (cloned for AVX-512
+// and AVX2 like every hot loop here). `restrict` lets gcc vectorise
+// without run-time overlap checks, which fail (and fall back to scalar code) when updating in
+// place; so the in-place call passes each array once, as its own output.
+
+struct AdamWScalars {
+  float decay, c1, b2, c2, bc2Sqrt, eps, stepSize;
+};
+
+static inline void AdamWElement(float p, float g, float m, float v, const AdamWScalars& k, float& po, float& mo, float& vo) {
+  mo = m + k.c1 * (g - m);
+  vo = k.b2 * v + k.c2 * g * g;
+  po = p * k.decay - k.stepSize * (mo / (std::sqrt(vo) / k.bc2Sqrt + k.eps));
+}
+
+PBRL_CLONES void AdamWInPlace(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t lo, int64_t hi, AdamWScalars k) {
+  for (int64_t i = lo; i < hi; i++) AdamWElement(p[i], g[i], m[i], v[i], k, p[i], m[i], v[i]);
+}
+
+PBRL_CLONES void AdamWInto(const float* __restrict p, const float* __restrict g, const float* __restrict m, const float* __restrict v, float* __restrict po,
+                           float* __restrict mo, float* __restrict vo, int64_t lo, int64_t hi, AdamWScalars k) {
+  for (int64_t i = lo; i < hi; i++) AdamWElement(p[i], g[i], m[i], v[i], k, po[i], mo[i], vo[i]);
+}
+
 // adamw(p, g, m, v, decay, b1, c1, b2, c2, bc2Sqrt, eps, stepSize, mayOverwrite) → [p', m', v'], as
 // torch.optim.AdamW's step: p·decay − stepSize · m' / (√v' / bc2Sqrt + eps), m' = lerp(m, g, c1),
 // v' = b2·v + c2·g². On the CPU one pass over the four tensors, in place when nothing else holds
@@ -118,17 +208,10 @@ napi_value AdamW(const Args& a) {
     const at::Tensor pc = p.contiguous(), mc = m.contiguous(), vc = v.contiguous();
     const float *pi = pc.data_ptr<float>(), *gi = g.data_ptr<float>(), *mi = mc.data_ptr<float>(), *vi = vc.data_ptr<float>();
     float *po = p2.data_ptr<float>(), *mo = m2.data_ptr<float>(), *vo = v2.data_ptr<float>();
-    const float fd = static_cast<float>(decay), f1 = static_cast<float>(c1), f2 = static_cast<float>(c2), fb2 = static_cast<float>(b2);
-    const float fbc = static_cast<float>(bc2Sqrt), fe = static_cast<float>(eps), fs = static_cast<float>(stepSize);
+    const AdamWScalars k{static_cast<float>(decay), static_cast<float>(c1), static_cast<float>(b2), static_cast<float>(c2), static_cast<float>(bc2Sqrt), static_cast<float>(eps), static_cast<float>(stepSize)};
     at::parallel_for(0, p.numel(), 1 << 14, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; i++) {
-        const float gv = gi[i];
-        const float mv = mi[i] + f1 * (gv - mi[i]);
-        const float vv = fb2 * vi[i] + f2 * gv * gv;
-        mo[i] = mv;
-        vo[i] = vv;
-        po[i] = pi[i] * fd - fs * (mv / (std::sqrt(vv) / fbc + fe));
-      }
+      if (inPlace) AdamWInPlace(po, gi, mo, vo, lo, hi, k);
+      else AdamWInto(pi, gi, mi, vi, po, mo, vo, lo, hi, k);
     });
     return Refs(a.env(), {p2, m2, v2});
   }

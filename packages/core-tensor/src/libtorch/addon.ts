@@ -31,6 +31,8 @@ export interface LibtorchInfo {
   mkldnn: boolean;
   /** The CPU kernels ATen dispatches to: "AVX512", "AVX2", "DEFAULT". */
   cpuCapability: string;
+  /** Freed large CPU blocks the addon's allocator keeps for reuse (libtorch/src/allocator.cc), MB. */
+  cpuCacheMB: number;
 }
 
 /** The addon's functions (libtorch/src/*.cc). Tensors are passed by id. */
@@ -147,11 +149,15 @@ export function loadLibtorchAddon(threads: number): LibtorchLoad {
     result = { ok: false, reason: `libtorch addon not built (${path} does not exist)`, disabled: false };
   } else {
     try {
-      // libtorch's OpenMP threads otherwise spin between parallel regions: beside Node's own
-      // threads, agent workers or any other busy process, a spinning thread holds the core a
-      // descheduled one needs, and a bf16 training test took 14.8 s instead of 0.95 s on this
-      // project's 2-core machine under load. Read once, when libgomp loads; a user's value wins.
+      // libtorch's OpenMP threads otherwise spin for a long while between parallel regions:
+      // beside Node's own threads, agent workers or any other busy process, a spinning thread
+      // holds the core a descheduled one needs (a bf16 training test took 14.8 s instead of
+      // 0.95 s on this project's 2-core machine under load). A short spin, then sleep, keeps
+      // that away and loses nothing when the machine is idle (a 135M training step 2.55 s, as
+      // with spinning; 2.75 s with no spin at all). Read once, when libgomp loads; a user's
+      // values win.
       process.env["OMP_WAIT_POLICY"] ??= "PASSIVE";
+      process.env["GOMP_SPINCOUNT"] ??= "10000";
       const addon = createRequire(import.meta.url)(path) as LibtorchAddon;
       const missing = REQUIRED.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
       if (missing.length > 0) throw new Error(`it is out of date (no ${missing.join(", ")}); ${REBUILD_ADDON_HINT}`);
