@@ -1,6 +1,6 @@
 // The packed packages installed with npm, from a registry, into a project outside the workspace,
 // as a user's `npm install pbrl` does: @pbrl/core-tensor's install step builds the native addon
-// there, and a training step runs on it. The registry is on 127.0.0.1 and serves the packed
+// there (and the libtorch addon where libtorch is found), and a training step runs on each. The registry is on 127.0.0.1 and serves the packed
 // packages plus every third-party dependency from the workspace's own install, so npm needs no
 // network; its cache and config are the test's own.
 import { execFile, execFileSync } from "node:child_process";
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { installedDependencies, tarInstalled } from "./installed-dependencies.js";
 import { startLoopbackRegistry, type LoopbackRegistry, type RegistryPackage } from "./loopback-registry.js";
 import { isolatedNpmEnv, npm } from "./npm-env.js";
-import { FIXTURE, NATIVE_REQUIRED, REBUILD_COMMAND, type PackageManifest } from "./workspace.js";
+import { FIXTURE, LIBTORCH_REQUIRED, NATIVE_REQUIRED, REBUILD_COMMAND, type PackageManifest } from "./workspace.js";
 
 const MADPO_STEP = path.join(import.meta.dirname, "fixtures/madpo-step.mjs");
 const execFileAsync = promisify(execFile);
@@ -98,6 +98,30 @@ describe("packed packages installed by npm in a project outside the workspace", 
     }
     expect(Number.isFinite(step.loss) && step.loss > 0).toBe(true);
     // Every weight of both agents takes part in the loss, so one AdamW step moves all of them.
+    expect(step.changed).toEqual([step.weights, step.weights]);
+  });
+
+  it("build the libtorch addon in the same install step where libtorch is found, or say how to get it", () => {
+    const line = installLog.split("\n").find((l) => l.startsWith("pbrl libtorch addon: "));
+    expect(line, installLog).toBeDefined();
+    if (LIBTORCH_REQUIRED) {
+      expect(line).toMatch(/^pbrl libtorch addon: built in [\d.]+ s against libtorch \S+ \((CPU|CUDA)\) at \S+: the libtorch backend is available$/);
+    } else if (!line!.includes(": built in ")) {
+      expect(line).toMatch(/^pbrl libtorch addon: not built \(/);
+      expect(line).toContain(REBUILD_COMMAND);
+    }
+  });
+
+  it("run a MADPO training step on the libtorch backend where it was built", async (ctx) => {
+    const built = existsSync(path.join(project, "node_modules/@pbrl/core-tensor/libtorch/build/Release/pbrl_libtorch.node"));
+    expect(built || !LIBTORCH_REQUIRED).toBe(true);
+    if (!built) ctx.skip();
+    copyFileSync(MADPO_STEP, path.join(project, "madpo-step.mjs"));
+    const { stdout } = await execFileAsync(process.execPath, ["madpo-step.mjs", "libtorch", FIXTURE], { cwd: project, env, encoding: "utf8" });
+    const step = JSON.parse(stdout) as { coreTensor: string; backend: string; loss: number; weights: number; changed: number[] };
+    expect(step.coreTensor).toBe(pathToFileURL(path.join(project, "node_modules/@pbrl/core-tensor/dist/index.js")).href);
+    expect(step.backend).toMatch(/^tensor backend: libtorch \(libtorch \d+\.\d+\.\d+, /);
+    expect(Number.isFinite(step.loss) && step.loss > 0).toBe(true);
     expect(step.changed).toEqual([step.weights, step.weights]);
   });
 

@@ -39,7 +39,8 @@ beforeAll(async () => {
   const store = run("pnpm", ["store", "path"], ROOT).trim();
   run("pnpm", ["install", "--offline", "--store-dir", store], scratch);
   builtByPnpm = existsSync(path.join(scratch, "node_modules/@pbrl/core-tensor/native/build/Release/pbrl_native.node"));
-  rebuildLog = await npm(REBUILD_ARGS, scratch, isolatedNpmEnv(path.join(scratch, ".npm")));
+  // The libtorch addon's install is the npm suite's (npm-install.test.ts); here only the native one.
+  rebuildLog = await npm(REBUILD_ARGS, scratch, { ...isolatedNpmEnv(path.join(scratch, ".npm")), PBRL_LIBTORCH: "off" });
 });
 
 afterAll(() => {

@@ -35,6 +35,13 @@ export const FIXTURE = path.join(ROOT, "packages/models/test/fixtures/tiny-llama
 export const NATIVE_REQUIRED =
   process.env["PBRL_REQUIRE_NATIVE"] === "1" || existsSync(path.join(ROOT, "packages/core-tensor/native/build/Release/pbrl_native.node"));
 
+/**
+ * The libtorch addon must build in a scratch project when CI says libtorch is here
+ * (PBRL_REQUIRE_LIBTORCH=1, with PBRL_PYTHON or PBRL_LIBTORCH naming it); otherwise the install
+ * must say why it did not build and how to get it.
+ */
+export const LIBTORCH_REQUIRED = process.env["PBRL_REQUIRE_LIBTORCH"] === "1";
+
 /** npm's arguments in the command every "addon not built" message names (packages/core-tensor/src/addon-hints.ts). */
 export const REBUILD_ARGS = ["rebuild", "@pbrl/core-tensor", "--foreground-scripts"];
 export const REBUILD_COMMAND = ["npm", ...REBUILD_ARGS].join(" ");
