@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadNativeAddon } from "@pbrl/core-tensor";
+import { loadLibtorchAddon, loadNativeAddon, memoryCapacity, nativeThreads, registerMemoryLimit, useBackend } from "@pbrl/core-tensor";
 import { runCli } from "./capture.js";
 import { compileCli, packagesBuilt } from "./compiled-cli.js";
 
@@ -37,6 +37,36 @@ describe("pbrl with too much work for the heap", () => {
     expect(code, err).toBe(2);
     expect(err).toMatch(/pbrl train: not enough memory: this madpo\w* run \(2 agents, .*its largest phase is the training step\) needs about/);
     expect(err).toMatch(/What to do: train on fewer sequences at once \(train_batch_size/);
+  });
+});
+
+const libtorch = loadLibtorchAddon(nativeThreads());
+const libtorchSkip = libtorch.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : libtorch.reason;
+
+describe.skipIf(libtorchSkip !== undefined)(`without --backend, work too large for the heap moves to libtorch${libtorchSkip !== undefined ? ` (skipped: ${libtorchSkip})` : ""}`, () => {
+  it("generate runs there (exit 0) when the default backend cannot hold it, and stays put when --backend names one", async () => {
+    const saved = { backend: process.env["PBRL_BACKEND"], native: process.env["PBRL_NATIVE"] };
+    delete process.env["PBRL_BACKEND"];
+    process.env["PBRL_NATIVE"] = "off"; // the default is then wasm
+    const wasm = memoryCapacity("wasm");
+    registerMemoryLimit("wasm", () => ({ limitBytes: 1 << 16, why: "a test's limit of 64 KB" }));
+    try {
+      const args = ["generate", "--model", TINY, "--prompt", "The cat", "--greedy", "--max_new_tokens", "3", "--json"];
+      const moved = await runCli(args);
+      expect(moved.code, moved.err).toBe(0);
+      expect(moved.err).toMatch(/pbrl: tensor backend: wasm [^\n]*\npbrl generate: does not fit the wasm backend's tensor memory; running on libtorch\npbrl: tensor backend: libtorch /);
+      expect((JSON.parse(moved.out) as { results: { token_ids: number[] }[] }).results[0]!.token_ids).toHaveLength(3);
+      const forced = await runCli([...args, "--backend", "wasm"]);
+      expect(forced.code).toBe(2);
+      expect(forced.err).toMatch(/not enough memory: .*more than the wasm backend can hold: a test's limit of 64 KB/);
+    } finally {
+      registerMemoryLimit("wasm", () => ({ limitBytes: wasm.limitBytes, why: wasm.why }));
+      for (const [k, v] of [["PBRL_BACKEND", saved.backend], ["PBRL_NATIVE", saved.native]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await useBackend("wasm");
+    }
   });
 });
 

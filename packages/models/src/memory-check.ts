@@ -52,7 +52,7 @@ export function checkMemory(estimate: MemoryEstimate, check: MemoryCheck): void 
     `${check.what} needs about ${formatBytes(estimate.tensorBytes)} of tensor memory, more than the ${cap.backend} backend can hold: ` +
       `${cap.why}${held}. Estimated need${host}:\n` +
       `${describeEstimate(estimate)}\n` +
-      `What to do: ${check.advice}, ${UNLIMITED_BACKEND_ADVICE}. See docs/memory.md.`,
+      `What to do: ${check.advice}, ${cap.backend === "native" || cap.backend === "wasm" ? UNLIMITED_BACKEND_ADVICE : "or a machine with more memory"}. See docs/memory.md.`,
     { neededBytes: needed, availableBytes: cap.availableBytes, backend: cap.backend, afterCrash: false },
   );
 }

@@ -5,8 +5,10 @@
  * model is loaded: a device or precision the backend cannot give is an error naming the field,
  * never accepted and ignored.
  */
-import { checkDevice, setComputePrecision, useBackendSetting, type BackendInfo, type BackendSetting } from "@pbrl/core-tensor";
+import { checkDevice, currentBackend, loadLibtorchAddon, MemoryBudgetError, nativeThreads, setComputePrecision, useBackendSetting, type BackendInfo, type BackendSetting } from "@pbrl/core-tensor";
 import { resolveDevices, type DeviceSpec } from "@pbrl/comparators";
+import type { ResolvedAgent } from "./agents.js";
+import { disposeAgents } from "./agents.js";
 import { ConfigError } from "./config/define-config.js";
 
 const DEVICE_FIELDS = ["agent_devices", "reference_devices", "comparator_devices", "reward_model_device", "critic_devices"] as const;
@@ -27,9 +29,31 @@ export interface Compute {
   agentDevices: string[];
 }
 
-/** Starts the backend a config asks for and checks its precision and device fields against it. */
-export async function startCompute(configName: string, args: ComputeArgs, actors: number): Promise<Compute> {
-  const backend = await useBackendSetting(args.backend);
+/** Device names of the config's device fields (null and unset fields give none). */
+function deviceNames(args: ComputeArgs): string[] {
+  return DEVICE_FIELDS.flatMap((field) => {
+    const spec = args[field];
+    return spec === null || spec === undefined ? [] : typeof spec === "string" ? [spec] : [...spec];
+  });
+}
+
+/** Whether backend="auto" may choose libtorch: its addon is built and PBRL_BACKEND does not decide. */
+function libtorchForAuto(): boolean {
+  const forced = process.env["PBRL_BACKEND"];
+  return (forced === undefined || forced === "") && loadLibtorchAddon(nativeThreads()).ok;
+}
+
+/**
+ * Starts the backend a config asks for and checks its precision and device fields against it.
+ * backend="auto" is the default backend (native when built, else wasm: see useDefaultBackend),
+ * except that a run asking for what only libtorch gives — bf16, a device other than the CPU —
+ * starts on libtorch when it is built; {@link startRunAgents} also moves a run there that does
+ * not fit the native heap. `backend` overrides the config's setting.
+ */
+export async function startCompute(configName: string, args: ComputeArgs, actors: number, backendOverride?: BackendSetting): Promise<Compute> {
+  const needsLibtorch = args.bf16 || deviceNames(args).some((d) => d !== "auto" && d !== "cpu");
+  const setting = backendOverride ?? (args.backend === "auto" && needsLibtorch && libtorchForAuto() ? "libtorch" : args.backend);
+  const backend = await useBackendSetting(setting);
   const problems: string[] = [];
   for (const field of DEVICE_FIELDS) {
     const spec = args[field];
@@ -49,4 +73,38 @@ export async function startCompute(configName: string, args: ComputeArgs, actors
   }
   if (problems.length > 0) throw new ConfigError(configName, problems);
   return { backend, agentDevices: resolveDevices(args.agent_devices, actors, "agent_devices").map((d) => (d === backend.device ? "auto" : d)) };
+}
+
+/**
+ * The agents of a run, loaded on the backend it computes on. With backend="auto" the run starts on
+ * the default backend, and when that is native or wasm and the run does not fit their 4 GB heap
+ * (`fits` throws a MemoryBudgetError: the trainer's memory check of the whole run), it moves to
+ * libtorch when that is built, loading the agents again there. Measured on this project's AMD EPYC
+ * (Zen 5): native trains 1.2–1.6× faster than libtorch in float32 at every size its heap holds
+ * (the demo's 1M parameters, 8.8M, 23M, 58M, 134M untied), so libtorch is chosen for what native
+ * cannot do, not before (docs/libtorch-backend.md, "The auto backend").
+ */
+export async function startRunAgents(o: {
+  configName: string;
+  args: ComputeArgs;
+  actors: number;
+  resolve: (devices: string[]) => Promise<ResolvedAgent[]>;
+  fits: (agents: readonly ResolvedAgent[]) => void;
+  log: (line: string) => void;
+}): Promise<{ compute: Compute; agents: ResolvedAgent[] }> {
+  const compute = await startCompute(o.configName, o.args, o.actors);
+  const agents = await o.resolve(compute.agentDevices);
+  const heapBound = currentBackend()?.name === "native" || currentBackend()?.name === "wasm";
+  if (o.args.backend !== "auto" || !heapBound || !libtorchForAuto()) return { compute, agents };
+  try {
+    o.fits(agents);
+    return { compute, agents };
+  } catch (e) {
+    if (!(e instanceof MemoryBudgetError) || e.details.afterCrash) throw e;
+    const need = e.details.neededBytes === undefined ? "" : ` (it needs about ${(e.details.neededBytes / 2 ** 30).toFixed(2)} GB)`;
+    o.log(`pbrl: backend=auto: the run does not fit the ${compute.backend.name} backend's tensor memory${need}; it runs on libtorch`);
+    disposeAgents(agents);
+    const moved = await startCompute(o.configName, o.args, o.actors, "libtorch");
+    return { compute: moved, agents: await o.resolve(moved.agentDevices) };
+  }
 }

@@ -16,7 +16,7 @@ import {
 import { OnDiskReplayBuffer } from "@pbrl/replay";
 import { disposeAgents, resolveAgents, saveAgents, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
-import { startCompute } from "./compute.js";
+import { startRunAgents } from "./compute.js";
 import { buildComparator } from "./comparator-factory.js";
 import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
@@ -122,9 +122,15 @@ export class MADPOIterTrainer {
 
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      const compute = await startCompute(this.configName, this.args, this.task.actors);
+      const { compute, agents } = await startRunAgents({
+        configName: this.configName,
+        args: this.args,
+        actors: this.task.actors,
+        resolve: (devices) => resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized", devices }),
+        fits: (loaded) => checkRunMemory(this.trainerName, this.args, loaded, this.task.formatters, this.options.trainDataset),
+        log: this.log,
+      });
       if (this.args.verbose) this.log(`pbrl: ${compute.backend.description}${this.args.bf16 ? ", bf16 matrix products" : ""}`);
-      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized", devices: compute.agentDevices });
       this.resolved = agents;
       this.checkAgents(agents);
       return agents;

@@ -14,7 +14,7 @@ import {
 } from "@pbrl/preference-data";
 import { disposeAgents, resolveAgents, saveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
-import { startCompute } from "./compute.js";
+import { startRunAgents } from "./compute.js";
 import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
 import type { LearnContext } from "./learn-context.js";
@@ -91,11 +91,17 @@ export class MADPOTrainer {
   /** The agents, loaded on first use (after the backend is chosen). */
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      const compute = await startCompute(this.configName, this.args, this.task.actors);
+      const { compute, agents } = await startRunAgents({
+        configName: this.configName,
+        args: this.args,
+        actors: this.task.actors,
+        resolve: (devices) => resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized", devices }),
+        fits: (loaded) => checkRunMemory(this.trainerName, this.args, loaded, this.task.formatters, this.options.trainDataset),
+        log: this.log,
+      });
       this.backend = compute.backend;
       if (this.args.verbose) this.log(`pbrl: ${this.backend.description}${this.args.bf16 ? ", bf16 matrix products" : ""}`);
       if (this.args.reference_kl_enabled && this.trainerName === "madpo") this.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
-      const agents = await resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized", devices: compute.agentDevices });
       this.resolved = agents;
       this.checkAgents(agents);
       return agents;

@@ -1,7 +1,7 @@
 import { loadPretrained, savePretrained, type SaveDtype } from "@pbrl/models";
 import { isPosInt, optNumber, parseFlags, requireString } from "../args.js";
 import { UsageError, type CliIO } from "../io.js";
-import { backendFlag, startBackend } from "./common.js";
+import { backendFlag, onChosenBackend } from "./common.js";
 
 export const CONVERT_HELP = `pbrl convert --model SRC --out DIR [options]
 
@@ -22,13 +22,14 @@ export async function convertCommand(argv: string[], io: CliIO): Promise<number>
   const dtype = (values.dtype ?? "float32") as SaveDtype;
   if (!DTYPES.includes(dtype)) throw new UsageError(`pbrl convert: --dtype must be one of ${DTYPES.join(", ")}, got ${JSON.stringify(values.dtype)}`);
   const maxShardBytes = optNumber(values.max_shard_bytes, "max_shard_bytes", "convert", isPosInt, "a positive integer");
-  await startBackend(values.backend, io);
-  const p = await loadPretrained(src);
-  try {
-    await savePretrained(out, p, { dtype, ...(maxShardBytes !== undefined ? { maxShardBytes } : {}) });
-    io.err(`pbrl: wrote ${out} (${p.model.numParameters().toLocaleString("en-US")} parameters, ${dtype})\n`);
-    return 0;
-  } finally {
-    p.model.dispose();
-  }
+  return onChosenBackend(values.backend, io, "convert", async () => {
+    const p = await loadPretrained(src);
+    try {
+      await savePretrained(out, p, { dtype, ...(maxShardBytes !== undefined ? { maxShardBytes } : {}) });
+      io.err(`pbrl: wrote ${out} (${p.model.numParameters().toLocaleString("en-US")} parameters, ${dtype})\n`);
+      return 0;
+    } finally {
+      p.model.dispose();
+    }
+  });
 }

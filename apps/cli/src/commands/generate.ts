@@ -2,7 +2,7 @@ import { RngStream } from "@pbrl/core-tensor";
 import { generate } from "@pbrl/models";
 import { isNonNegInt, optNumber, parseFlags, requireString } from "../args.js";
 import { UsageError, type CliIO } from "../io.js";
-import { backendFlag, loadWithTokenizer, startBackend } from "./common.js";
+import { backendFlag, loadWithTokenizer, onChosenBackend } from "./common.js";
 
 export const GENERATE_HELP = `pbrl generate --model DIR --prompt TEXT [options]
 
@@ -52,34 +52,35 @@ export async function generateCommand(argv: string[], io: CliIO): Promise<number
   const asksSampling = temperature !== undefined || topP !== undefined || topK !== undefined || values.seed !== undefined;
   if (values.greedy === true && asksSampling) throw new UsageError("pbrl generate: --greedy cannot be combined with --temperature/--top_p/--top_k/--seed");
 
-  await startBackend(values.backend, io);
-  const p = await loadWithTokenizer(model, "generate");
-  try {
-    const g = p.generation;
-    const greedy = values.greedy === true || (!asksSampling && g.doSample !== true);
-    const text = values.chat === true ? p.tokenizer.applyChatTemplate([{ role: "user", content: prompt }]) : prompt;
-    // A rendered chat template already carries its special tokens.
-    const promptIds = p.tokenizer.encode(text, { addSpecialTokens: values.chat !== true });
-    const eos = g.eosTokenIds.length > 0 ? g.eosTokenIds : p.model.config.eosTokenIds;
-    const out = generate(p.model, [promptIds], {
-      maxNewTokens: maxNew ?? g.maxNewTokens ?? 64,
-      greedy,
-      temperature: temperature ?? g.temperature ?? 1,
-      topP: topP ?? g.topP ?? 1,
-      topK: topK ?? g.topK ?? 0,
-      eosTokenIds: eos,
-      numReturnSequences: n,
-      ...(greedy ? {} : { rng: RngStream.fromSeed(seed, "generate") }),
-      ...(g.padTokenId !== undefined ? { padTokenId: g.padTokenId } : {}),
-    });
-    const results = out.map((o) => ({ token_ids: o.tokens, text: p.tokenizer.decode(o.tokens), finish_reason: o.finishReason }));
-    if (values.json === true) {
-      io.out(JSON.stringify({ prompt: text, prompt_ids: promptIds, greedy, ...(greedy ? {} : { seed }), results }, null, 2) + "\n");
-    } else {
-      for (const r of results) io.out(`${text}${r.text}\n`);
+  return onChosenBackend(values.backend, io, "generate", async () => {
+    const p = await loadWithTokenizer(model, "generate");
+    try {
+      const g = p.generation;
+      const greedy = values.greedy === true || (!asksSampling && g.doSample !== true);
+      const text = values.chat === true ? p.tokenizer.applyChatTemplate([{ role: "user", content: prompt }]) : prompt;
+      // A rendered chat template already carries its special tokens.
+      const promptIds = p.tokenizer.encode(text, { addSpecialTokens: values.chat !== true });
+      const eos = g.eosTokenIds.length > 0 ? g.eosTokenIds : p.model.config.eosTokenIds;
+      const out = generate(p.model, [promptIds], {
+        maxNewTokens: maxNew ?? g.maxNewTokens ?? 64,
+        greedy,
+        temperature: temperature ?? g.temperature ?? 1,
+        topP: topP ?? g.topP ?? 1,
+        topK: topK ?? g.topK ?? 0,
+        eosTokenIds: eos,
+        numReturnSequences: n,
+        ...(greedy ? {} : { rng: RngStream.fromSeed(seed, "generate") }),
+        ...(g.padTokenId !== undefined ? { padTokenId: g.padTokenId } : {}),
+      });
+      const results = out.map((o) => ({ token_ids: o.tokens, text: p.tokenizer.decode(o.tokens), finish_reason: o.finishReason }));
+      if (values.json === true) {
+        io.out(JSON.stringify({ prompt: text, prompt_ids: promptIds, greedy, ...(greedy ? {} : { seed }), results }, null, 2) + "\n");
+      } else {
+        for (const r of results) io.out(`${text}${r.text}\n`);
+      }
+      return 0;
+    } finally {
+      p.model.dispose();
     }
-    return 0;
-  } finally {
-    p.model.dispose();
-  }
+  });
 }

@@ -1,7 +1,7 @@
 import { scoreCompletions } from "@pbrl/models";
 import { parseFlags, requireString } from "../args.js";
 import { UsageError, type CliIO } from "../io.js";
-import { backendFlag, loadWithTokenizer, startBackend } from "./common.js";
+import { backendFlag, loadWithTokenizer, onChosenBackend } from "./common.js";
 
 export const SCORE_HELP = `pbrl score --model DIR --prompt TEXT --completion TEXT [options]
 
@@ -21,29 +21,31 @@ export async function scoreCommand(argv: string[], io: CliIO): Promise<number> {
   );
   const model = requireString(values.model, "model", "score");
   const prompt = requireString(values.prompt, "prompt", "score");
-  if (typeof values.completion !== "string") throw new UsageError("pbrl score: --completion is required");
-  await startBackend(values.backend, io);
-  const p = await loadWithTokenizer(model, "score");
-  try {
-    const promptIds = p.tokenizer.encode(prompt);
-    const completionIds = p.tokenizer.encode(values.completion, { addSpecialTokens: false });
-    if (values.add_eos === true) {
-      // generation_config's first EOS is the end-of-turn token of chat models (e.g. <|im_end|>).
-      const eos = p.generation.eosTokenIds[0] ?? p.tokenizer.eosTokenId ?? p.model.config.eosTokenIds[0];
-      if (eos === undefined) throw new UsageError("pbrl score: --add_eos given but the checkpoint names no EOS token");
-      completionIds.push(eos);
+  const completion = values.completion;
+  if (typeof completion !== "string") throw new UsageError("pbrl score: --completion is required");
+  return onChosenBackend(values.backend, io, "score", async () => {
+    const p = await loadWithTokenizer(model, "score");
+    try {
+      const promptIds = p.tokenizer.encode(prompt);
+      const completionIds = p.tokenizer.encode(completion, { addSpecialTokens: false });
+      if (values.add_eos === true) {
+        // generation_config's first EOS is the end-of-turn token of chat models (e.g. <|im_end|>).
+        const eos = p.generation.eosTokenIds[0] ?? p.tokenizer.eosTokenId ?? p.model.config.eosTokenIds[0];
+        if (eos === undefined) throw new UsageError("pbrl score: --add_eos given but the checkpoint names no EOS token");
+        completionIds.push(eos);
+      }
+      const r = scoreCompletions(p.model, [{ promptIds, completionIds }]);
+      const tokenLogProbs = r.tokenLogProbs[0]!;
+      const sum = r.sums[0]!;
+      if (values.json === true) {
+        io.out(JSON.stringify({ prompt_ids: promptIds, completion_ids: completionIds, token_logprobs: tokenLogProbs, sum }, null, 2) + "\n");
+      } else {
+        completionIds.forEach((id, i) => io.out(`${String(id).padStart(8)}  ${tokenLogProbs[i]!.toFixed(6).padStart(12)}  ${JSON.stringify(p.tokenizer.decode([id], { skipSpecialTokens: false }))}\n`));
+        io.out(`sum log-prob: ${sum.toFixed(6)} over ${completionIds.length} tokens\n`);
+      }
+      return 0;
+    } finally {
+      p.model.dispose();
     }
-    const r = scoreCompletions(p.model, [{ promptIds, completionIds }]);
-    const tokenLogProbs = r.tokenLogProbs[0]!;
-    const sum = r.sums[0]!;
-    if (values.json === true) {
-      io.out(JSON.stringify({ prompt_ids: promptIds, completion_ids: completionIds, token_logprobs: tokenLogProbs, sum }, null, 2) + "\n");
-    } else {
-      completionIds.forEach((id, i) => io.out(`${String(id).padStart(8)}  ${tokenLogProbs[i]!.toFixed(6).padStart(12)}  ${JSON.stringify(p.tokenizer.decode([id], { skipSpecialTokens: false }))}\n`));
-      io.out(`sum log-prob: ${sum.toFixed(6)} over ${completionIds.length} tokens\n`);
-    }
-    return 0;
-  } finally {
-    p.model.dispose();
-  }
+  });
 }

@@ -1,3 +1,5 @@
+import { freemem, totalmem } from "node:os";
+import { registerMemoryLimit } from "../memory-capacity.js";
 import { tf } from "../tf.js";
 import type { LibtorchAddon } from "./addon.js";
 import { LibtorchBackend } from "./backend.js";
@@ -11,5 +13,10 @@ const LIBTORCH_PRIORITY = 0;
 export function registerLibtorchBackend(addon: LibtorchAddon): void {
   if (tf.findBackendFactory(LIBTORCH_BACKEND_NAME) !== null) return;
   registerLibtorchKernels(LIBTORCH_BACKEND_NAME);
+  // Tensors in host memory: what the machine has free now, beside what pbrl's tensors already hold.
+  registerMemoryLimit(LIBTORCH_BACKEND_NAME, () => ({
+    limitBytes: freemem() + tf.memory().numBytes,
+    why: `its tensors live in host memory (${(freemem() / 2 ** 30).toFixed(1)} GB free of ${(totalmem() / 2 ** 30).toFixed(1)} GB now)`,
+  }));
   tf.registerBackend(LIBTORCH_BACKEND_NAME, () => new LibtorchBackend(addon), LIBTORCH_PRIORITY);
 }
