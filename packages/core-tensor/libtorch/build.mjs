@@ -13,7 +13,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildAddon, REBUILD_HINT, say } from "../native/addon-builder.mjs";
+import { buildAddon, missingLibrary, REBUILD_HINT, say } from "../native/addon-builder.mjs";
 
 const ADDON = "pbrl libtorch addon";
 const HOW =
@@ -59,13 +59,17 @@ if (where.dir === undefined) {
 const dir = path.resolve(where.dir);
 const cuda = existsSync(path.join(dir, "lib", process.platform === "darwin" ? "libtorch_cuda.dylib" : "libtorch_cuda.so"));
 const addonDir = path.dirname(fileURLToPath(import.meta.url));
+// Float32 products on the CPU may go to OpenBLAS where it is installed (and measures faster than
+// ATen's at load time): linked when the compiler finds it, otherwise left out.
+const openblas = missingLibrary(["openblas"]) === undefined;
+const nativeSrc = path.join(addonDir, "..", "native", "src");
 const r = buildAddon({
   addonDir,
   target: "pbrl_libtorch",
-  // The vectorisable exp of the native addon, for the fused log-softmax loops.
-  extraFiles: { "src/exp.h": path.join(addonDir, "..", "native", "src", "exp.h") },
+  // Shared with the native addon: the vectorisable exp (fused log-softmax loops) and OpenBLAS.
+  extraFiles: { "src/exp.h": path.join(nativeSrc, "exp.h"), "src/blas.h": path.join(nativeSrc, "blas.h") },
   probe: `(i => "libtorch " + i.torchVersion + (i.cuda ? " (CUDA)" : " (CPU)"))(a.init(1))`,
-  env: { PBRL_LIBTORCH_DIR: dir, PBRL_LIBTORCH_CUDA: cuda ? "1" : "0" },
+  env: { PBRL_LIBTORCH_DIR: dir, PBRL_LIBTORCH_CUDA: cuda ? "1" : "0", PBRL_LIBTORCH_OPENBLAS: openblas ? "1" : "0" },
 });
 if (r.status === "failed") say(ADDON, `not built against ${dir} (${r.reason}; full log: ${r.logPath}); ${HOW}`);
 else if (r.status === "does-not-load") say(ADDON, `built against ${dir} but does not load (${r.reason}); ${HOW}`);

@@ -72,7 +72,7 @@ export function reasonFrom(output) {
  * is wrong). Takes a fraction of a second, where compiling an addon and failing at its link takes
  * many: the install step runs once per linked copy in some layouts.
  */
-function missingLibrary(libraries) {
+export function missingLibrary(libraries) {
   if (libraries.length === 0) return undefined;
   const cxx = process.env["CXX"] || "g++"; // make's default, which node-gyp's Makefiles use
   const ldflags = (process.env["LDFLAGS"] ?? "").split(/\s+/).filter(Boolean);

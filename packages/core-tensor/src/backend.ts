@@ -95,7 +95,7 @@ export async function useBackend(name: BackendName = "wasm"): Promise<BackendInf
     registerLibtorchBackend(load.addon);
     const i = load.info;
     const cuda = i.cudaDevices > 0 ? `, CUDA with ${i.cudaDevices} device${i.cudaDevices === 1 ? "" : "s"}` : "";
-    detail = ` (libtorch ${i.torchVersion}, ATen ${i.cpuCapability} CPU kernels${i.mkl ? " with MKL" : ""}${i.mkldnn ? " and oneDNN" : ""}, ${i.threads} thread${i.threads === 1 ? "" : "s"}${cuda})`;
+    detail = ` (libtorch ${i.torchVersion}, ATen ${i.cpuCapability} CPU kernels${i.mkl ? " with MKL" : ""}${i.mkldnn ? " and oneDNN" : ""}, float32 CPU products: ${load.gemm.reason}; ${i.threads} thread${i.threads === 1 ? "" : "s"}${cuda})`;
   }
   if (current?.name === name && tf.getBackend() === name) return current;
   if (name === "tensorflow") {

@@ -1,7 +1,7 @@
 export { tf } from "./tf.js";
 export { useBackend, useBackendSetting, useDefaultBackend, ensureBackend, currentBackend, parseBackendName, BACKEND_NAMES, BackendUnavailableError } from "./backend.js";
 export type { BackendName, BackendInfo, BackendSetting } from "./backend.js";
-export { applyBlasCoreChoice, blasCoreType, loadNativeAddon, nativeAddonPath, nativeThreads, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS, FUSED_KERNEL_NAMES } from "./native-backend.js";
+export { applyBlasCoreChoice, loadNativeAddon, nativeAddonPath, nativeThreads, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS, FUSED_KERNEL_NAMES } from "./native-backend.js";
 export { fusedKernelsActive, transposesAreFree } from "./backend-traits.js";
 export { installLeanGradients, uninstallLeanGradients } from "./lean-gradients.js";
 export { checkDevice, deviceOf, DeviceUnavailableError, onDevice, toDevice } from "./devices.js";
@@ -16,7 +16,7 @@ export { LIBTORCH_KERNEL_NAMES } from "./libtorch/kernels.js";
 export { libtorchSampleRows } from "./libtorch/sampling.js";
 export { LibtorchDecoder } from "./libtorch/decode.js";
 export type { RowSampling } from "./libtorch/sampling.js";
-export { chooseBlasCore, describeCpuFeatures } from "./blas-kernels.js";
+export { blasCoreType, chooseBlasCore, describeCpuFeatures } from "./blas-kernels.js";
 export type { BlasCoreChoice, CpuFeatures } from "./blas-kernels.js";
 export { RngStream, RngStreams } from "./rng.js";
 export type { RngState, RngStreamsState } from "./rng.js";

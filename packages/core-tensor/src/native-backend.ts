@@ -24,7 +24,7 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { DataType, KernelConfig, KernelFunc, NamedAttrMap, NamedTensorInfoMap, TensorInfo } from "@tensorflow/tfjs-core";
 import { REBUILD_ADDON_HINT } from "./addon-hints.js";
-import { chooseBlasCore, type CpuFeatures } from "./blas-kernels.js";
+import { blasCoreType, chooseAndApplyBlasCore, withBlasCore, type CpuFeatures } from "./blas-kernels.js";
 import { tf } from "./tf.js";
 
 /** What the addon reports about its threads and the OpenBLAS it is linked against. */
@@ -184,41 +184,10 @@ export function nativeThreads(): number {
   return Number.isInteger(n) && n >= 1 ? n : availableParallelism();
 }
 
-/**
- * OPENBLAS_CORETYPE while pbrl's addon loads OpenBLAS (which reads it once, then):
- * `PBRL_BLAS_CORETYPE` when set, else none, so that OpenBLAS first picks its kernels itself and
- * pbrl then checks that pick against the CPU's instruction sets (see blas-kernels.ts). An inherited
- * OPENBLAS_CORETYPE is not applied: machines like this one set it to Haswell for every program,
- * which held the addon to AVX2 kernels on a Zen 5 with AVX-512 (a bench training step's matrix
- * products 249 → 147 ms with AVX-512 kernels; PyTorch's MKL uses AVX-512 there too).
- */
-export function blasCoreType(env: NodeJS.ProcessEnv): string | undefined {
-  const chosen = env["PBRL_BLAS_CORETYPE"] ?? "";
-  return chosen !== "" ? chosen : undefined;
-}
-
-/**
- * Checks the kernel family OpenBLAS loaded with against the CPU's instruction sets and switches
- * it when it is older (see {@link chooseBlasCore}); `override` is PBRL_BLAS_CORETYPE, applied at load.
- */
+/** Checks OpenBLAS's kernel family against the CPU's instruction sets (see blas-kernels.ts). */
 export function applyBlasCoreChoice(addon: NativeAddon, override: string | undefined): { info: NativeAddonInfo; reason: string } {
-  const choice = chooseBlasCore({ features: addon.cpuFeatures(), detected: addon.info().blasCore, available: addon.blasCores(), override });
-  if (choice.switchTo === undefined) return { info: addon.info(), reason: choice.reason };
-  const now = addon.setBlasCore(choice.switchTo);
-  return { info: addon.info(), reason: now === choice.switchTo ? choice.reason : `${choice.switchTo} was chosen but OpenBLAS kept ${now}` };
-}
-
-/** Runs `load` (which loads OpenBLAS) with OPENBLAS_CORETYPE = core (unset when undefined), then restores it for child processes. */
-function withBlasCore<T>(core: string | undefined, load: () => T): T {
-  const before = process.env["OPENBLAS_CORETYPE"];
-  if (core === undefined) delete process.env["OPENBLAS_CORETYPE"];
-  else process.env["OPENBLAS_CORETYPE"] = core;
-  try {
-    return load();
-  } finally {
-    if (before === undefined) delete process.env["OPENBLAS_CORETYPE"];
-    else process.env["OPENBLAS_CORETYPE"] = before;
-  }
+  const reason = chooseAndApplyBlasCore({ cpuFeatures: () => addon.cpuFeatures(), blasCores: () => addon.blasCores(), setBlasCore: (n) => addon.setBlasCore(n), currentCore: () => addon.info().blasCore }, override);
+  return { info: addon.info(), reason };
 }
 
 /** Every function of {@link NativeAddon}, checked when the addon loads. */

@@ -136,7 +136,7 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
   it("is available and says which libtorch runs it", async () => {
     expect(load.ok, load.ok ? "" : load.reason).toBe(true);
     const info = await useBackend("libtorch");
-    expect(info.description).toMatch(/^tensor backend: libtorch \(libtorch \d+\.\d+\.\d+, ATen \w+ CPU kernels.*, \d+ threads?.*\), tfjs 4\.22\.0$/);
+    expect(info.description).toMatch(/^tensor backend: libtorch \(libtorch \d+\.\d+\.\d+, ATen \w+ CPU kernels.*, float32 CPU products: (OpenBLAS \w+ kernels \(.+\), measured \d+ GFLOPS to ATen's \d+|ATen's, measured .+|this addon was built without OpenBLAS|set by PBRL_LIBTORCH_GEMM.*); \d+ threads?.*\), tfjs 4\.22\.0$/);
     for (const name of [...LIBTORCH_KERNEL_NAMES, ...FUSED_KERNEL_NAMES]) expect(tf.getKernel(name, "libtorch"), name).toBeDefined();
   });
 
@@ -147,6 +147,26 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
       await expectSame("libtorch", f, 2e-6).catch((e: unknown) => {
         throw new Error(`${name}: ${e instanceof Error ? e.message : String(e)}`);
       });
+    }
+  });
+
+  it("computes float32 products alike through OpenBLAS and ATen, transposed, strided and empty operands included", async () => {
+    if (!load.ok) return;
+    const blas = load.addon.blasInfo();
+    const cases = (): tf.Tensor[] => [
+      tf.matMul(rand([37, 53], 20), rand([53, 29], 21)),
+      tf.matMul(rand([53, 37], 22), rand([29, 53], 23), true, true),
+      tf.matMul(tf.slice(rand([40, 60], 24), [0, 5], [40, 50]), rand([50, 7], 25)), // a strided slice
+      tf.matMul(rand([1, 64], 26), rand([64, 1], 27)),
+      tf.matMul(tf.zeros([4, 0]), tf.zeros([0, 3])),
+    ];
+    try {
+      for (const openblas of blas.linked ? [true, false] : [false]) {
+        load.addon.useOpenBlas(openblas, 2);
+        await expectSame("libtorch", cases, 1e-5);
+      }
+    } finally {
+      load.addon.useOpenBlas(blas.chosen, 2);
     }
   });
 

@@ -80,9 +80,9 @@ export async function startCompute(configName: string, args: ComputeArgs, actors
  * the default backend, and when that is native or wasm and the run does not fit their 4 GB heap
  * (`fits` throws a MemoryBudgetError: the trainer's memory check of the whole run), it moves to
  * libtorch when that is built, loading the agents again there. Measured on this project's AMD EPYC
- * (Zen 5): native trains 1.2–1.6× faster than libtorch in float32 at every size its heap holds
- * (the demo's 1M parameters, 8.8M, 23M, 58M, 134M untied), so libtorch is chosen for what native
- * cannot do, not before (docs/libtorch-backend.md, "The auto backend").
+ * (Zen 5): native trains as fast as libtorch in float32 or faster (0.95–1.27×) at every size its
+ * heap holds (the demo's 1M parameters, 23M, 58M, 134M untied), so libtorch is chosen for what
+ * native cannot do, not before (docs/libtorch-backend.md, "The auto backend").
  */
 export async function startRunAgents(o: {
   configName: string;

@@ -108,6 +108,7 @@ void RegisterFused(napi_env env, napi_value exports);
 void RegisterAttention(napi_env env, napi_value exports);
 void RegisterSampling(napi_env env, napi_value exports);
 void RegisterDecode(napi_env env, napi_value exports);
+void RegisterBlas(napi_env env, napi_value exports);
 
 // The caching allocator for large CPU tensors (allocator.cc), installed once per process.
 void InstallCpuAllocator();
@@ -115,5 +116,7 @@ size_t CpuCacheBytes();
 
 // Matrix product of float tensors honouring Bf16Compute(): bfloat16 inside, float32 out.
 at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b);
+// at::matmul, or OpenBLAS's sgemm for two 2-D float32 CPU tensors when chosen (blas.cc).
+at::Tensor CpuFloatMatmul(const at::Tensor& a, const at::Tensor& b);
 
 }  // namespace pbrl

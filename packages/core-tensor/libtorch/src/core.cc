@@ -206,5 +206,6 @@ NAPI_MODULE_INIT() {
   pbrl::RegisterAttention(env, exports);
   pbrl::RegisterSampling(env, exports);
   pbrl::RegisterDecode(env, exports);
+  pbrl::RegisterBlas(env, exports);
   return exports;
 }

@@ -1,5 +1,6 @@
 // Matrix products: tfjs's BatchMatMul and _FusedMatMul (bias and activation) through ATen's
-// matmul (MKL / oneDNN on CPU, cuBLAS on CUDA); transposed operands are strided views, never copies.
+// matmul (MKL / oneDNN on CPU, cuBLAS on CUDA) or, for float32 on the CPU where chosen, OpenBLAS
+// (blas.cc); transposed operands are strided views, never copies.
 #include "common.h"
 
 namespace pbrl {
@@ -9,7 +10,7 @@ at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b) {
   if (Bf16Compute() && (a.scalar_type() == at::kFloat || half(a)) && (b.scalar_type() == at::kFloat || half(b))) {
     return at::matmul(half(a) ? a : a.to(at::kBFloat16), half(b) ? b : b.to(at::kBFloat16)).to(at::kFloat);
   }
-  return at::matmul(a, b);
+  return CpuFloatMatmul(a, b);
 }
 
 namespace {

@@ -24,30 +24,12 @@
 #include <thread>
 #include <vector>
 
+#include "blas.h"
 #include "exp.h"
 
-// The few OpenBLAS entry points used, declared here so that no cblas.h (whose location differs
-// between distributions) is needed; only libopenblas to link against. LP64 OpenBLAS: int indices.
-extern "C" {
-void cblas_sgemm(int order, int transA, int transB, int M, int N, int K, float alpha, const float* A, int lda,
-                 const float* B, int ldb, float beta, float* C, int ldc);
-void cblas_sgemv(int order, int trans, int M, int N, float alpha, const float* A, int lda, const float* x, int incx,
-                 float beta, float* y, int incy);
-void openblas_set_num_threads(int n);
-int openblas_get_num_threads(void);
-char* openblas_get_config(void);
-char* openblas_get_corename(void);
-// A DYNAMIC_ARCH OpenBLAS (what distributions ship) picks its kernels once, when it loads; these
-// re-run that choice. Weak: another OpenBLAS build lacks them, and then the kernels stay as loaded.
-void gotoblas_dynamic_init(void) __attribute__((weak));
-void gotoblas_dynamic_quit(void) __attribute__((weak));
-// The kernel tables pbrl may switch to, also weak: null where this OpenBLAS has no such core.
-extern char gotoblas_SANDYBRIDGE __attribute__((weak));
-extern char gotoblas_HASWELL __attribute__((weak));
-extern char gotoblas_SKYLAKEX __attribute__((weak));
-extern char gotoblas_COOPERLAKE __attribute__((weak));
-}
-static const int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+using pbrl_blas::kNoTrans;
+using pbrl_blas::kRowMajor;
+using pbrl_blas::kTrans;
 
 // Hot loops get AVX-512 and AVX2+FMA clones next to the baseline one, picked at load time, so the
 // addon stays correct on any x86-64 machine it is copied to and fast on the one it was built on.
@@ -1467,54 +1449,15 @@ static napi_value Sample(napi_env env, napi_callback_info info) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// CPU features and OpenBLAS's kernels. OpenBLAS picks its kernels from a table of CPU models and
-// falls back to its oldest (Prescott) on a model it does not know, such as a VM reporting a
-// generic one; pbrl reads the instruction sets instead (src/blas-kernels.ts decides).
+// CPU features and OpenBLAS's kernel family (blas.h; src/blas-kernels.ts decides).
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
-#endif
-
-// cpuFeatures(): {avx, fma, avx2, avx512f, avx512dq, avx512cd, avx512bw, avx512vl, avx512bf16,
-// amx}, each true only when both the CPU and the operating system (XCR0) support it.
+// cpuFeatures(): {avx, fma, avx2, avx512f, …, avx512bf16, amx}.
 static napi_value CpuFeatures(napi_env env, napi_callback_info) {
-  bool avx = false, fma = false, avx2 = false, f = false, dq = false, cd = false, bw = false, vl = false, bf16 = false,
-       amx = false;
-#if defined(__x86_64__) && defined(__GNUC__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid(1, &a, &b, &c, &d)) {
-    uint64_t xcr0 = 0;
-    if (c & (1u << 27)) {  // OSXSAVE: XGETBV is usable
-      unsigned lo, hi;
-      __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-      xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
-    }
-    const bool os_ymm = (xcr0 & 0x6) == 0x6, os_zmm = (xcr0 & 0xe6) == 0xe6, os_amx = (xcr0 & 0x60000) == 0x60000;
-    avx = os_ymm && (c & (1u << 28));
-    fma = os_ymm && (c & (1u << 12));
-    if (__get_cpuid_max(0, nullptr) >= 7) {
-      __cpuid_count(7, 0, a, b, c, d);
-      avx2 = os_ymm && (b & (1u << 5));
-      f = os_zmm && (b & (1u << 16));
-      dq = os_zmm && (b & (1u << 17));
-      cd = os_zmm && (b & (1u << 28));
-      bw = os_zmm && (b & (1u << 30));
-      vl = os_zmm && (b & (1u << 31));
-      amx = os_amx && (d & (1u << 24)) && (d & (1u << 22));  // AMX-TILE and AMX-BF16
-      __cpuid_count(7, 1, a, b, c, d);
-      bf16 = os_zmm && (a & (1u << 5));
-    }
-  }
-#endif
   napi_value obj, v;
   napi_create_object(env, &obj);
-  const std::pair<const char*, bool> fields[] = {{"avx", avx},           {"fma", fma},           {"avx2", avx2},
-                                                 {"avx512f", f},         {"avx512dq", dq},       {"avx512cd", cd},
-                                                 {"avx512bw", bw},       {"avx512vl", vl},       {"avx512bf16", bf16},
-                                                 {"amx", amx}};
-  for (const auto& field : fields) {
-    napi_get_boolean(env, field.second, &v);
-    napi_set_named_property(env, obj, field.first, v);
+  for (const auto& [name, on] : pbrl_blas::CpuFeatures()) {
+    napi_get_boolean(env, on, &v);
+    napi_set_named_property(env, obj, name, v);
   }
   return obj;
 }
@@ -1523,24 +1466,15 @@ static napi_value CpuFeatures(napi_env env, napi_callback_info) {
 static napi_value BlasCores(napi_env env, napi_callback_info) {
   napi_value arr, v;
   napi_create_array(env, &arr);
-  if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) return arr;
-  const std::pair<const char*, const void*> cores[] = {{"Sandybridge", &gotoblas_SANDYBRIDGE},
-                                                       {"Haswell", &gotoblas_HASWELL},
-                                                       {"SkylakeX", &gotoblas_SKYLAKEX},
-                                                       {"Cooperlake", &gotoblas_COOPERLAKE}};
   uint32_t n = 0;
-  for (const auto& core : cores) {
-    if (core.second == nullptr) continue;
-    napi_create_string_utf8(env, core.first, NAPI_AUTO_LENGTH, &v);
+  for (const char* core : pbrl_blas::SwitchableCores()) {
+    napi_create_string_utf8(env, core, NAPI_AUTO_LENGTH, &v);
     napi_set_element(env, arr, n++, v);
   }
   return arr;
 }
 
-// setBlasCore(name): re-runs OpenBLAS's kernel choice with OPENBLAS_CORETYPE=name (the variable
-// restored afterwards) and returns the core now in use. Once per process in effect: kernels of
-// other threads (agent workers) may be running, so a core already in use is never re-chosen.
-static std::mutex g_blas_core_mu;
+// setBlasCore(name): switches OpenBLAS's kernel family and returns the one now in use.
 static napi_value SetBlasCore(napi_env env, napi_callback_info info) {
   Args a(env, info);
   napi_value arg = a.Arg(0);
@@ -1551,26 +1485,13 @@ static napi_value SetBlasCore(napi_env env, napi_callback_info info) {
     a.Fail("setBlasCore: the core name must be a string");
     return nullptr;
   }
-  if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) {
+  std::string now;
+  if (!pbrl_blas::SwitchCore(name, &now)) {
     a.Fail("setBlasCore: this OpenBLAS cannot switch kernels (not a DYNAMIC_ARCH build)");
     return nullptr;
   }
-  {
-    std::lock_guard<std::mutex> lock(g_blas_core_mu);
-    const char* now = openblas_get_corename();
-    if (now == nullptr || strcasecmp(now, name) != 0) {
-      const char* before = getenv("OPENBLAS_CORETYPE");
-      const std::string saved = before ? before : "";
-      setenv("OPENBLAS_CORETYPE", name, 1);
-      gotoblas_dynamic_quit();
-      gotoblas_dynamic_init();
-      if (before) setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
-      else unsetenv("OPENBLAS_CORETYPE");
-    }
-  }
-  const char* core = openblas_get_corename();
   napi_value v;
-  napi_create_string_utf8(env, core ? core : "", NAPI_AUTO_LENGTH, &v);
+  napi_create_string_utf8(env, now.c_str(), now.size(), &v);
   return v;
 }
 
