@@ -57,6 +57,15 @@ at::Tensor OpenBlasMatmul(at::Tensor a, at::Tensor b) {
   if (m == 0 || n == 0) return out;
   if (k == 0) return out.zero_();
   if (openblas_get_num_threads() != BlasThreads()) openblas_set_num_threads(BlasThreads());
+  if (m == 1 && a.stride(1) == 1) {
+    // One row (a decoding step at batch 1): a matrix-vector product reads each weight once, where
+    // sgemm would first pack the whole matrix. y = bᵀ·x: b as stored is [k, n] (NoTrans) or [n, k].
+    const int rows = tb == pbrl_blas::kNoTrans ? static_cast<int>(k) : static_cast<int>(n);
+    const int cols = tb == pbrl_blas::kNoTrans ? static_cast<int>(n) : static_cast<int>(k);
+    cblas_sgemv(pbrl_blas::kRowMajor, tb == pbrl_blas::kNoTrans ? pbrl_blas::kTrans : pbrl_blas::kNoTrans, rows, cols, 1.f, b.data_ptr<float>(),
+                static_cast<int>(ldb), a.data_ptr<float>(), 1, 0.f, out.data_ptr<float>(), 1);
+    return out;
+  }
   cblas_sgemm(pbrl_blas::kRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.f, a.data_ptr<float>(),
               static_cast<int>(lda), b.data_ptr<float>(), static_cast<int>(ldb), 0.f, out.data_ptr<float>(), static_cast<int>(n));
   return out;

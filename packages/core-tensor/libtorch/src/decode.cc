@@ -53,7 +53,8 @@ at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
     at::Tensor y = at::linear(x.to(at::kBFloat16), w).to(at::kFloat);
     return b.defined() ? y.add_(b) : y;
   }
-  return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+  at::Tensor y = CpuFloatMatmul(x, w.t());  // OpenBLAS where chosen (blas.cc)
+  return b.defined() ? y.add_(b) : y;
 }
 
 // decoderCreate(weightIds (−1 for an absent bias), [batch, hidden, heads, kvHeads, headDim, vocab,
