@@ -34,6 +34,9 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
       [17, 64, 33],
       [128, 256, 96],
       [1, 300, 8000], // one row: sgemv
+      [2, 40, 37], // a few rows times a weight as stored (few_rows.h): whole and partial lanes and tiles
+      [8, 33, 11],
+      [9, 40, 37], // past the few-rows limit
       [5, 7, 1], // one column: sgemv
       [300, 64, 1],
     ] as const) {
@@ -43,6 +46,7 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
         }
       }
     }
+    await expectSame(backend, () => tf.matMul(tf.slice(rand([6, 60], 3), [0, 5], [6, 40]), rand([37, 40], 4), false, true)); // rows with a stride
     await expectSame(backend, () => tf.matMul(tf.zeros([4, 0]), tf.zeros([0, 3]))); // K = 0: zeros
     await expectSame(backend, () => tf.matMul(tf.zeros([0, 5]), rand([5, 3], 2)));
   });

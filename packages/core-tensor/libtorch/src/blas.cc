@@ -2,10 +2,14 @@
 // chooses it (core-tensor/src/libtorch/addon.ts measures both at load time): on an AMD EPYC (Zen 5)
 // OpenBLAS's AVX-512 sgemm ran 400–450 GFLOPS where ATen's (MKL's, whose fast paths are Intel's)
 // ran 190–210 on the same two cores. Also the CPU-feature choice of OpenBLAS's kernel family,
-// shared with the native addon (native/src/blas.h).
+// shared with the native addon (native/src/blas.h); and a few rows times a weight by pbrl's own kernel
+// (native/src/few_rows.h), which beats both there.
 #include <chrono>
 
+#include <ATen/Parallel.h>
+
 #include "common.h"
+#include "few_rows.h"
 
 #if PBRL_WITH_OPENBLAS
 #include "blas.h"
@@ -74,9 +78,30 @@ at::Tensor OpenBlasMatmul(at::Tensor a, at::Tensor b) {
 
 constexpr int64_t kIntMax = 2147483647;
 
+// A few float32 rows on the CPU times a linear layer's weight as stored ([n, k], seen through its
+// transpose): pbrl's kernel (native/src/few_rows.h) reads the weight once, where sgemm packs it.
+bool FewRows(const at::Tensor& a, const at::Tensor& b) {
+  return a.dim() == 2 && b.dim() == 2 && a.size(0) <= pbrl_few_rows::MaxRows() && a.size(1) > 0 && a.stride(1) == 1 &&
+         b.stride(0) == 1 && b.stride(1) == b.size(0) && a.device().is_cpu() && b.device().is_cpu() &&
+         a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat;
+}
+
+at::Tensor FewRowsMatmul(const at::Tensor& a, const at::Tensor& b) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  at::Tensor out = at::empty({m, n}, a.options());
+  const float* x = a.data_ptr<float>();
+  const float* w = b.data_ptr<float>();
+  float* y = out.data_ptr<float>();
+  // Waking the intra-op threads costs tens of µs: split only ≥ 2^17 multiply-adds per thread.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 17) / (m * k));
+  at::parallel_for(0, n, grain, [&](int64_t lo, int64_t hi) { pbrl_few_rows::FewRowsLinear(x, a.stride(0), w, y, n, m, lo, hi, k); });
+  return out;
+}
+
 }  // namespace
 
 at::Tensor CpuFloatMatmul(const at::Tensor& a, const at::Tensor& b) {
+  if (FewRows(a, b)) return FewRowsMatmul(a, b);
 #if PBRL_WITH_OPENBLAS
   const bool fits = a.dim() == 2 && b.dim() == 2 && a.size(0) < kIntMax && a.size(1) < kIntMax && b.size(1) < kIntMax;
   if (OpenBlasChosen() && fits && a.device().is_cpu() && b.device().is_cpu() && a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat) {

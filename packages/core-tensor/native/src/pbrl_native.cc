@@ -26,6 +26,7 @@
 
 #include "blas.h"
 #include "exp.h"
+#include "few_rows.h"
 
 using pbrl_blas::kNoTrans;
 using pbrl_blas::kRowMajor;
@@ -1221,39 +1222,14 @@ static napi_value AttentionGrad(napi_env env, napi_callback_info info) {
 enum { kEmbed = 0, kFinalNorm = 1, kLmHead = 2, kLayer0 = 3, kPerLayer = 16 };
 enum { kInNorm = 0, kQ, kK, kV, kO, kQB, kKB, kVB, kOB, kPostNorm, kGate, kUp, kDown, kGateB, kUpB, kDownB };
 
-// y[i, j] = x[i] · W[j] for output columns [j0, j1) of a few rows: each weight row is read once for
-// all rows, while sgemm would first pack the whole weight matrix, which costs more than the
-// product when the rows are few. Eight lanes of partial sums, so the compiler vectorises the dot.
-static inline float Lanes(const float* acc) {
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-PBRL_CLONES static void FewRowsLinear(const float* x, const float* w, float* y, int64_t b, int64_t j0, int64_t j1, int64_t in, int64_t out) {
-  for (int64_t j = j0; j < j1; j++) {
-    const float* wj = w + j * in;
-    for (int64_t i = 0; i < b; i++) {
-      const float* xi = x + i * in;
-      float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-      int64_t k = 0;
-      for (; k + 8 <= in; k += 8)
-        for (int l = 0; l < 8; l++) acc[l] += xi[k + l] * wj[k + l];
-      float sum = Lanes(acc);
-      for (; k < in; k++) sum += xi[k] * wj[k];
-      y[i * out + j] = sum;
-    }
-  }
-}
-
-static const int64_t kFewRows = 2;
-
-// y [b, out] = x [b, in] · Wᵀ (+ bias), W [out, in]. One or two rows by FewRowsLinear; more by
+// y [b, out] = x [b, in] · Wᵀ (+ bias), W [out, in]. Up to MaxRows() rows by FewRowsLinear (few_rows.h); more by
 // single-threaded sgemms on slices of the output columns, one per pool thread (OpenBLAS's own
 // threads cost more than they give on products this small). Waking the pool costs tens of µs,
 // so only products of ≥ 2^17 multiply-adds per thread are split.
 static void Linear(const float* x, const float* w, const float* bias, float* y, int64_t b, int64_t out, int64_t in) {
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 17) / (b * in));
-  if (b <= kFewRows) {
-    g_pool->ParallelFor(out, grain, [&](int64_t lo, int64_t hi) { FewRowsLinear(x, w, y, b, lo, hi, in, out); });
+  if (b <= pbrl_few_rows::MaxRows()) {
+    g_pool->ParallelFor(out, grain, [&](int64_t lo, int64_t hi) { pbrl_few_rows::FewRowsLinear(x, in, w, y, out, b, lo, hi, in); });
   } else {
     if (g_blas_threads > 1) openblas_set_num_threads(1);
     g_pool->ParallelFor(out, grain, [&](int64_t lo, int64_t hi) {
