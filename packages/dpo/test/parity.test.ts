@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readSafetensors, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { loadLibtorchAddon, loadNativeAddon, nativeThreads, readSafetensors, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
 import { loadPretrained, type CausalLM } from "@pbrl/models";
 import type { AgentPairTokens } from "@pbrl/preference-data";
 import { agentLoss, agentMargins, madpoLoss, jointMargins, othersSum } from "../src/index.js";
@@ -37,7 +37,21 @@ async function expectGradsClose(grads: Map<string, tf.Tensor>, file: string): Pr
   expect(worst).toBeLessThanOrEqual(1e-4);
 }
 
-describe.each<BackendName>(["wasm", "cpu"])("MADPO parity with PyTorch on %s", (backend) => {
+// native and libtorch need the addons the install step builds; without one its cases skip, saying
+// why, unless PBRL_REQUIRE_NATIVE=1 / PBRL_REQUIRE_LIBTORCH=1 (CI where they build) makes them fail.
+const nativeLoad = loadNativeAddon();
+const libtorchLoad = loadLibtorchAddon(nativeThreads());
+const MISSING: Partial<Record<BackendName, string>> = {
+  ...(nativeLoad.ok || process.env["PBRL_REQUIRE_NATIVE"] === "1" ? {} : { native: nativeLoad.reason }),
+  ...(libtorchLoad.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? {} : { libtorch: libtorchLoad.reason }),
+};
+const BACKENDS = (["native", "libtorch", "wasm", "cpu"] as BackendName[]).map((backend) => ({ backend, skip: MISSING[backend] }));
+
+describe.each(BACKENDS)("MADPO parity with PyTorch on $backend", ({ backend, skip }) => {
+  if (skip !== undefined) {
+    it.skip(`skipped: ${skip}`, () => undefined);
+    return;
+  }
   let models: CausalLM[];
   beforeAll(async () => {
     await useBackend(backend);

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readSafetensors, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { loadLibtorchAddon, loadNativeAddon, nativeThreads, readSafetensors, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
 import type { PairRecord } from "@pbrl/preference-data";
 import { JointRewardModel, jointText, padRows } from "../src/index.js";
 import { FIXTURES, TINY_LLAMA } from "./helpers.js";
@@ -28,7 +28,21 @@ const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   return worst;
 };
 
-describe.each<BackendName>(["wasm", "cpu"])("joint reward model parity with PyTorch on %s", (backend) => {
+// native and libtorch need the addons the install step builds; without one its cases skip, saying
+// why, unless PBRL_REQUIRE_NATIVE=1 / PBRL_REQUIRE_LIBTORCH=1 (CI where they build) makes them fail.
+const nativeLoad = loadNativeAddon();
+const libtorchLoad = loadLibtorchAddon(nativeThreads());
+const MISSING: Partial<Record<BackendName, string>> = {
+  ...(nativeLoad.ok || process.env["PBRL_REQUIRE_NATIVE"] === "1" ? {} : { native: nativeLoad.reason }),
+  ...(libtorchLoad.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? {} : { libtorch: libtorchLoad.reason }),
+};
+const BACKENDS = (["native", "libtorch", "wasm", "cpu"] as BackendName[]).map((backend) => ({ backend, skip: MISSING[backend] }));
+
+describe.each(BACKENDS)("joint reward model parity with PyTorch on $backend", ({ backend, skip }) => {
+  if (skip !== undefined) {
+    it.skip(`skipped: ${skip}`, () => undefined);
+    return;
+  }
   let rm: JointRewardModel;
   beforeAll(async () => {
     await useBackend(backend);
