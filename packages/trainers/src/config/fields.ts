@@ -13,6 +13,7 @@ export function acceptsOf(schema: z.ZodType): string {
 export const int = (min: number, def: number) => describe(z.number().int().min(min).default(def), `an integer ≥ ${min}`);
 export const intOrNull = (min: number, def: number | null) => describe(z.number().int().min(min).nullable().default(def), `an integer ≥ ${min}, or null`);
 export const positive = (def: number) => describe(z.number().gt(0).refine(Number.isFinite).default(def), "a finite number > 0");
+export const positiveOrNull = (def: number | null) => describe(z.number().gt(0).refine(Number.isFinite).nullable().default(def), "a finite number > 0, or null");
 export const nonNegative = (def: number) => describe(z.number().min(0).refine(Number.isFinite).default(def), "a finite number ≥ 0");
 export const finite = (def: number) => describe(z.number().refine(Number.isFinite).default(def), "a finite number");
 export const finiteOrNull = (def: number | null) => describe(z.number().refine(Number.isFinite).nullable().default(def), "a finite number, or null");

@@ -1,11 +1,12 @@
 /**
  * MADPOConfig: CoMLRL's MADPOConfig fields with the same names and defaults, plus pbrl's own
  * (`seed`, `output_dir`, `madpo_score_last_token`, `backend`, `bf16` (TRL's name), `save_dtype`,
- * `verbose`, `reward_concurrency`, `generation_batch_size`). Building one validates every field and rule at once.
+ * `verbose`, `reward_concurrency`, `generation_batch_size`, `reward_timeout_s`), and TRL's
+ * `max_prompt_length` and `overwrite_output_dir`. Building one validates every field and rule at once.
  */
 import { BACKEND_NAMES } from "@pbrl/core-tensor";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
-import { bool, choice, devices, finite, finiteOrNull, int, intOrNull, nonNegative, positive, text, unitInterval } from "./fields.js";
+import { bool, choice, devices, finite, finiteOrNull, int, intOrNull, nonNegative, positive, positiveOrNull, text, unitInterval } from "./fields.js";
 
 export const MADPO_FIELDS = {
   num_train_epochs: int(1, 20),
@@ -51,6 +52,12 @@ export const MADPO_FIELDS = {
   save_dtype: choice(["float32", "bfloat16", "float16"], "float32"),
   verbose: bool(true),
   reward_concurrency: int(1, 8),
+  /** Seconds one reward (or reward_processor) call may take before the run stops with an error; null: no limit. */
+  reward_timeout_s: positiveOrNull(300),
+  /** TRL's name: prompts longer than this many tokens are cut from the left, with a warning; null: a prompt that leaves no room for max_new_tokens in the model's context is an error. */
+  max_prompt_length: intOrNull(1, null),
+  /** TRL's name: a fresh run may write into an output_dir that holds an earlier run's files only when true. */
+  overwrite_output_dir: bool(false),
   generation_batch_size: int(1, 64),
 };
 

@@ -81,6 +81,8 @@ export const ITERATIVE_FIELDS = {
   comparator_api_max_concurrency: int(1, 4),
   comparator_api_max_retries: int(0, 5),
   comparator_api_allow_partial: bool(false),
+  /** Largest response body read from the API (bytes); a larger one is an error, never buffered whole. */
+  comparator_api_max_response_bytes: int(1024, 8 * 1024 * 1024),
   resume_from_checkpoint: describe(z.union([z.string().min(1), z.boolean()]).nullable().default(null), "null, true (the latest checkpoint of output_dir), or a checkpoint path"),
 };
 
