@@ -7,12 +7,14 @@ import { promises as fs } from "node:fs";
 import * as path from "node:path";
 import { writeFileAtomic } from "./atomic-write.js";
 import { bf16BitsToFloat32, f16BitsToFloat32, float32ToBf16Bits, float32ToF16Bits } from "./half.js";
+import { SafetensorsError } from "./safetensors-error.js";
+import { DTYPE_BYTES, parseHeader, type SafetensorsDtype } from "./safetensors-header.js";
 
-export type SafetensorsDtype = "F64" | "F32" | "F16" | "BF16" | "I64" | "I32" | "I16" | "I8" | "U8" | "BOOL";
+export type { SafetensorsDtype };
 /** The dtypes pbrl writes. Floats are stored as F32, F16 or BF16; integers as I32 or I64. */
 export type SafetensorsWriteDtype = "F32" | "F16" | "BF16" | "I32" | "I64";
 
-const BYTES: Record<SafetensorsDtype, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, BOOL: 1 };
+const BYTES = DTYPE_BYTES;
 const FLOAT_DTYPES = new Set<SafetensorsDtype>(["F64", "F32", "F16", "BF16"]);
 
 /** A tensor in host memory, in the row-major layout safetensors and PyTorch use. */
@@ -31,15 +33,7 @@ export interface SafetensorsFile {
   metadata: Record<string, string>;
 }
 
-export class SafetensorsError extends Error {
-  override name = "SafetensorsError";
-}
-
-interface HeaderEntry {
-  dtype: string;
-  shape: number[];
-  data_offsets: [number, number];
-}
+export { SafetensorsError };
 
 function numel(shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1);
@@ -97,36 +91,32 @@ function decode(dtype: SafetensorsDtype, bytes: Uint8Array, n: number, where: st
 export function parseSafetensors(buf: Uint8Array, source = "<buffer>"): SafetensorsFile {
   if (buf.byteLength < 8) throw new SafetensorsError(`${source}: file too short to be safetensors (${buf.byteLength} bytes)`);
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  const headerLen = Number(view.getBigUint64(0, true));
-  if (headerLen > buf.byteLength - 8) {
+  const headerLen = view.getBigUint64(0, true);
+  if (headerLen > BigInt(buf.byteLength - 8)) {
     throw new SafetensorsError(`${source}: header length ${headerLen} exceeds the file size (${buf.byteLength} bytes); the file is truncated or not safetensors`);
   }
-  let header: Record<string, unknown>;
+  const dataStart = 8 + Number(headerLen);
+  let text: string;
   try {
-    header = JSON.parse(new TextDecoder().decode(buf.subarray(8, 8 + headerLen))) as Record<string, unknown>;
-  } catch (err) {
-    throw new SafetensorsError(`${source}: header is not valid JSON (${(err as Error).message})`);
+    // fatal: bytes that are not UTF-8 are corruption, not text to repair with U+FFFD.
+    text = new TextDecoder("utf-8", { fatal: true }).decode(buf.subarray(8, dataStart));
+  } catch {
+    throw new SafetensorsError(`${source}: header is not valid UTF-8; the file is corrupt or not safetensors`);
   }
-  const dataStart = 8 + headerLen;
-  const dataLen = buf.byteLength - dataStart;
-  const metadata = (header["__metadata__"] ?? {}) as Record<string, string>;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new SafetensorsError(`${source}: header is not valid JSON (${(err as Error).message}); the file is corrupt or not safetensors`);
+  }
+  const header = parseHeader(json, buf.byteLength - dataStart, source);
   const tensors = new Map<string, LoadedTensor>();
-  for (const [name, raw] of Object.entries(header)) {
-    if (name === "__metadata__") continue;
-    const entry = raw as HeaderEntry;
-    const where = `${source}: tensor "${name}"`;
-    if (!(entry.dtype in BYTES)) throw new SafetensorsError(`${where} has unsupported dtype ${entry.dtype}; supported: ${Object.keys(BYTES).join(", ")}`);
-    const dtype = entry.dtype as SafetensorsDtype;
-    const [begin, end] = entry.data_offsets;
-    const n = numel(entry.shape);
-    if (end - begin !== n * BYTES[dtype] || begin < 0 || end > dataLen) {
-      throw new SafetensorsError(`${where}: data_offsets [${begin}, ${end}] do not match shape [${entry.shape}] of ${dtype} within ${dataLen} data bytes (truncated file?)`);
-    }
-    const data = decode(dtype, buf.subarray(dataStart + begin, dataStart + end), n, where);
-    const tensor: HostTensor = data instanceof Float32Array ? { dtype: "float32", shape: [...entry.shape], data } : { dtype: "int32", shape: [...entry.shape], data };
+  for (const { name, dtype, shape, begin, end } of header.tensors) {
+    const data = decode(dtype, buf.subarray(dataStart + begin, dataStart + end), numel(shape), `${source}: tensor "${name}"`);
+    const tensor: HostTensor = data instanceof Float32Array ? { dtype: "float32", shape, data } : { dtype: "int32", shape, data };
     tensors.set(name, { tensor, storedAs: dtype });
   }
-  return { tensors, metadata };
+  return { tensors, metadata: header.metadata };
 }
 
 export async function readSafetensors(file: string): Promise<SafetensorsFile> {
@@ -211,11 +201,6 @@ export async function writeSafetensors(file: string, tensors: ReadonlyMap<string
 export const SAFETENSORS_SINGLE = "model.safetensors";
 export const SAFETENSORS_INDEX = "model.safetensors.index.json";
 
-interface ShardIndex {
-  metadata?: Record<string, unknown>;
-  weight_map: Record<string, string>;
-}
-
 /**
  * Reads the weights of a Hugging Face checkpoint folder: `model.safetensors`, or the shards
  * listed in `model.safetensors.index.json`.
@@ -237,23 +222,51 @@ export async function readSafetensorsCheckpoint(dir: string): Promise<Safetensor
     }
     return readSafetensors(single);
   }
-  let index: ShardIndex;
+  const shards = parseShardIndex(indexText, dir, indexPath);
+  const tensors = new Map<string, LoadedTensor>();
+  const shardOf = new Map<string, string>();
+  const metadata: Record<string, string> = {};
+  for (const shard of [...new Set(shards.values())].sort()) {
+    const part = await readSafetensors(path.join(dir, shard));
+    Object.assign(metadata, part.metadata);
+    for (const [name, t] of part.tensors) {
+      const other = shardOf.get(name);
+      // Which copy transformers would use depends on load order: neither is safe to pick.
+      if (other !== undefined) throw new SafetensorsError(`${indexPath}: tensor "${name}" is stored in both ${other} and ${shard}; the checkpoint is inconsistent, save it again`);
+      shardOf.set(name, shard);
+      tensors.set(name, t);
+    }
+  }
+  const missing = [...shards.keys()].filter((n) => !tensors.has(n));
+  if (missing.length > 0) throw new SafetensorsError(`${indexPath} lists tensors missing from their shards: ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}`);
+  return { tensors, metadata };
+}
+
+/**
+ * The index's weight_map, tensor name → shard file. Shard names must stay inside the checkpoint
+ * folder: an index is downloaded data, and "../" in it must not make pbrl read files elsewhere.
+ */
+function parseShardIndex(text: string, dir: string, indexPath: string): Map<string, string> {
+  let index: unknown;
   try {
-    index = JSON.parse(indexText) as ShardIndex;
+    index = JSON.parse(text);
   } catch (err) {
     throw new SafetensorsError(`${indexPath} is not valid JSON: ${(err as Error).message}`);
   }
-  if (typeof index.weight_map !== "object" || index.weight_map === null) throw new SafetensorsError(`${indexPath} has no weight_map`);
-  const tensors = new Map<string, LoadedTensor>();
-  const metadata: Record<string, string> = {};
-  for (const shard of [...new Set(Object.values(index.weight_map))].sort()) {
-    const part = await readSafetensors(path.join(dir, shard));
-    Object.assign(metadata, part.metadata);
-    for (const [name, t] of part.tensors) tensors.set(name, t);
+  const weightMap = typeof index === "object" && index !== null ? (index as { weight_map?: unknown }).weight_map : undefined;
+  if (typeof weightMap !== "object" || weightMap === null || Array.isArray(weightMap)) {
+    throw new SafetensorsError(`${indexPath} has no weight_map object (tensor name → shard file); the index is corrupt, download or save the checkpoint again`);
   }
-  const missing = Object.keys(index.weight_map).filter((n) => !tensors.has(n));
-  if (missing.length > 0) throw new SafetensorsError(`${indexPath} lists tensors missing from their shards: ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}`);
-  return { tensors, metadata };
+  const shards = new Map<string, string>();
+  for (const [name, shard] of Object.entries(weightMap)) {
+    if (typeof shard !== "string" || shard.length === 0) throw new SafetensorsError(`${indexPath}: weight_map "${name}" must name a shard file, got ${JSON.stringify(shard)}`);
+    const rel = path.relative(dir, path.resolve(dir, shard));
+    if (rel === "" || rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
+      throw new SafetensorsError(`${indexPath}: weight_map "${name}" names ${JSON.stringify(shard)}, which is not a file inside ${dir}; shard files must lie in the checkpoint folder`);
+    }
+    shards.set(name, shard);
+  }
+  return shards;
 }
 
 export interface WriteCheckpointOptions {
