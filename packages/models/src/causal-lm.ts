@@ -3,8 +3,12 @@ import { deviceOf, rmsNorm, rotary, swiglu, tf, toDevice, transposesAreFree, var
 import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
 import { gatherRows, matMul } from "./ops.js";
+import { checkFiniteWeight } from "./finite-weights.js";
 import { isIgnorableCheckpointEntry, parameterSpecs, type ParameterSpec } from "./parameters.js";
 import { ropeInvFreq, ropeTables } from "./rope.js";
+import { WeightLoadError } from "./weight-load-error.js";
+
+export { WeightLoadError };
 
 /** Keys and values of earlier positions, per layer, shaped [B, kvHeads, past, headDim]. */
 export interface KVCache {
@@ -23,10 +27,6 @@ export interface ForwardInput {
   keyMask?: ArrayLike<number>;
   /** Attention state of earlier positions; extended in place with this call's keys and values. */
   cache?: KVCache;
-}
-
-export class WeightLoadError extends Error {
-  override name = "WeightLoadError";
 }
 
 let nextModelId = 0;
@@ -52,7 +52,7 @@ export class CausalLM {
     for (const [name, t] of weights) this.params.set(name, variableFrom(t, true, `m${this.id}/${name}`));
   }
 
-  /** Builds the model from host tensors (a loaded checkpoint). Shapes and names are checked. */
+  /** Builds the model from host tensors (a loaded checkpoint). Names, shapes and finiteness are checked. */
   static fromHostWeights(config: CausalLMConfig, host: ReadonlyMap<string, HostTensor>, source = "checkpoint"): CausalLM {
     const specs = parameterSpecs(config);
     const wanted = new Set(specs.map((s) => s.name));
@@ -69,9 +69,15 @@ export class CausalLM {
     const weights = new Map<string, tf.Tensor>();
     for (const spec of specs) {
       const t = host.get(spec.name)!;
-      if (t.dtype !== "float32" || t.shape.join() !== spec.shape.join()) {
+      try {
+        if (t.dtype !== "float32" || t.shape.join() !== spec.shape.join()) {
+          throw new WeightLoadError(`${source}: "${spec.name}" has ${t.dtype} shape [${t.shape}], expected float shape [${spec.shape}]`);
+        }
+        // Here rather than in a pass of its own: `host` may make each tensor when asked (the bench's lazy weights).
+        checkFiniteWeight(spec.name, t, source);
+      } catch (err) {
         for (const w of weights.values()) w.dispose();
-        throw new WeightLoadError(`${source}: "${spec.name}" has ${t.dtype} shape [${t.shape}], expected float shape [${spec.shape}]`);
+        throw err;
       }
       weights.set(spec.name, tf.tensor(t.data, spec.shape, "float32"));
     }

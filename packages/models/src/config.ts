@@ -5,6 +5,9 @@
  * before any weight is loaded, rather than a silently different model.
  */
 
+import { ModelConfigError } from "./config-error.js";
+import { num, optObject, positive, posInt, type Json } from "./config-fields.js";
+
 export type ModelType = "llama" | "qwen2";
 export const SUPPORTED_MODEL_TYPES: readonly ModelType[] = ["llama", "qwen2"];
 
@@ -41,27 +44,7 @@ export interface CausalLMConfig {
   raw: Record<string, unknown>;
 }
 
-export class ModelConfigError extends Error {
-  override name = "ModelConfigError";
-}
-
-type Json = Record<string, unknown>;
-
-function num(raw: Json, key: string, where: string, fallback?: number): number {
-  const v = raw[key];
-  if (v === undefined || v === null) {
-    if (fallback !== undefined) return fallback;
-    throw new ModelConfigError(`${where}: missing required field "${key}"`);
-  }
-  if (typeof v !== "number" || !Number.isFinite(v)) throw new ModelConfigError(`${where}: field "${key}" must be a number, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-function posInt(raw: Json, key: string, where: string, fallback?: number): number {
-  const v = num(raw, key, where, fallback);
-  if (!Number.isInteger(v) || v <= 0) throw new ModelConfigError(`${where}: field "${key}" must be a positive integer, got ${v}`);
-  return v;
-}
+export { ModelConfigError };
 
 function optId(v: unknown): number | undefined {
   return typeof v === "number" && Number.isInteger(v) ? v : undefined;
@@ -73,33 +56,33 @@ function idList(v: unknown): number[] {
   return id === undefined ? [] : [id];
 }
 
+const THETA_WHY = "it is the base of the rotary frequencies 1/theta^(2i/d)";
+const THETA_USUAL = "commonly 10000, 500000 or 1000000";
+
 function parseRope(raw: Json, where: string): { theta: number; scaling: RopeScaling } {
   // transformers 5 keeps theta and scaling together in rope_parameters; 4.x splits them.
-  const params = (raw["rope_parameters"] ?? raw["rope_scaling"] ?? null) as Json | null;
-  const theta = typeof params?.["rope_theta"] === "number" ? (params["rope_theta"] as number) : num(raw, "rope_theta", where, 10000);
+  const key = raw["rope_parameters"] !== undefined && raw["rope_parameters"] !== null ? "rope_parameters" : "rope_scaling";
+  const params = optObject(raw, key, where) ?? null;
+  const theta = params?.["rope_theta"] != null ? positive(params, "rope_theta", `${where} ${key}`, undefined, THETA_WHY, THETA_USUAL) : positive(raw, "rope_theta", where, 10000, THETA_WHY, THETA_USUAL);
   if (params === null) return { theta, scaling: { type: "default" } };
   const type = String(params["rope_type"] ?? params["type"] ?? "default");
-  const factor = (): number => {
-    const f = params["factor"];
-    if (typeof f !== "number" || !(f > 0)) throw new ModelConfigError(`${where}: rope ${type} scaling needs a positive "factor", got ${JSON.stringify(f)}`);
-    return f;
-  };
+  const factor = (): number => positive(params, "factor", `${where} rope ${type} scaling`, undefined, "rotary frequencies are divided by it", "as in the model's original config, e.g. 8 for Llama 3.1");
   switch (type) {
     case "default":
       return { theta, scaling: { type: "default" } };
     case "linear":
       return { theta, scaling: { type: "linear", factor: factor() } };
-    case "llama3":
+    case "llama3": {
+      const at = `${where} rope llama3`;
+      const lowFreqFactor = positive(params, "low_freq_factor", at, undefined, "wavelengths are divided by it", "1 for Llama 3.1");
+      const highFreqFactor = num(params, "high_freq_factor", at);
+      // The smoothing between the two bands divides by their difference.
+      if (!(highFreqFactor > lowFreqFactor)) throw new ModelConfigError(`${at}: high_freq_factor (${highFreqFactor}) must be greater than low_freq_factor (${lowFreqFactor}); Llama 3.1 uses 4 and 1`);
       return {
         theta,
-        scaling: {
-          type: "llama3",
-          factor: factor(),
-          lowFreqFactor: num(params, "low_freq_factor", `${where} rope llama3`),
-          highFreqFactor: num(params, "high_freq_factor", `${where} rope llama3`),
-          originalMaxPositionEmbeddings: posInt(params, "original_max_position_embeddings", `${where} rope llama3`),
-        },
+        scaling: { type: "llama3", factor: factor(), lowFreqFactor, highFreqFactor, originalMaxPositionEmbeddings: posInt(params, "original_max_position_embeddings", at) },
       };
+    }
     default:
       throw new ModelConfigError(`${where}: rope type "${type}" is not supported; pbrl implements default, linear and llama3`);
   }
@@ -107,6 +90,8 @@ function parseRope(raw: Json, where: string): { theta: number; scaling: RopeScal
 
 /** Validates and normalises a parsed `config.json`. `where` names its source in errors. */
 export function parseModelConfig(raw: Json, where = "config.json"): CausalLMConfig {
+  // Typed as an object, but it comes from a user's file: `[]` or `null` parse as JSON too.
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new ModelConfigError(`${where}: must be a JSON object of model settings, got ${JSON.stringify(raw)}`);
   const modelType = raw["model_type"];
   if (typeof modelType !== "string" || !(SUPPORTED_MODEL_TYPES as readonly string[]).includes(modelType)) {
     throw new ModelConfigError(`${where}: model_type ${JSON.stringify(modelType)} is not supported; pbrl implements ${SUPPORTED_MODEL_TYPES.join(", ")} (Llama/Qwen2 family)`);
@@ -125,7 +110,10 @@ export function parseModelConfig(raw: Json, where = "config.json"): CausalLMConf
   const numHeads = posInt(raw, "num_attention_heads", where);
   const numKvHeads = posInt(raw, "num_key_value_heads", where, numHeads);
   if (numHeads % numKvHeads !== 0) throw new ModelConfigError(`${where}: num_attention_heads (${numHeads}) must be a multiple of num_key_value_heads (${numKvHeads})`);
-  const headDim = posInt(raw, "head_dim", where, Math.floor(hiddenSize / numHeads));
+  if (raw["head_dim"] == null && hiddenSize % numHeads !== 0) {
+    throw new ModelConfigError(`${where}: hidden_size (${hiddenSize}) is not a multiple of num_attention_heads (${numHeads}) and head_dim is not set; set head_dim or fix the sizes`);
+  }
+  const headDim = posInt(raw, "head_dim", where, hiddenSize / numHeads);
   if (headDim % 2 !== 0) throw new ModelConfigError(`${where}: head_dim must be even for rotary embeddings, got ${headDim}`);
   const { theta, scaling } = parseRope(raw, where);
   const attentionBias = raw["attention_bias"] === true;
@@ -140,7 +128,7 @@ export function parseModelConfig(raw: Json, where = "config.json"): CausalLMConf
     numHeads,
     numKvHeads,
     headDim,
-    rmsNormEps: num(raw, "rms_norm_eps", where, 1e-6),
+    rmsNormEps: positive(raw, "rms_norm_eps", where, 1e-6, "RMSNorm divides by √(mean(x²) + eps), so eps ≤ 0 turns hidden states into NaN", "Llama and Qwen2 use 1e-5 or 1e-6"),
     ropeTheta: theta,
     ropeScaling: scaling,
     maxPositionEmbeddings: posInt(raw, "max_position_embeddings", where, 2048),

@@ -1,6 +1,7 @@
 import { computePrecision, decodeWeightOffsets, guardHeap, LibtorchDecoder, libtorchSampleRows, NativeDecodeCache, nativeDecodeStep, nativeSampleRows, tf, type DecodeDims, type RngStream } from "@pbrl/core-tensor";
 import { positionsFromMask } from "./attention-mask.js";
 import { disposeCache, emptyCache, type CausalLM, type KVCache } from "./causal-lm.js";
+import { checkContextLength } from "./context-length.js";
 import { checkGeneration } from "./memory-check.js";
 import { gatherRows } from "./ops.js";
 import { chooseToken, validateSampling, type SamplingOptions } from "./sampling.js";
@@ -36,14 +37,18 @@ export interface GeneratedSequence {
 
 /**
  * Batched autoregressive generation: prompts are left-padded into one batch, decoded together
- * with a KV cache, positions counted from the padding mask as transformers does. A batch the
- * backend's tensor memory cannot hold stops first with a MemoryBudgetError (see memory-check.ts).
+ * with a KV cache, positions counted from the padding mask as transformers does. A generation
+ * longer than the model's context stops first with a ContextLengthError, and a batch the
+ * backend's tensor memory cannot hold with a MemoryBudgetError (see memory-check.ts).
  */
 export function generate(model: CausalLM, prompts: readonly (readonly number[])[], options: GenerateOptions): GeneratedSequence[] {
   const n = options.numReturnSequences ?? 1;
   // Invalid options are left to generateWith's own errors.
   if (Number.isInteger(n) && n >= 1 && Number.isInteger(options.maxNewTokens) && options.maxNewTokens > 0 && prompts.length > 0) {
-    checkGeneration(model.config, { rows: prompts.length * n, promptLen: prompts.reduce((m, p) => Math.max(m, p.length), 0), maxNewTokens: options.maxNewTokens, useCache: options.useCache ?? true });
+    const promptLen = prompts.reduce((m, p) => Math.max(m, p.length), 0);
+    // Before the memory check: a length beyond the context is the clearer cause of a huge estimate.
+    checkContextLength(model.config, promptLen, options.maxNewTokens);
+    checkGeneration(model.config, { rows: prompts.length * n, promptLen, maxNewTokens: options.maxNewTokens, useCache: options.useCache ?? true });
   }
   return guardHeap("generation", () => model.withFrozenWeights(() => generateWith(model, prompts, options)));
 }

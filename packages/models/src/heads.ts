@@ -1,5 +1,7 @@
 import type { RngStream} from "@pbrl/core-tensor";
+import { checkFiniteWeight } from "./finite-weights.js";
 import { matMul } from "./ops.js";
+import { WeightLoadError } from "./weight-load-error.js";
 import { readSafetensors, tf, variableFrom, writeSafetensors, type HostTensor, type TensorToWrite } from "@pbrl/core-tensor";
 
 export interface ScalarHeadOptions {
@@ -127,7 +129,14 @@ export class ScalarHead {
     const f = await readSafetensors(file);
     const meta = f.metadata["pbrl_head"];
     if (meta === undefined) throw new Error(`${file} is not a pbrl head file (no pbrl_head metadata)`);
-    return ScalarHead.fromHostWeights(JSON.parse(meta) as ScalarHeadOptions, new Map([...f.tensors].map(([k, t]) => [k, t.tensor])), file);
+    let options: ScalarHeadOptions;
+    try {
+      options = JSON.parse(meta) as ScalarHeadOptions;
+    } catch (err) {
+      throw new WeightLoadError(`${file}: its pbrl_head metadata is not valid JSON (${(err as Error).message}); the head file is corrupt, save the head again`);
+    }
+    for (const [name, t] of f.tensors) checkFiniteWeight(name, t.tensor, file);
+    return ScalarHead.fromHostWeights(options, new Map([...f.tensors].map(([k, t]) => [k, t.tensor])), file);
   }
 
   dispose(): void {

@@ -62,7 +62,7 @@ describe("unsupported or broken checkpoints fail clearly", () => {
     [{ num_key_value_heads: 3 }, /num_attention_heads \(4\) must be a multiple of num_key_value_heads \(3\)/],
     [{ attention_dropout: 0.1 }, /attention_dropout=0.1 is not supported/],
     [{ quantization_config: { bits: 4 } }, /quantized checkpoints are not supported/],
-    [{ hidden_size: "64" }, /field "hidden_size" must be a number/],
+    [{ hidden_size: "64" }, /field "hidden_size" must be a finite number, got "64"/],
     [{ vocab_size: undefined }, /missing required field "vocab_size"/],
   ])("config %j", (patch, message) => {
     expect(() => parseModelConfig({ ...llamaConfig(), ...patch }, "x/config.json")).toThrow(message);
