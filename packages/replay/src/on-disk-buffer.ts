@@ -99,7 +99,12 @@ export class OnDiskReplayBuffer implements ReplayBuffer {
     const entries = parseReplayState(state);
     const results = await Promise.allSettled(entries.map((e) => readIndexedRound(this.dir, e)));
     const problems = results.flatMap((r) => (r.status === "rejected" ? [(r.reason as Error).message] : []));
-    if (problems.length > 0) throw new ReplayError(`cannot restore the replay index from ${this.dir}: ${problems.join("; ")}`);
+    if (problems.length > 0) {
+      throw new ReplayError(
+        `cannot restore the replay index from ${this.dir}: ${problems.join("; ")}. ` +
+          `Resuming needs the round files exactly as the checkpoint indexed them: set preference_replay_dir to the folder the run wrote them to, put the original files back, or resume from an earlier checkpoint`,
+      );
+    }
     this.entries = entries;
     this.lastIteration = entries.at(-1)?.iteration ?? 0;
   }

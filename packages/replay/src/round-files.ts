@@ -4,14 +4,28 @@ import * as path from "node:path";
 import { readRoundFile, type ReplayIndexEntry, type RoundFile } from "@pbrl/preference-data";
 import { ReplayError } from "./errors.js";
 
-/** Where an index entry's file lives: entries name files relative to the replay directory. */
+/** Where an index entry's file lives: entries name files inside the replay directory, never outside it. */
 export function entryPath(dir: string, entry: ReplayIndexEntry): string {
-  return path.resolve(dir, entry.file);
+  const file = path.resolve(dir, entry.file);
+  const rel = path.relative(path.resolve(dir), file);
+  if (rel === "" || rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
+    throw new ReplayError(`replay round ${entry.iteration}: file ${JSON.stringify(entry.file)} is not inside the replay directory ${dir}; a replay index names only files in that directory`);
+  }
+  return file;
 }
 
 /** SHA-256 of a file's bytes, hex. */
 export async function fileSha256(file: string): Promise<string> {
   return createHash("sha256").update(await fs.readFile(file)).digest("hex");
+}
+
+/** The file's SHA-256, a vanished or unreadable file reported as a ReplayError naming it. */
+async function hashOf(file: string, entry: ReplayIndexEntry): Promise<string> {
+  try {
+    return await fileSha256(file);
+  } catch (err) {
+    throw new ReplayError(`replay round ${entry.iteration}: cannot read ${file} to check its SHA-256: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 /**
@@ -32,7 +46,7 @@ export async function readIndexedRound(dir: string, entry: ReplayIndexEntry): Pr
   if (round.num_pairs !== entry.num_pairs) {
     throw new ReplayError(`replay round file ${file} holds ${round.num_pairs} pairs but the replay index expects ${entry.num_pairs}`);
   }
-  if (entry.sha256 !== undefined && (await fileSha256(file)) !== entry.sha256) {
+  if (entry.sha256 !== undefined && (await hashOf(file, entry)) !== entry.sha256) {
     throw new ReplayError(`replay round file ${file} was rewritten after the replay index recorded it (its SHA-256 differs); it no longer holds the pairs of round ${entry.iteration}`);
   }
   return round;

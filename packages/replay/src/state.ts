@@ -1,4 +1,4 @@
-import type { ReplayIndexEntry } from "@pbrl/preference-data";
+import { roundFileName, type ReplayIndexEntry } from "@pbrl/preference-data";
 import { ReplayError } from "./errors.js";
 
 const isPositiveInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 1;
@@ -20,6 +20,12 @@ export function parseReplayState(state: unknown): ReplayIndexEntry[] {
     // The index holds non-empty rounds only.
     if (!isPositiveInt(e.num_pairs)) throw new ReplayError(`${where} (${e.file}): num_pairs must be an integer ≥ 1, got ${JSON.stringify(e.num_pairs)}`);
     if (e.iteration <= previous) throw new ReplayError(`${where} (${e.file}): iterations must increase, got ${e.iteration} after ${previous}`);
+    // The buffer only ever indexes its own round files, so anything else ("../x", an absolute
+    // path, another round's file) is an edited or foreign state that would read outside the replay directory.
+    const expected = roundFileName(e.iteration);
+    if (e.file !== expected) {
+      throw new ReplayError(`${where}: file must be ${expected}, the round file inside the replay directory, got ${JSON.stringify(e.file)}; the checkpoint's replay state was edited or comes from elsewhere, resume from an intact checkpoint`);
+    }
     if (e.sha256 !== undefined && !(typeof e.sha256 === "string" && /^[0-9a-f]{64}$/.test(e.sha256))) throw new ReplayError(`${where} (${e.file}): sha256 must be 64 hex digits, got ${JSON.stringify(e.sha256)}`);
     previous = e.iteration;
     return { iteration: e.iteration, file: e.file, num_pairs: e.num_pairs, ...(e.sha256 !== undefined ? { sha256: e.sha256 } : {}) };

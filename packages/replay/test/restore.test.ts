@@ -1,9 +1,9 @@
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
 import { RngStream } from "@pbrl/core-tensor";
-import type { ReplayState } from "@pbrl/preference-data";
+import type { ReplayIndexEntry, ReplayState } from "@pbrl/preference-data";
 import { beforeEach, describe, expect, it } from "vitest";
-import { OnDiskReplayBuffer } from "../src/index.js";
+import { OnDiskReplayBuffer, readIndexedRound, ReplayError } from "../src/index.js";
 import { charTokenize, makeRound, tempDir } from "./helpers.js";
 
 let dir: string;
@@ -18,7 +18,8 @@ async function expectOthersIntact(except: number): Promise<void> {
 }
 
 beforeEach(async () => {
-  dir = await tempDir();
+  // One level down, so that "../" names a folder of this test's own.
+  dir = path.join(await tempDir(), "replay");
   const buffer = fresh();
   for (const [i, n] of [3, 0, 4, 2].entries()) await buffer.addRound(i + 1, makeRound(i + 1, n));
   state = buffer.getState();
@@ -101,6 +102,42 @@ describe("restore", () => {
     ],
   ])("rejects a malformed state: %s", async (_name, bad, message) => {
     await expect(fresh().restore(bad as ReplayState)).rejects.toThrow(message);
+  });
+
+  it("a missing file's error says how to resume", async () => {
+    await fs.rm(fileOf(3));
+    await expect(fresh().restore(state)).rejects.toThrow(
+      /iteration_0003\.json: file not found\. Resuming needs the round files exactly as the checkpoint indexed them: set preference_replay_dir to the folder the run wrote them to, put the original files back, or resume from an earlier checkpoint$/,
+    );
+  });
+
+  it("an entry whose count disagrees with its file is an error naming the file", async () => {
+    const edited = { entries: state.entries.map((e) => (e.iteration === 4 ? { ...e, num_pairs: 5 } : e)) };
+    await expect(fresh().restore(edited)).rejects.toThrow(/iteration_0004\.json holds 2 pairs but the replay index expects 5/);
+  });
+
+  it.each<[string, (e: ReplayIndexEntry) => string]>([
+    ["a path that climbs out of the replay directory", () => "../outside.json"],
+    ["an absolute path", () => path.join(dir, "..", "outside.json")],
+    ["a path that leaves and comes back", () => `../${path.basename(dir)}/iteration_0001.json`],
+    ["another round's file", () => "iteration_0003.json"],
+  ])("an entry naming %s is refused before any file is read", async (_name, fileFor) => {
+    // A copy of round 1 outside the directory, with the right hash: only the name can give it away.
+    await fs.writeFile(path.join(dir, "..", "outside.json"), contents.get(fileOf(1))!);
+    const edited = { entries: state.entries.map((e, i) => (i === 0 ? { ...e, file: fileFor(e) } : e)) };
+    const buffer = fresh();
+    const err = await buffer.restore(edited).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ReplayError);
+    expect((err as Error).message).toBe(
+      `replay state entry 0: file must be iteration_0001.json, the round file inside the replay directory, got ${JSON.stringify(fileFor(state.entries[0]!))}; the checkpoint's replay state was edited or comes from elsewhere, resume from an intact checkpoint`,
+    );
+    expect(buffer.getState().entries).toEqual([]);
+  });
+
+  it("readIndexedRound refuses an entry outside the directory", async () => {
+    const entry = { iteration: 1, file: "../outside.json", num_pairs: 3 };
+    await fs.writeFile(path.join(dir, "..", "outside.json"), contents.get(fileOf(1))!);
+    await expect(readIndexedRound(dir, entry)).rejects.toThrow(new ReplayError(`replay round 1: file "../outside.json" is not inside the replay directory ${dir}; a replay index names only files in that directory`));
   });
 
   it("a restored buffer accepts only later rounds and replays the restored data", async () => {
