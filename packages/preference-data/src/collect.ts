@@ -1,10 +1,11 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import pLimit from "p-limit";
+import { checkCollectionInput } from "./dataset.js";
 import { formatPrompts } from "./formatters.js";
 import type { PairRecord } from "./pair-record.js";
 import { selectPairs, type PairSelectionMode } from "./pair-selection.js";
-import { scoreJointCandidates } from "./reward.js";
+import { emptyTally, tallyTruncation, warnTruncation, type TruncationTally } from "./prompt-length.js";
 import type { CandidateSampler } from "./sampler.js";
+import { scoreRewardJobs } from "./score-batch.js";
 import type { Formatter, RewardFunc, RewardProcessor, TaskItem } from "./types.js";
 
 /** The token ids behind one agent's side of a pair, exactly as generated (and so as scored). */
@@ -45,6 +46,10 @@ export interface CollectOptions {
    * completion that could not be split into roles) are counted and never form pairs.
    */
   isValid?: CandidateCheck | undefined;
+  /** reward_timeout_s: seconds one asynchronous reward_func call may take; null: no limit; default 300. */
+  rewardTimeoutS?: number | null | undefined;
+  /** Receives this call's warnings (prompts cut by max_prompt_length: one message with the count); default console.warn. */
+  onWarning?: ((message: string) => void) | undefined;
 }
 
 /** Decides whether a joint candidate (one text per agent) is usable. */
@@ -67,23 +72,27 @@ export interface CollectResult {
  * how many oracle calls overlap.
  */
 export async function collectPreferencePairs(o: CollectOptions): Promise<CollectResult> {
-  const limit = pLimit(Math.max(1, o.rewardConcurrency));
+  checkCollectionInput(o, "preference pairs");
+  const tally = emptyTally();
+  try {
+    return await collectBatches(o, tally);
+  } finally {
+    warnTruncation(tally, o.onWarning);
+  }
+}
+
+async function collectBatches(o: CollectOptions, tally: TruncationTally): Promise<CollectResult> {
   const result: CollectResult = { pairs: [], candidateRewards: [], itemsWithPairs: 0, invalidCandidates: 0 };
   for (let start = 0; start < o.items.length; start += o.itemsPerBatch) {
     const items = o.items.slice(start, start + o.itemsPerBatch);
-    const prompts = items.map((item, k) => formatPrompts(o.formatters, item, start + k));
-    const samples = await o.sampler.sample(prompts, o.numCandidates);
-    const scored = await Promise.all(
-      items.map((item, k) =>
-        limit(() =>
-          scoreJointCandidates(
-            o.rewardFunc,
-            samples[k]!.map((agent) => [...agent.texts]),
-            { item, itemIndex: start + k, prompts: prompts[k]! },
-            o.rewardProcessor,
-          ),
-        ),
-      ),
+    const indices = items.map((_, k) => start + k);
+    const prompts = items.map((item, k) => formatPrompts(o.formatters, item, indices[k]!));
+    const samples = await o.sampler.sample(prompts, o.numCandidates, indices);
+    tallyTruncation(tally, samples);
+    const scored = await scoreRewardJobs(
+      o.rewardFunc,
+      items.map((item, k) => ({ completions: samples[k]!.map((agent) => [...agent.texts]), context: { item, itemIndex: indices[k]!, prompts: prompts[k]! } })),
+      { rewardProcessor: o.rewardProcessor, concurrency: o.rewardConcurrency, rewardTimeoutS: o.rewardTimeoutS },
     );
     // Selection runs in item order after scoring, so the random stream is consumed identically
     // whatever order the oracle calls finished in.

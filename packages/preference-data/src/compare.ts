@@ -1,12 +1,13 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import pLimit from "p-limit";
 import type { CandidateCheck, CollectedPair } from "./collect.js";
 import { selectComparisons, type ComparisonSelectionMode } from "./comparison-selection.js";
+import { checkCollectionInput } from "./dataset.js";
 import { formatPrompts } from "./formatters.js";
 import type { CandidateSet, Comparator } from "./interfaces.js";
+import { emptyTally, tallyTruncation, warnTruncation, type TruncationTally } from "./prompt-length.js";
 import { candidateTokens, type AgentTokenizing } from "./retokenize.js";
-import { scoreJointCandidates, type ScoredCandidates } from "./reward.js";
 import type { CandidateSampler } from "./sampler.js";
+import { scoreRewardJobs, type RewardJob } from "./score-batch.js";
 import type { Formatter, RewardFunc, RewardProcessor, TaskItem } from "./types.js";
 
 export interface CompareOptions {
@@ -31,6 +32,10 @@ export interface CompareOptions {
   onProgress?: (done: number, total: number) => void;
   /** Marks joint candidates of either side unusable (see CollectOptions.isValid). */
   isValid?: CandidateCheck | undefined;
+  /** reward_timeout_s: seconds one asynchronous reward_func call may take; null: no limit; default 300. */
+  rewardTimeoutS?: number | null | undefined;
+  /** Receives this call's warnings (the agents' prompts cut by max_prompt_length: one message with the count); default console.warn. */
+  onWarning?: ((message: string) => void) | undefined;
 }
 
 export interface CompareResult {
@@ -54,19 +59,32 @@ function fromSamples(samples: { tokens: number[][]; texts: string[] }[]): Candid
  * with a clear winner is a candidate pair — whichever side wins.
  */
 export async function collectComparisons(o: CompareOptions): Promise<CompareResult> {
-  const limit = pLimit(Math.max(1, o.rewardConcurrency));
+  checkCollectionInput(o, "comparisons");
+  const tally = emptyTally();
+  try {
+    return await compareBatches(o, tally);
+  } finally {
+    warnTruncation(tally, o.onWarning);
+  }
+}
+
+async function compareBatches(o: CompareOptions, tally: TruncationTally): Promise<CompareResult> {
   const result: CompareResult = { pairs: [], rawRewards: { target: [], comparator: [] }, invalid: { target: 0, comparator: 0 }, wins: { target: 0, comparator: 0 }, itemsWithPairs: 0 };
   for (let start = 0; start < o.items.length; start += o.itemsPerBatch) {
     const items = o.items.slice(start, start + o.itemsPerBatch);
-    const prompts = items.map((item, k) => formatPrompts(o.formatters, item, start + k));
+    const indices = items.map((_, k) => start + k);
+    const prompts = items.map((item, k) => formatPrompts(o.formatters, item, indices[k]!));
     // Both sides at once: agents generating in worker threads overlap with a comparator that
     // generates in this thread or waits on an API (each side draws from its own stream).
-    const [targetSamples, comparator] = await Promise.all([o.sampler.sample(prompts, o.numCandidates), o.comparator.sample(items, prompts, o.comparatorNumCandidates)]);
+    const [targetSamples, comparator] = await Promise.all([o.sampler.sample(prompts, o.numCandidates, indices), o.comparator.sample(items, prompts, o.comparatorNumCandidates)]);
+    tallyTruncation(tally, targetSamples);
     const target = targetSamples.map(fromSamples);
     if (comparator.length !== items.length) throw new Error(`comparator ${o.comparator.description} returned ${comparator.length} candidate sets for ${items.length} items`);
-    const score = (set: CandidateSet, k: number): Promise<ScoredCandidates> =>
-      limit(() => scoreJointCandidates(o.rewardFunc, set.texts.map((t) => [...t]), { item: items[k]!, itemIndex: start + k, prompts: prompts[k]! }, o.rewardProcessor));
-    const scored = await Promise.all(items.map(async (_, k) => ({ target: await score(target[k]!, k), comparator: await score(comparator[k]!, k) })));
+    const job = (set: CandidateSet, k: number, label: string): RewardJob => ({ completions: set.texts.map((t) => [...t]), context: { item: items[k]!, itemIndex: indices[k]!, prompts: prompts[k]! }, label });
+    // Target and comparator jobs interleaved per item: results [2k] and [2k + 1].
+    const jobs = items.flatMap((_, k) => [job(target[k]!, k, "agents' side"), job(comparator[k]!, k, "comparator side")]);
+    const flat = await scoreRewardJobs(o.rewardFunc, jobs, { rewardProcessor: o.rewardProcessor, concurrency: o.rewardConcurrency, rewardTimeoutS: o.rewardTimeoutS });
+    const scored = items.map((_, k) => ({ target: flat[2 * k]!, comparator: flat[2 * k + 1]! }));
     items.forEach((item, k) => {
       const sides = { target: target[k]!, comparator: comparator[k]! };
       if (o.isValid !== undefined) {

@@ -1,9 +1,16 @@
 export type { TaskItem, Formatter, RewardContext, RewardFunc, RewardProcessor } from "./types.js";
 export { defaultFormatter, resolveFormatters, formatPrompts, FormatterError } from "./formatters.js";
+export type { FormatOptions, FormatterFailure, FormatterUnit } from "./formatters.js";
+export { describeItem, describeValue, errorMessage } from "./describe.js";
+export { EmptyDatasetError } from "./dataset.js";
 export { PAIR_SELECTION_MODES, nonTiedPairs, selectPairs } from "./pair-selection.js";
 export type { PairSelectionMode, IndexPair } from "./pair-selection.js";
-export { scoreJointCandidates, describeItem, RewardError } from "./reward.js";
-export type { ScoredCandidates } from "./reward.js";
+export { scoreJointCandidates, RewardError, RewardTimeoutError, DEFAULT_REWARD_TIMEOUT_S } from "./reward.js";
+export type { ScoredCandidates, RewardCallOptions } from "./reward.js";
+export { scoreRewardJobs } from "./score-batch.js";
+export type { RewardJob, ScoreBatchOptions } from "./score-batch.js";
+export { PromptTooLongError, fitPromptIds, truncatePromptIds, emptyTally, tallyTruncation, truncationWarning, warnTruncation } from "./prompt-length.js";
+export type { PromptLimits, FittedPrompt, TruncationTally } from "./prompt-length.js";
 export {
   PairRecordSchema,
   RoundFileSchema,

@@ -1,9 +1,13 @@
 import type { RngStream } from "@pbrl/core-tensor";
 import { generate, type CausalLM, type Tokenizer } from "@pbrl/models";
+import { checkMaxPromptLength, fitPromptIds } from "./prompt-length.js";
 
 /** One agent's sampled answers to one prompt. */
 export interface AgentSamples {
+  /** The prompt generation started from (cut to max_prompt_length when that is set). */
   promptIds: number[];
+  /** The prompt's token count before max_prompt_length cut it; absent when it was not cut. */
+  truncatedFrom?: number;
   /** Generated token ids per candidate, the stop token included when one ended it. */
   tokens: number[][];
   texts: string[];
@@ -15,7 +19,8 @@ export interface AgentSamples {
  * test can implement it otherwise.
  */
 export interface CandidateSampler {
-  sample(prompts: readonly (readonly string[])[], n: number): AgentSamples[][] | Promise<AgentSamples[][]>;
+  /** `itemIndices[k]`: the dataset position of prompt k, to name it in errors (default: its position in this call). */
+  sample(prompts: readonly (readonly string[])[], n: number, itemIndices?: readonly number[]): AgentSamples[][] | Promise<AgentSamples[][]>;
 }
 
 /** A policy that can answer prompts: a model with its tokenizer and stop ids. */
@@ -34,6 +39,12 @@ export interface GenerationSettings {
   topK: number | null;
   /** Upper bound on rows (prompts × candidates) per generate call. */
   maxBatchRows: number;
+  /**
+   * max_prompt_length (TRL's): prompts longer than this many tokens are cut from the left;
+   * null or absent: none is cut. Either way a prompt that, with maxNewTokens, does not fit the
+   * model's max_position_embeddings is a PromptTooLongError.
+   */
+  maxPromptLength?: number | null | undefined;
 }
 
 /**
@@ -61,27 +72,45 @@ export function sampleAgentRows(policy: Pick<Policy, "model" | "eosTokenIds" | "
 
 /**
  * What every sampler does around generation: each agent's prompts encoded with its tokenizer and
- * one stream split off the sampler's per agent, so the agents' draws do not depend on one
- * another (they may generate one after the other or all at once); afterwards, each agent's rows
- * decoded into its samples per prompt.
+ * fitted to its model's context (cut to max_prompt_length when set), and one stream split off the
+ * sampler's per agent, so the agents' draws do not depend on one another (they may generate one
+ * after the other or all at once); afterwards, each agent's rows decoded into its samples per prompt.
  */
-function prepare(policies: readonly Policy[], prompts: readonly (readonly string[])[], rng: RngStream): { ids: number[][][]; streams: RngStream[] } {
-  const ids = policies.map((policy, a) =>
-    prompts.map((p) => {
+function prepare(
+  policies: readonly Policy[],
+  prompts: readonly (readonly string[])[],
+  settings: GenerationSettings,
+  rng: RngStream,
+  itemIndices: readonly number[] | undefined,
+): { ids: number[][][]; truncatedFrom: (number | undefined)[][]; streams: RngStream[] } {
+  checkMaxPromptLength(settings.maxPromptLength);
+  if (itemIndices !== undefined && itemIndices.length !== prompts.length) throw new RangeError(`itemIndices has ${itemIndices.length} entries for ${prompts.length} prompts`);
+  const truncatedFrom: (number | undefined)[][] = [];
+  const ids = policies.map((policy, a) => {
+    const limits = { maxPromptLength: settings.maxPromptLength, maxNewTokens: settings.maxNewTokens, maxPositionEmbeddings: policy.model.config.maxPositionEmbeddings };
+    const cut: (number | undefined)[] = [];
+    truncatedFrom.push(cut);
+    return prompts.map((p, k) => {
       const text = p[a];
       if (text === undefined) throw new RangeError(`no prompt for agent ${a}`);
-      return policy.tokenizer.encode(text);
-    }),
-  );
-  return { ids, streams: policies.map(() => rng.split()) };
+      const itemIndex = itemIndices?.[k] ?? k;
+      const itemName = itemIndices === undefined ? `prompt ${k} of this sampler call` : `item ${itemIndex}`;
+      const fitted = fitPromptIds(policy.tokenizer.encode(text), limits, { itemIndex, agent: a, itemName });
+      cut.push(fitted.truncatedFrom);
+      return fitted.ids;
+    });
+  });
+  return { ids, truncatedFrom, streams: policies.map(() => rng.split()) };
 }
 
-function assemble(policies: readonly Policy[], ids: readonly number[][][], rows: readonly number[][][], n: number): AgentSamples[][] {
+function assemble(policies: readonly Policy[], prepared: { ids: readonly number[][][]; truncatedFrom: readonly (number | undefined)[][] }, rows: readonly number[][][], n: number): AgentSamples[][] {
+  const { ids, truncatedFrom } = prepared;
   const out: AgentSamples[][] = ids[0]?.map(() => []) ?? [];
   policies.forEach((policy, a) =>
     ids[a]!.forEach((promptIds, k) => {
       const mine = rows[a]!.slice(k * n, (k + 1) * n);
-      out[k]![a] = { promptIds, tokens: mine, texts: mine.map((t) => policy.tokenizer.decode(t)) };
+      const cutFrom = truncatedFrom[a]![k];
+      out[k]![a] = { promptIds, ...(cutFrom !== undefined && { truncatedFrom: cutFrom }), tokens: mine, texts: mine.map((t) => policy.tokenizer.decode(t)) };
     }),
   );
   return out;
@@ -99,10 +128,10 @@ export class PolicySampler implements CandidateSampler {
     private readonly rng: RngStream,
   ) {}
 
-  sample(prompts: readonly (readonly string[])[], n: number): AgentSamples[][] {
-    const { ids, streams } = prepare(this.policies, prompts, this.rng);
-    const rows = this.policies.map((policy, a) => sampleAgentRows(policy, ids[a]!, n, this.settings, streams[a]!));
-    return assemble(this.policies, ids, rows, n);
+  sample(prompts: readonly (readonly string[])[], n: number, itemIndices?: readonly number[]): AgentSamples[][] {
+    const prepared = prepare(this.policies, prompts, this.settings, this.rng, itemIndices);
+    const rows = this.policies.map((policy, a) => sampleAgentRows(policy, prepared.ids[a]!, n, this.settings, prepared.streams[a]!));
+    return assemble(this.policies, prepared, rows, n);
   }
 }
 
@@ -123,9 +152,9 @@ export class ParallelPolicySampler implements CandidateSampler {
     private readonly generateRows: AgentRowsGenerator,
   ) {}
 
-  async sample(prompts: readonly (readonly string[])[], n: number): Promise<AgentSamples[][]> {
-    const { ids, streams } = prepare(this.policies, prompts, this.rng);
-    const rows = await Promise.all(this.policies.map((_, a) => this.generateRows(a, ids[a]!, n, this.settings, streams[a]!)));
-    return assemble(this.policies, ids, rows, n);
+  async sample(prompts: readonly (readonly string[])[], n: number, itemIndices?: readonly number[]): Promise<AgentSamples[][]> {
+    const prepared = prepare(this.policies, prompts, this.settings, this.rng, itemIndices);
+    const rows = await Promise.all(this.policies.map((_, a) => this.generateRows(a, prepared.ids[a]!, n, this.settings, prepared.streams[a]!)));
+    return assemble(this.policies, prepared, rows, n);
   }
 }
