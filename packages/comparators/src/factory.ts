@@ -52,7 +52,9 @@ export function createComparator(o: ComparatorOptions): Comparator {
     const mode = o.generationMode ?? "decentralized";
     const index = o.centralizedAgentIndex ?? 0;
     if (mode === "centralized" && o.agents.length > 0) pickAgents(o.agents, [index], "comparator_centralized_agent_index");
-    return new ApiComparator({ ...o.api, generation: o.generation, generationMode: mode, centralizedAgentIndex: index, ...(o.adapter !== undefined && { adapter: o.adapter }) });
+    // The agents' tokenizers hold remote completions to max_new_tokens, as the agents are held.
+    const tokenizers = o.agents.map((a) => a.tokenizer);
+    return new ApiComparator({ ...o.api, generation: o.generation, generationMode: mode, centralizedAgentIndex: index, tokenizers, ...(o.adapter !== undefined && { adapter: o.adapter }) });
   }
   if (o.agents.length === 0) throw new RangeError("a comparator needs at least one agent");
   const k = o.historyK ?? 1;

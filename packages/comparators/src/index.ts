@@ -18,5 +18,17 @@ export { CentralizedComparator } from "./centralized.js";
 export type { CentralizedComparatorOptions } from "./centralized.js";
 export { createComparator } from "./factory.js";
 export type { ComparatorOptions, ComparatorPolicy, ComparatorGenerationMode } from "./factory.js";
-export { ApiComparator, apiSettingsFromConfig, ApiComparatorError, normalizeApiFormat, API_FORMAT_ALIASES } from "./api/index.js";
-export type { ApiComparatorOptions, ApiComparatorSettings, ApiComparatorStats, ApiConfigFields, ApiFormat, ApiFormatName, ApiGenerationSettings, ApiRetryEvent, SleepFn } from "./api/index.js";
+export {
+  ApiComparator,
+  apiSettingsFromConfig,
+  ApiComparatorError,
+  ApiResponseTooLargeError,
+  ApiMalformedResponseError,
+  ApiTooManyCompletionsError,
+  normalizeApiFormat,
+  API_FORMAT_ALIASES,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  redactUrlSecrets,
+  redactHeaderSecrets,
+} from "./api/index.js";
+export type { ApiComparatorOptions, ApiComparatorSettings, ApiComparatorStats, ApiConfigFields, ApiFormat, ApiFormatName, ApiGenerationSettings, ApiRetryEvent, ApiTokenizer, SleepFn } from "./api/index.js";

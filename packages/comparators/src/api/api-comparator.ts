@@ -4,12 +4,12 @@ import type { CandidateSet, CentralizedAdapter, Comparator, TaskItem } from "@pb
 import pLimit, { type LimitFunction } from "p-limit";
 import { splitJointCompletions } from "../split-joint.js";
 import { TaggedCentralizedAdapter } from "../tagged-adapter.js";
-import { ApiCallCancelled, ApiComparatorError, displayUrl, makeRedactor, snippet, urlSecrets } from "./errors.js";
+import { ApiCallCancelled, ApiComparatorError, ApiTooManyCompletionsError, MIN_SCRUBBED_SECRET_CHARS, REDACTED, displayUrl, headerSecrets, makeRedactor, snippet, urlSecrets } from "./errors.js";
 import {
   buildBody,
   defaultKeyEnv,
   normalizeApiFormat,
-  parseResponse,
+  parseResponseBody,
   planCounts,
   providerNLimit,
   type ApiFormat,
@@ -19,6 +19,14 @@ import {
   type ParsedCompletions,
 } from "./formats.js";
 import { defaultSleep, postJson, type ApiRetryEvent, type SleepFn } from "./transport.js";
+import { truncateToTokens, type ApiTokenizer } from "./truncate.js";
+
+/** comparator_api_max_response_bytes when not set: 8 MiB, far above any completion of max_new_tokens ≤ 256. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+/** The smallest limit accepted (the config's minimum): below it, ordinary error bodies would not fit. */
+export const MIN_MAX_RESPONSE_BYTES = 1024;
+/** The largest limit accepted: a body is held whole as one string, and V8 strings stop near 512 Mi characters. */
+export const MAX_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 /** The comparator_api_* settings (what the config holds), plus test hooks. */
 export interface ApiComparatorSettings {
@@ -67,6 +75,18 @@ export interface ApiComparatorSettings {
   maxRetryAfterSeconds?: number;
   /** Called before each retry (no credentials in the event), e.g. to log it. */
   onRetry?: (e: ApiRetryEvent) => void;
+  /**
+   * comparator_api_max_response_bytes: the largest response body read, in bytes after decoding
+   * (default 8 MiB, at least 1024, at most 256 MiB). A larger one fails with
+   * ApiResponseTooLargeError as soon as it passes the limit, and is not retried.
+   */
+  maxResponseBytes?: number;
+  /**
+   * Where the comparator's warnings and its once-a-round line go (default console.warn): how many
+   * completions were cut to max_new_tokens, a credential echoed by the server, truncation
+   * impossible without tokenizers. Lines carry no credentials.
+   */
+  log?: (line: string) => void;
 }
 
 export interface ApiComparatorOptions extends ApiComparatorSettings {
@@ -78,6 +98,13 @@ export interface ApiComparatorOptions extends ApiComparatorSettings {
   centralizedAgentIndex?: number;
   /** Centralized mode's adapter (default TaggedCentralizedAdapter). */
   adapter?: CentralizedAdapter;
+  /**
+   * The agents' tokenizers, by agent index (createComparator passes the agents'): each remote
+   * completion is cut to generation.maxNewTokens tokens of the tokenizer of the agent whose role
+   * it fills (centralized: the joint completion with the centralized agent's, then each role's
+   * text with its agent's). Without them completions are not truncated, and a warning says so.
+   */
+  tokenizers?: readonly ApiTokenizer[];
 }
 
 /** Counters since construction. */
@@ -87,6 +114,10 @@ export interface ApiComparatorStats {
   retries: number;
   /** Completions received and kept. */
   completions: number;
+  /** Completions cut to max_new_tokens (centralized: joint completions of which anything was cut). */
+  truncated: number;
+  /** Completions in which a credential echoed by the server was replaced by [REDACTED]. */
+  scrubbed: number;
 }
 
 /** One prompt that needs `n` completions: an agent's own prompt, or an item's joint prompt. */
@@ -141,7 +172,16 @@ export class ApiComparator implements Comparator {
   readonly #sleep: SleepFn;
   readonly #onRetry: ((e: ApiRetryEvent) => void) | undefined;
   readonly #redact: (text: string) => string;
-  readonly #stats: ApiComparatorStats = { requests: 0, retries: 0, completions: 0 };
+  /** Scrubs credentials from completions (only secrets long enough not to be ordinary words). */
+  readonly #scrub: (text: string) => string;
+  readonly #maxResponseBytes: number;
+  readonly #tokenizers: readonly ApiTokenizer[] | null;
+  readonly #log: (line: string) => void;
+  readonly #stats: ApiComparatorStats = { requests: 0, retries: 0, completions: 0, truncated: 0, scrubbed: 0 };
+  /** Completions checked against max_new_tokens this round, and how many were cut: one log line per round. */
+  #round = { checked: 0, truncated: 0 };
+  /** Warnings said once per comparator, not once per completion. */
+  readonly #warned = new Set<"echo" | "no-tokenizers">();
 
   constructor(o: ApiComparatorOptions) {
     this.format = normalizeApiFormat(o.format);
@@ -173,7 +213,10 @@ export class ApiComparator implements Comparator {
     this.#onRetry = o.onRetry;
     this.#extraBody = o.extraBody ?? null;
     if (this.#extraBody !== null && (typeof this.#extraBody !== "object" || Array.isArray(this.#extraBody))) throw new Error("comparator_api_extra_body must be a JSON object");
-    this.#generation = { maxNewTokens: o.generation.maxNewTokens, temperature: o.generation.temperature, topP: o.generation.topP, topK: o.generation.topK };
+    this.#generation = { maxNewTokens: positiveInt(o.generation.maxNewTokens, "max_new_tokens"), temperature: o.generation.temperature, topP: o.generation.topP, topK: o.generation.topK };
+    this.#maxResponseBytes = maxResponseBytes(o.maxResponseBytes);
+    this.#tokenizers = o.tokenizers === undefined || o.tokenizers.length === 0 ? null : [...o.tokenizers];
+    this.#log = o.log ?? ((line) => console.warn(line));
 
     // The key: read once, kept only here.
     const keyEnv = o.keyEnv === undefined || o.keyEnv === null || o.keyEnv.trim() === "" ? defaultKeyEnv(format) : o.keyEnv.trim();
@@ -191,10 +234,6 @@ export class ApiComparator implements Comparator {
       }
       if (/[\r\n\0]/.test(key)) throw new Error(`comparator API (${format}): the value of ${keyEnv} contains a line break or NUL and cannot be sent in a header`);
     }
-    // Scrubbed from every message: the key, and key-like query values of the URL (a server may echo them).
-    this.#redact = makeRedactor([key, ...urlSecrets(this.#url)]);
-    this.displayUrl = this.#redact(displayUrl(this.#url));
-
     // Headers without the key; the auth header is added per request.
     let authHeader: string | null = null;
     let authValue: string | null = null;
@@ -212,6 +251,14 @@ export class ApiComparator implements Comparator {
     this.#authHeader = authHeader;
     this.#authValue = authValue;
     this.#headers = this.buildHeaders(o.headers ?? null, authHeader);
+    // Scrubbed from every message and completion, since a server may echo any of them: the key,
+    // key-like query values of the URL, and credential header values (only long ones: a header
+    // value "v1" must not be cut out of "/v1/messages").
+    const longEnough = (c: string | null): c is string => c !== null && c.length >= MIN_SCRUBBED_SECRET_CHARS;
+    const credentials = [key, ...urlSecrets(this.#url), ...headerSecrets(o.headers ?? {}).filter(longEnough)];
+    this.#redact = makeRedactor(credentials);
+    this.#scrub = makeRedactor(credentials.filter(longEnough));
+    this.displayUrl = this.#redact(displayUrl(this.#url));
 
     const what = [format, this.model, this.displayUrl].filter((s) => s !== null).join(", ");
     this.description = this.generationMode === "centralized" ? `centralized api (${what}; one joint prompt, agent_idx ${this.#centralizedAgentIndex})` : `api (${what})`;
@@ -228,10 +275,17 @@ export class ApiComparator implements Comparator {
   }
 
   beginRound(_round: number): Promise<void> {
+    this.#round = { checked: 0, truncated: 0 };
     return Promise.resolve();
   }
 
+  /** Says how many completions of the round were cut to max_new_tokens: one line, not one per completion. */
   endRound(): Promise<void> {
+    const { checked, truncated } = this.#round;
+    if (truncated > 0) {
+      this.#log(`pbrl: comparator API (${this.format}, ${this.displayUrl}): ${truncated} of ${checked} completions this round were longer than max_new_tokens=${this.#generation.maxNewTokens} tokens and were cut to it (counted as not stopped)`);
+    }
+    this.#round = { checked: 0, truncated: 0 };
     return Promise.resolve();
   }
 
@@ -260,11 +314,12 @@ export class ApiComparator implements Comparator {
       }
     });
 
+    this.checkTokenizers(prompts);
     const jobs: { target: number; spec: ApiRequestSpec }[] = [];
     targets.forEach((t, ti) => {
       for (const count of t.counts) jobs.push({ target: ti, spec: { prompt: t.prompt, agentIdx: t.agentIdx, batchItem: items[t.item], count } });
     });
-    const replies = await this.runAll(jobs.map((j) => (signal: AbortSignal) => this.request(j.spec, signal)));
+    const replies = await this.runAll(jobs.map((j) => (signal: AbortSignal) => this.request(j.spec, targets[j.target]!, signal)));
 
     // Per target: completions in request order, then the count check.
     const got: ParsedCompletions[] = targets.map(() => ({ texts: [], stopped: [] }));
@@ -272,8 +327,8 @@ export class ApiComparator implements Comparator {
     jobs.forEach((j, i) => {
       const r = replies[i]!;
       const g = got[j.target]!;
-      g.texts.push(...r.parsed.texts.slice(0, j.spec.count));
-      g.stopped.push(...r.parsed.stopped.slice(0, j.spec.count));
+      g.texts.push(...r.parsed.texts);
+      g.stopped.push(...r.parsed.stopped);
       if (r.parsed.texts.length < j.spec.count) short[j.target]!.push({ asked: j.spec.count, got: r.parsed.texts.length, body: r.text });
     });
     targets.forEach((t, ti) => {
@@ -283,24 +338,81 @@ export class ApiComparator implements Comparator {
 
     const sets = items.map((item, k): CandidateSet => {
       const mine = targets.map((t, ti) => ({ t, g: got[ti]! })).filter((x) => x.t.item === k);
-      if (this.generationMode === "centralized") {
-        const g = mine[0]!.g;
-        const numAgents = prompts[k]!.length;
-        const split = splitJointCompletions(this.#adapter, g.texts, item, numAgents);
-        const stopped = g.stopped.map((s, j) => split.valid[j]! && s);
-        return { texts: split.texts, stopped: split.texts.map(() => [...stopped]), valid: split.valid };
-      }
+      if (this.generationMode === "centralized") return this.centralizedSet(mine[0]!.g, item, prompts[k]!.length);
       if (mine.length === 0) return { texts: [], stopped: [], valid: [] };
-      const m = Math.min(...mine.map((x) => x.g.texts.length));
-      return { texts: mine.map((x) => x.g.texts.slice(0, m)), stopped: mine.map((x) => x.g.stopped.slice(0, m)), valid: Array.from({ length: m }, () => true) };
+      const cut = mine.map((x) => this.truncateAll(x.g, x.t.agent!));
+      const m = Math.min(...cut.map((g) => g.texts.length));
+      return { texts: cut.map((g) => g.texts.slice(0, m)), stopped: cut.map((g) => g.stopped.slice(0, m)), valid: Array.from({ length: m }, () => true) };
     });
     // Completions the API returned and this call kept: joint ones (centralized) or per agent.
     for (const s of sets) this.#stats.completions += this.generationMode === "centralized" ? s.valid.length : s.valid.length * s.texts.length;
     return sets;
   }
 
-  /** One request, retried by the transport; the reply parsed in this format. */
-  private async request(spec: ApiRequestSpec, signal: AbortSignal): Promise<{ parsed: ParsedCompletions; text: string }> {
+  /**
+   * One item's candidates from its joint completions: each cut to the budget with the
+   * centralized agent's tokenizer (the budget the local centralized comparator generates
+   * within), split into roles, then each role's text cut with its own agent's tokenizer.
+   */
+  private centralizedSet(g: ParsedCompletions, item: TaskItem, numAgents: number): CandidateSet {
+    const joint = this.truncateAll(g, this.#centralizedAgentIndex, false);
+    const split = splitJointCompletions(this.#adapter, joint.texts, item, numAgents);
+    const cutAny = joint.cut.slice();
+    const roles = split.texts.map((roleTexts, a) => {
+      const r = this.truncateAll({ texts: roleTexts, stopped: joint.stopped.map((s, j) => split.valid[j]! && s) }, a, false);
+      r.cut.forEach((c, j) => (cutAny[j] = cutAny[j]! || c));
+      return r;
+    });
+    this.countTruncated(cutAny);
+    return { texts: roles.map((r) => r.texts), stopped: roles.map((r) => r.stopped), valid: split.valid };
+  }
+
+  /**
+   * Each completion cut to max_new_tokens tokens of agent `agent`'s tokenizer; a cut one no
+   * longer counts as stopped (it ended at the limit, as an agent's would). `count` false leaves
+   * the round's tally to the caller (centralized counts each joint completion once).
+   */
+  private truncateAll(g: ParsedCompletions, agent: number, count = true): ParsedCompletions & { cut: boolean[] } {
+    const tokenizer = this.#tokenizers?.[agent];
+    if (tokenizer === undefined) return { texts: g.texts, stopped: g.stopped, cut: g.texts.map(() => false) };
+    const out = g.texts.map((t) => truncateToTokens(t, tokenizer, this.#generation.maxNewTokens));
+    const cut = out.map((r) => r.truncated);
+    if (count) this.countTruncated(cut);
+    return { texts: out.map((r) => r.text), stopped: g.stopped.map((s, j) => s && !cut[j]), cut };
+  }
+
+  private countTruncated(cut: readonly boolean[]): void {
+    if (this.#tokenizers === null) return;
+    const n = cut.filter((c) => c).length;
+    this.#round.checked += cut.length;
+    this.#round.truncated += n;
+    this.#stats.truncated += n;
+  }
+
+  /** Every agent the call needs has a tokenizer; with none given at all, a warning (once) that nothing is truncated. */
+  private checkTokenizers(prompts: readonly (readonly string[])[]): void {
+    if (this.#tokenizers === null) {
+      this.warnOnce("no-tokenizers", `pbrl: comparator API (${this.format}, ${this.displayUrl}): built without the agents' tokenizers, so remote completions are not cut to max_new_tokens=${this.#generation.maxNewTokens}; build it with createComparator({ agents, ... }) or pass ApiComparatorOptions.tokenizers`);
+      return;
+    }
+    const agents = Math.max(0, ...prompts.map((p) => p.length));
+    const needed = this.generationMode === "centralized" ? Math.max(agents, this.#centralizedAgentIndex + 1) : agents;
+    if (needed > this.#tokenizers.length) {
+      throw new RangeError(`${this.description}: the prompts are for ${needed} agents but the comparator has ${this.#tokenizers.length} agents' tokenizers (ApiComparatorOptions.tokenizers); pass one per agent`);
+    }
+  }
+
+  private warnOnce(what: "echo" | "no-tokenizers", line: string): void {
+    if (this.#warned.has(what)) return;
+    this.#warned.add(what);
+    this.#log(line);
+  }
+
+  /**
+   * One request, retried by the transport; the reply parsed in this format, credentials echoed by
+   * the server scrubbed, and more completions than asked refused (never dropped).
+   */
+  private async request(spec: ApiRequestSpec, target: Target, signal: AbortSignal): Promise<{ parsed: ParsedCompletions; text: string }> {
     const body = buildBody(this.format, spec, { model: this.model, generation: this.#generation, extraBody: this.#extraBody });
     const headers = { ...this.#headers };
     if (this.#authHeader !== null && this.#authValue !== null) headers[this.#authHeader] = this.#authValue;
@@ -318,8 +430,27 @@ export class ApiComparator implements Comparator {
       signal,
       onRetry: this.#onRetry,
       counters: this.#stats,
+      maxResponseBytes: this.#maxResponseBytes,
     });
-    return { parsed: parseResponse(this.format, r.json, this.#responseField), text: r.text };
+    const parsed = parseResponseBody(this.format, r.text, this.#responseField, { url: this.displayUrl, status: r.status, attempts: r.attempts, redact: this.#redact });
+    if (parsed.texts.length > spec.count) throw this.tooManyError(target, spec.count, parsed.texts.length);
+    return { parsed: { texts: parsed.texts.map((t) => this.scrubCompletion(t)), stopped: parsed.stopped }, text: r.text };
+  }
+
+  /** The completion with every credential replaced by [REDACTED]; the first echo is logged, once. */
+  private scrubCompletion(text: string): string {
+    const clean = this.#scrub(text);
+    if (clean === text) return text;
+    this.#stats.scrubbed += 1;
+    this.warnOnce("echo", `pbrl: comparator API (${this.format}, ${this.displayUrl}): the server echoed a credential (the API key, a credential header or a key-like URL parameter) inside a completion; it was replaced by ${REDACTED} before the completion was used. Check the server: it should never return credentials`);
+    return clean;
+  }
+
+  private tooManyError(t: Target, requested: number, received: number): ApiTooManyCompletionsError {
+    const who = t.agent === null ? `the joint prompt of item ${t.item}` : `agent ${t.agent} of item ${t.item}`;
+    const asked = this.format === "openai" ? "n" : this.format === "generic" ? "num_return_sequences" : "one per request";
+    const hint = `the server must return exactly the number asked for (${asked}); extra completions are an error, never dropped silently, since which to keep would be a guess`;
+    return new ApiTooManyCompletionsError({ format: this.format, url: this.displayUrl, attempts: 0, who, requested, received, hint });
   }
 
   /**
@@ -419,6 +550,14 @@ function positiveInt(v: number, field: string): number {
 
 function nonNegativeInt(v: number, field: string): number {
   if (!Number.isInteger(v) || v < 0) throw new Error(`${field} must be an integer ≥ 0, got ${v}`);
+  return v;
+}
+
+function maxResponseBytes(v: number | undefined): number {
+  if (v === undefined) return DEFAULT_MAX_RESPONSE_BYTES;
+  if (!Number.isInteger(v) || v < MIN_MAX_RESPONSE_BYTES || v > MAX_MAX_RESPONSE_BYTES) {
+    throw new Error(`comparator_api_max_response_bytes must be an integer from ${MIN_MAX_RESPONSE_BYTES} to ${MAX_MAX_RESPONSE_BYTES} (256 MiB), got ${v}`);
+  }
   return v;
 }
 

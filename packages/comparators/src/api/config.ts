@@ -17,13 +17,14 @@ export interface ApiConfigFields {
   comparator_api_max_concurrency?: number;
   comparator_api_max_retries?: number;
   comparator_api_allow_partial?: boolean;
+  comparator_api_max_response_bytes?: number;
 }
 
 /**
  * ApiComparatorSettings from a config's comparator_api_* fields, for
  * `createComparator({ ..., policy: "api", api: apiSettingsFromConfig(config) })`. Fields left out
- * take the comparator's defaults (the same as the config's). Hooks such as env, rng, sleep and
- * onRetry can be added to the result.
+ * take the comparator's defaults (the same as the config's). Hooks such as env, rng, sleep,
+ * onRetry and log can be added to the result.
  */
 export function apiSettingsFromConfig(c: ApiConfigFields): ApiComparatorSettings {
   if (c.comparator_api_url === null || c.comparator_api_url === undefined) throw new Error('comparator_api_url is required with comparator_policy="api"');
@@ -42,5 +43,6 @@ export function apiSettingsFromConfig(c: ApiConfigFields): ApiComparatorSettings
     maxNPerRequest: c.comparator_api_max_n_per_request ?? null,
     ...(c.comparator_api_allow_partial !== undefined && { allowPartial: c.comparator_api_allow_partial }),
     ...(c.comparator_api_response_field !== undefined && { responseField: c.comparator_api_response_field }),
+    ...(c.comparator_api_max_response_bytes !== undefined && { maxResponseBytes: c.comparator_api_max_response_bytes }),
   };
 }

@@ -11,7 +11,20 @@ export const REDACTED = "[REDACTED]";
 export const BODY_SNIPPET_CHARS = 300;
 
 /** Query parameter names whose values are treated as secrets in messages. */
-const SECRET_QUERY = /(^|[_-])(key|api[_-]?key|apikey|token|access[_-]?token|secret|password|passwd|sig|signature|auth|authorization|code)$/i;
+const SECRET_QUERY = /(^|[_-])(key|api[_-]?key|apikey|token|access[_-]?token|secret|password|passwd|pwd|sig|signature|auth|authorization|code|credentials?|jwt|session)$/i;
+
+/** Header names whose values are credentials (Authorization, x-api-key, X-Auth-Token, Cookie, …). */
+const SECRET_HEADER = /(auth|token|secret|key|password|passwd|signature|credential|cookie|session)/i;
+
+/** Header values that carry a credential whatever the header is called: "Bearer …", "Basic …". */
+const SCHEME_VALUE = /^\s*(bearer|basic|token|digest|apikey)\s+(\S.*)$/i;
+
+/**
+ * Secrets shorter than this are not scrubbed from completions: "EMPTY" (vLLM's placeholder key)
+ * or "1" would otherwise be cut out of ordinary text, and a value that short protects nothing.
+ * Error messages and logs scrub every length.
+ */
+export const MIN_SCRUBBED_SECRET_CHARS = 8;
 
 /** Removes every occurrence of each secret (and its URL-encoded form) from `text`. */
 export function makeRedactor(secrets: readonly (string | null)[]): (text: string) => string {
@@ -46,6 +59,47 @@ export function displayUrl(url: string): string {
     if (SECRET_QUERY.test(name)) u.searchParams.set(name, "REDACTED");
   }
   return u.toString();
+}
+
+/**
+ * `url` safe to write to disk (config.json, logs): userinfo removed and the value of every
+ * credential-like query parameter (key=, api_key=, token=, sig=, access_token=, …) replaced by
+ * REDACTED. Unlike displayUrl, text that does not parse as a URL is kept, with `name=value`
+ * pairs of such names redacted, so nothing the user wrote is lost but the secrets.
+ */
+export function redactUrlSecrets(url: string): string {
+  if (typeof url !== "string") return url;
+  try {
+    new URL(url);
+  } catch {
+    return url.replace(/([?&;]|^)([^=&;#?\s]+)=([^&;#\s]*)/g, (all, sep: string, name: string) => (SECRET_QUERY.test(name) ? `${sep}${name}=REDACTED` : all)).replace(/\/\/[^/@\s]*@/, "//");
+  }
+  return displayUrl(url);
+}
+
+/** Whether a header carries a credential: by its name (Authorization, x-api-key, …) or its value ("Bearer …"). */
+export function isCredentialHeader(name: string, value: string): boolean {
+  return SECRET_HEADER.test(name) || SCHEME_VALUE.test(value);
+}
+
+/**
+ * `headers` safe to write to disk: the value of every credential header (Authorization,
+ * x-api-key, X-Auth-Token, Cookie, any "Bearer …" / "Basic …" value) replaced by [REDACTED];
+ * other headers kept as they are.
+ */
+export function redactHeaderSecrets(headers: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) out[name] = isCredentialHeader(name, String(value)) ? REDACTED : value;
+  return out;
+}
+
+/** The secrets in credential headers: the whole value, and the credential after a scheme ("Bearer <this>"). */
+export function headerSecrets(headers: Readonly<Record<string, string>>): string[] {
+  return Object.entries(headers).flatMap(([name, value]) => {
+    if (!isCredentialHeader(name, value)) return [];
+    const scheme = SCHEME_VALUE.exec(value);
+    return scheme === null ? [value.trim()] : [value.trim(), scheme[2]!.trim()];
+  });
 }
 
 /** Whitespace collapsed, secrets removed, then cut to `max` characters. */
@@ -89,6 +143,72 @@ export class ApiComparatorError extends Error {
     this.kind = info.kind;
     this.status = info.status;
     this.attempts = info.attempts;
+  }
+}
+
+/**
+ * A response body over comparator_api_max_response_bytes. Reading stopped at the limit (or
+ * before reading, on a Content-Length over it) and the connection was closed. Not retried: the
+ * same request gets the same oversized answer.
+ */
+export class ApiResponseTooLargeError extends ApiComparatorError {
+  override name = "ApiResponseTooLargeError";
+  /** comparator_api_max_response_bytes. */
+  readonly limitBytes: number;
+  /** Bytes read before stopping, or the Content-Length the server declared. */
+  readonly receivedBytes: number;
+  /** Whether receivedBytes is the declared Content-Length (nothing was read). */
+  readonly declared: boolean;
+
+  constructor(info: Omit<ApiComparatorErrorInfo, "kind" | "detail"> & { limitBytes: number; receivedBytes: number; declared: boolean }) {
+    const seen = info.declared ? `its Content-Length is ${info.receivedBytes} bytes` : `reading stopped after ${info.receivedBytes} bytes`;
+    super({
+      ...info,
+      kind: `response body larger than comparator_api_max_response_bytes=${info.limitBytes} (${seen}); not retried`,
+      detail: 'check that the server honours the token limit and does not stream (no "stream": true in comparator_api_extra_body), or raise comparator_api_max_response_bytes if replies this long are expected',
+    });
+    this.limitBytes = info.limitBytes;
+    this.receivedBytes = info.receivedBytes;
+    this.declared = info.declared;
+  }
+}
+
+/** The JSON type of a value as a message names it: null, array, object, string, number, boolean (or the JS type of a non-JSON value). */
+export function jsonTypeOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
+}
+
+/**
+ * A 2xx response that is not what the format promises: a body that is not JSON, or a completion
+ * that is not a string (a number, an object, null, …). `path` points into the response, e.g.
+ * `$.choices[1].message.content`; null for a body that is not JSON. Not retried.
+ */
+export class ApiMalformedResponseError extends ApiComparatorError {
+  override name = "ApiMalformedResponseError";
+  /** Where in the response, e.g. `$.completions[2]`; null when the body is not JSON. */
+  readonly path: string | null;
+  /** What was found there: a JSON type (number, object, null, …) or "text that is not JSON". */
+  readonly receivedType: string;
+
+  constructor(info: Omit<ApiComparatorErrorInfo, "kind"> & { path: string | null; receivedType: string; kind: string }) {
+    super(info);
+    this.path = info.path;
+    this.receivedType = info.receivedType;
+  }
+}
+
+/** A response with more completions than the request asked for (a server that ignores n / num_return_sequences). */
+export class ApiTooManyCompletionsError extends ApiComparatorError {
+  override name = "ApiTooManyCompletionsError";
+  readonly requested: number;
+  readonly received: number;
+
+  constructor(info: Omit<ApiComparatorErrorInfo, "kind"> & { who: string; requested: number; received: number; hint: string }) {
+    super({ ...info, kind: `too many completions for ${info.who}: requested ${info.requested}, received ${info.received}; ${info.hint}` });
+    this.requested = info.requested;
+    this.received = info.received;
   }
 }
 

@@ -2,6 +2,7 @@
  * The four request formats of the API comparator: their names and aliases, request bodies,
  * response parsing, and how many completions each request asks for.
  */
+import { ApiMalformedResponseError, jsonTypeOf, snippet } from "./errors.js";
 
 export type ApiFormat = "generic" | "openai" | "anthropic" | "openai_responses";
 
@@ -123,21 +124,110 @@ export interface ParsedCompletions {
   stopped: boolean[];
 }
 
-export function parseResponse(format: ApiFormat, json: unknown, responseField: string): ParsedCompletions {
+/** Where a response came from, for the errors its parsing raises. */
+export interface ResponseSource {
+  /** The display URL (never one carrying a key). */
+  url: string;
+  /** HTTP status of the response (default 200). */
+  status?: number;
+  /** HTTP attempts the request took (default 0: not named in the message). */
+  attempts?: number;
+  /** Scrubs secrets from the text a message quotes (default: none). */
+  redact?: (text: string) => string;
+}
+
+/**
+ * A 2xx body as the format reads it: JSON.parse, then parseResponse. A body that is not JSON
+ * (a wrong URL serving HTML, a proxy's login page, a streaming endpoint) is an
+ * ApiMalformedResponseError; the same request would get the same answer, so it is not retried.
+ * (A body cut short by a dropped connection surfaces as a network error instead, which is.)
+ */
+export function parseResponseBody(format: ApiFormat, body: string, responseField: string, source: ResponseSource): ParsedCompletions {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    const status = source.status ?? 200;
+    throw new ApiMalformedResponseError({
+      format,
+      url: source.url,
+      kind: `HTTP ${status} with a body that is not JSON`,
+      status,
+      attempts: source.attempts ?? 0,
+      detail: snippet(body, source.redact ?? ((t) => t)),
+      path: null,
+      receivedType: "text that is not JSON",
+    });
+  }
+  return parseResponse(format, json, responseField, source);
+}
+
+/**
+ * The completions in a parsed response. Where the format puts a completion, anything but a string
+ * (a number, an object, null, an array) is an ApiMalformedResponseError naming its path (e.g.
+ * `$.choices[1].message.content`), its JSON type and what the server must return: such a value
+ * would otherwise be trained on as text. A response without completions parses to none (the
+ * comparator's count check reports it). OpenAI's `message.content: null` is the API's way of
+ * saying "no text" (a refusal, a tool call) and counts as no completion, not as an error.
+ */
+export function parseResponse(format: ApiFormat, json: unknown, responseField: string, source: ResponseSource = { url: "<unknown URL>" }): ParsedCompletions {
+  const fail = malformed(format, source);
   switch (format) {
     case "generic":
-      return parseGeneric(json, responseField);
+      return parseGeneric(json, responseField, fail);
     case "openai":
-      return parseOpenAI(json);
+      return parseOpenAI(json, fail);
     case "anthropic":
-      return parseAnthropic(json);
+      return parseAnthropic(json, fail);
     case "openai_responses":
-      return parseResponses(json);
+      return parseResponses(json, fail);
   }
+}
+
+/** Throws the error for a value at `path` that is not what the format promises; `got` overrides "a number (42)". */
+type Fail = (path: string, value: unknown, got?: string) => never;
+
+/** What each format's server must put where a completion goes. */
+const EXPECTED: Record<ApiFormat, string> = {
+  generic: 'the server must return each completion as a JSON string, or as an object with a string "text" (or "content", "completion", "response", "message.content")',
+  openai: "a Chat Completions server must return choices[].message.content as a string (or null for no text)",
+  anthropic: 'a Messages server must return content[] as objects, each "text" block with a string "text"',
+  openai_responses: 'a Responses server must return output[] items as objects, each "output_text" content block with a string "text"',
+};
+
+function malformed(format: ApiFormat, source: ResponseSource): Fail {
+  const redact = source.redact ?? ((t: string) => t);
+  return (path, value, got) => {
+    const type = jsonTypeOf(value);
+    const shown = preview(value, redact);
+    const what = got ?? `${article(type)}${shown === undefined ? "" : ` (${shown})`}, not a string`;
+    throw new ApiMalformedResponseError({ format, url: source.url, kind: `malformed completion at ${path}: ${what}; ${EXPECTED[format]}`, status: source.status ?? 200, attempts: 0, path, receivedType: type });
+  };
+}
+
+function article(type: string): string {
+  return type === "null" || type === "undefined" ? type : `${/^[aeiou]/.test(type) ? "an" : "a"} ${type}`;
+}
+
+/** At most 80 characters of a value, for a message; undefined when it has no JSON form (bigints, cycles, nesting too deep). */
+function preview(value: unknown, redact: (t: string) => string): string | undefined {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
+  // Only the start is quoted: no need to scan megabytes for whitespace and secrets.
+  return text === undefined ? undefined : snippet(text.slice(0, 1000), redact, 80);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** An own property: a response's keys never reach Object.prototype ("constructor", "__proto__"). */
+function own(o: Record<string, unknown>, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(o, key) ? o[key] : undefined;
 }
 
 const STOP_REASONS = new Set(["stop", "end_turn", "stop_sequence", "eos", "eos_token", "completed"]);
@@ -147,89 +237,147 @@ export function followPath(value: unknown, path: string): unknown {
   let v = value;
   for (const seg of path.split(".")) {
     if (Array.isArray(v) && /^\d+$/.test(seg)) v = v[Number(seg)];
-    else if (isObject(v) && Object.prototype.hasOwnProperty.call(v, seg)) v = v[seg];
+    else if (isObject(v)) v = own(v, seg);
     else return undefined;
+    if (v === undefined) return undefined;
   }
   return v;
+}
+
+/** `a.0.b` as a message shows it: `$.a[0].b`. */
+function pathOf(dotted: string): string {
+  return `$${dotted
+    .split(".")
+    .map((seg) => (/^\d+$/.test(seg) ? `[${seg}]` : `.${seg}`))
+    .join("")}`;
 }
 
 function isEmpty(v: unknown): boolean {
   return v === undefined || v === null || v === "" || (Array.isArray(v) && v.length === 0);
 }
 
+const GENERIC_FALLBACKS = ["completions", "responses", "outputs", "choices"] as const;
+const GENERIC_TEXT_FIELDS = ["text", "content", "completion", "response"] as const;
+
 /**
  * generic: the dotted responseField, else the first non-empty of completions, responses,
  * outputs, choices (or the body itself when it is an array). Items are strings, or objects with
  * text / content / completion / response / message.content; an object's `stopped` (boolean) or
  * `finish_reason` / `stop_reason` ("stop", "end_turn", "stop_sequence", "eos") marks it stopped.
- * Items without text do not count as completions.
+ * Any other item is an error.
  */
-function parseGeneric(json: unknown, responseField: string): ParsedCompletions {
-  let found = followPath(json, responseField);
-  if (isEmpty(found)) {
-    if (isObject(json)) found = ["completions", "responses", "outputs", "choices"].map((k) => json[k]).find((v) => !isEmpty(v));
-    else if (Array.isArray(json)) found = json;
-  }
+function parseGeneric(json: unknown, responseField: string, fail: Fail): ParsedCompletions {
+  const { found, path } = locateGeneric(json, responseField);
   const out: ParsedCompletions = { texts: [], stopped: [] };
   if (found === undefined || found === null) return out;
-  const items: unknown[] = Array.isArray(found) ? found : [found];
-  for (const item of items) {
-    if (typeof item === "string") {
-      out.texts.push(item);
-      out.stopped.push(false);
-    } else if (typeof item === "number" || typeof item === "boolean") {
-      out.texts.push(String(item));
-      out.stopped.push(false);
-    } else if (isObject(item)) {
-      const text = ["text", "content", "completion", "response"].map((k) => item[k]).find((v): v is string => typeof v === "string" && v !== "") ?? messageContent(item);
-      if (text === undefined) continue;
-      out.texts.push(text);
-      const reason = item["finish_reason"] ?? item["stop_reason"];
-      out.stopped.push(typeof item["stopped"] === "boolean" ? item["stopped"] : typeof reason === "string" && STOP_REASONS.has(reason));
-    }
-  }
+  const items: readonly unknown[] = Array.isArray(found) ? found : [found];
+  items.forEach((item, i) => {
+    const { text, stopped } = genericItem(item, Array.isArray(found) ? `${path}[${i}]` : path, fail);
+    out.texts.push(text);
+    out.stopped.push(stopped);
+  });
   return out;
 }
 
-function messageContent(item: Record<string, unknown>): string | undefined {
-  const m = item["message"];
-  return isObject(m) && typeof m["content"] === "string" ? m["content"] : undefined;
+function locateGeneric(json: unknown, responseField: string): { found: unknown; path: string } {
+  const found = followPath(json, responseField);
+  if (!isEmpty(found)) return { found, path: pathOf(responseField) };
+  if (Array.isArray(json)) return { found: json, path: "$" };
+  if (!isObject(json)) return { found: undefined, path: "$" };
+  const key = GENERIC_FALLBACKS.find((k) => !isEmpty(own(json, k)));
+  return key === undefined ? { found: undefined, path: "$" } : { found: own(json, key), path: `$.${key}` };
+}
+
+function genericItem(item: unknown, at: string, fail: Fail): { text: string; stopped: boolean } {
+  if (typeof item === "string") return { text: item, stopped: false };
+  if (!isObject(item)) return fail(at, item);
+  const text = genericObjectText(item, at, fail);
+  const flag = own(item, "stopped");
+  const reason = own(item, "finish_reason") ?? own(item, "stop_reason");
+  return { text, stopped: typeof flag === "boolean" ? flag : typeof reason === "string" && STOP_REASONS.has(reason) };
+}
+
+/** The first non-empty string field (message.content last); "" when the only strings are empty. */
+function genericObjectText(item: Record<string, unknown>, at: string, fail: Fail): string {
+  const message = own(item, "message");
+  const content = isObject(message) ? own(message, "content") : undefined;
+  const candidates: [string, unknown][] = [...GENERIC_TEXT_FIELDS.map((k): [string, unknown] => [`${at}.${k}`, own(item, k)]), [`${at}.message.content`, content]];
+  const strings = candidates.filter((c): c is [string, string] => typeof c[1] === "string");
+  const text = strings.find(([, v]) => v !== "") ?? strings[0];
+  if (text !== undefined) return text[1];
+  const present = candidates.find(([, v]) => v !== undefined);
+  if (present !== undefined) return fail(present[0], present[1]);
+  return fail(at, item, 'an object without a "text", "content", "completion", "response" or "message.content" field');
 }
 
 /** openai: choices[].message.content (fallback choices[].text); finish_reason "stop" → stopped. */
-function parseOpenAI(json: unknown): ParsedCompletions {
+function parseOpenAI(json: unknown, fail: Fail): ParsedCompletions {
   const out: ParsedCompletions = { texts: [], stopped: [] };
-  const choices = isObject(json) ? json["choices"] : undefined;
+  const choices = isObject(json) ? own(json, "choices") : undefined;
   if (!Array.isArray(choices)) return out;
-  for (const c of choices) {
-    if (!isObject(c)) continue;
-    const text = messageContent(c) ?? (typeof c["text"] === "string" ? c["text"] : undefined);
-    if (text === undefined) continue;
+  choices.forEach((c: unknown, i) => {
+    const at = `$.choices[${i}]`;
+    if (!isObject(c)) return fail(at, c, `${article(jsonTypeOf(c))} where a choice object belongs`);
+    const text = openAIText(c, at, fail);
+    if (text === null) return;
     out.texts.push(text);
-    out.stopped.push(c["finish_reason"] === "stop");
-  }
+    out.stopped.push(own(c, "finish_reason") === "stop");
+  });
   return out;
 }
 
+/** A choice's text; null when it has none (message.content null: a refusal or a tool call). */
+function openAIText(c: Record<string, unknown>, at: string, fail: Fail): string | null {
+  const message = own(c, "message");
+  if (message !== undefined && message !== null) {
+    if (!isObject(message)) return fail(`${at}.message`, message, `${article(jsonTypeOf(message))} where the message object belongs`);
+    const content = own(message, "content");
+    if (typeof content === "string") return content;
+    if (content !== undefined && content !== null) return fail(`${at}.message.content`, content);
+  }
+  const text = own(c, "text");
+  if (typeof text === "string") return text;
+  if (text !== undefined && text !== null) return fail(`${at}.text`, text);
+  return null;
+}
+
+/** The first block of `blocks` whose type is one of `types`; a non-object block or a non-string text is an error. */
+function firstTextBlock(blocks: readonly unknown[], at: string, types: readonly string[], fail: Fail): string | undefined {
+  for (let i = 0; i < blocks.length; i++) {
+    const b = blocks[i];
+    if (!isObject(b)) return fail(`${at}[${i}]`, b, `${article(jsonTypeOf(b))} where a content block object belongs`);
+    const type = own(b, "type");
+    if (typeof type !== "string" || !types.includes(type)) continue;
+    const text = own(b, "text");
+    if (typeof text !== "string") return fail(`${at}[${i}].text`, text);
+    return text;
+  }
+  return undefined;
+}
+
 /** anthropic: the first content[] block of type text; stop_reason end_turn / stop_sequence → stopped. */
-function parseAnthropic(json: unknown): ParsedCompletions {
-  const content = isObject(json) ? json["content"] : undefined;
+function parseAnthropic(json: unknown, fail: Fail): ParsedCompletions {
+  if (!isObject(json)) return { texts: [], stopped: [] };
+  const content = own(json, "content");
   if (!Array.isArray(content)) return { texts: [], stopped: [] };
-  const block = content.find((b): b is Record<string, unknown> => isObject(b) && b["type"] === "text" && typeof b["text"] === "string");
-  if (block === undefined) return { texts: [], stopped: [] };
-  const reason = (json as Record<string, unknown>)["stop_reason"];
-  return { texts: [block["text"] as string], stopped: [reason === "end_turn" || reason === "stop_sequence"] };
+  const text = firstTextBlock(content, "$.content", ["text"], fail);
+  if (text === undefined) return { texts: [], stopped: [] };
+  const reason = own(json, "stop_reason");
+  return { texts: [text], stopped: [reason === "end_turn" || reason === "stop_sequence"] };
 }
 
 /** openai_responses: the first output[].content[] block of type output_text or text; status completed → stopped. */
-function parseResponses(json: unknown): ParsedCompletions {
-  const output = isObject(json) ? json["output"] : undefined;
+function parseResponses(json: unknown, fail: Fail): ParsedCompletions {
+  if (!isObject(json)) return { texts: [], stopped: [] };
+  const output = own(json, "output");
   if (!Array.isArray(output)) return { texts: [], stopped: [] };
-  for (const o of output) {
-    const content = isObject(o) ? o["content"] : undefined;
+  for (let i = 0; i < output.length; i++) {
+    const o: unknown = output[i];
+    if (!isObject(o)) return fail(`$.output[${i}]`, o, `${article(jsonTypeOf(o))} where an output item object belongs`);
+    const content = own(o, "content");
     if (!Array.isArray(content)) continue;
-    const block = content.find((b): b is Record<string, unknown> => isObject(b) && (b["type"] === "output_text" || b["type"] === "text") && typeof b["text"] === "string");
-    if (block !== undefined) return { texts: [block["text"] as string], stopped: [(json as Record<string, unknown>)["status"] === "completed"] };
+    const text = firstTextBlock(content, `$.output[${i}].content`, ["output_text", "text"], fail);
+    if (text !== undefined) return { texts: [text], stopped: [own(json, "status") === "completed"] };
   }
   return { texts: [], stopped: [] };
 }

@@ -1,12 +1,15 @@
 /**
  * One JSON POST with a per-attempt timeout and retries: 429, 408 and 5xx responses, timeouts and
  * connection failures are retried with exponential backoff and equal jitter, waiting at least
- * what Retry-After (or retry-after-ms) asks; any other status, a redirect, or a 2xx body that is
- * not JSON fails at once. The final error names the format, the display URL, the status or error
- * kind, the attempts and the start of the body, with the key scrubbed.
+ * what Retry-After (or retry-after-ms) asks; any other status, a redirect, or a body over the
+ * size limit fails at once. The final error names the format, the display URL, the status or
+ * error kind, the attempts and the start of the body, with the key scrubbed.
+ *
+ * Bodies are read as a stream and never past maxResponseBytes: a server that answers with an
+ * endless or huge body costs at most that much memory before the request is aborted.
  */
 import { setTimeout as delay } from "node:timers/promises";
-import { ApiCallCancelled, ApiComparatorError, snippet } from "./errors.js";
+import { ApiCallCancelled, ApiComparatorError, ApiResponseTooLargeError, snippet } from "./errors.js";
 
 /** Waits `ms` milliseconds; rejects (or resolves early) when `signal` aborts. */
 export type SleepFn = (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -55,18 +58,28 @@ export interface PostJsonOptions {
   onRetry?: ((e: ApiRetryEvent) => void) | undefined;
   /** Counts every HTTP attempt and every retry. */
   counters?: { requests: number; retries: number };
+  /** Largest body read (decoded bytes); a larger 2xx body fails with ApiResponseTooLargeError. */
+  maxResponseBytes: number;
 }
 
 export interface PostJsonResult {
-  json: unknown;
-  /** The raw body, for error messages about its content. */
+  /** The 2xx body as text (parsed by the format, which knows what it should hold). */
   text: string;
+  status: number;
   attempts: number;
 }
 
+interface TooLarge {
+  receivedBytes: number;
+  declared: boolean;
+}
+
 type Attempt =
-  | { ok: true; json: unknown; text: string }
-  | { ok: false; retryable: boolean; kind: string; status?: number; detail?: string; retryAfterMs?: number };
+  | { ok: true; text: string; status: number }
+  | { ok: false; retryable: boolean; kind: string; status?: number; detail?: string; retryAfterMs?: number; tooLarge?: TooLarge };
+
+/** Error bodies are only quoted (300 characters), so far less than a completion's limit is read of them. */
+const ERROR_BODY_BYTES = 64 * 1024;
 
 /** Network error codes that no retry can fix. */
 const PERMANENT_NETWORK_CODES = new Set([
@@ -87,7 +100,10 @@ export async function postJson(o: PostJsonOptions): Promise<PostJsonResult> {
     if (aborted(o.signal)) throw new ApiCallCancelled();
     if (o.counters !== undefined) o.counters.requests += 1;
     const a = await attemptOnce(o, bodyText);
-    if (a.ok) return { json: a.json, text: a.text, attempts: attempt };
+    if (a.ok) return { text: a.text, status: a.status, attempts: attempt };
+    if (a.tooLarge !== undefined) {
+      throw new ApiResponseTooLargeError({ format: o.format, url: o.displayUrl, status: a.status, attempts: attempt, limitBytes: o.maxResponseBytes, ...a.tooLarge });
+    }
     const fail = (kind: string): never => {
       throw new ApiComparatorError({ format: o.format, url: o.displayUrl, kind, status: a.status, attempts: attempt, detail: a.detail });
     };
@@ -143,18 +159,21 @@ async function attemptOnce(o: PostJsonOptions, bodyText: string): Promise<Attemp
     // redirect "manual": a redirect is reported, never followed, so the key header cannot travel
     // to another host.
     const res = await fetch(o.url, { method: "POST", headers: o.headers, body: bodyText, signal: ctrl.signal, redirect: "manual" });
-    const text = await res.text();
     const status = res.status;
     if (status >= 200 && status < 300) {
-      try {
-        return { ok: true, json: JSON.parse(text) as unknown, text };
-      } catch {
-        // Not retried: a 2xx body that is not JSON comes from a wrong URL (an HTML page, a proxy's
-        // login page, a streaming endpoint); the same request gets the same answer. A body cut
-        // short by a dropped connection surfaces as a network error instead, which is retried.
-        return { ok: false, retryable: false, kind: `HTTP ${status} with a body that is not JSON`, status, detail: snippet(text, o.redact) };
+      const declared = declaredLength(res.headers);
+      if (declared !== undefined && declared > o.maxResponseBytes) {
+        ctrl.abort(); // the body is never read: closing the connection is cheaper than draining it
+        return { ok: false, retryable: false, kind: "response too large", status, tooLarge: { receivedBytes: declared, declared: true } };
       }
+      const body = await readCapped(res, o.maxResponseBytes, ctrl);
+      // Not retried: an oversized answer means a server that ignores the token limit or streams
+      // without end; the same request gets the same answer.
+      if (body.over) return { ok: false, retryable: false, kind: "response too large", status, tooLarge: { receivedBytes: body.bytes, declared: false } };
+      return { ok: true, text: decodeUtf8(body.chunks), status };
     }
+    // Only the start of an error body is quoted, so only that much is read.
+    const text = decodeUtf8((await readCapped(res, Math.min(ERROR_BODY_BYTES, o.maxResponseBytes), ctrl)).chunks);
     if (status >= 300 && status < 400) {
       const location = res.headers.get("location");
       const to = location === null ? "" : ` to ${o.redact(location)}`;
@@ -176,6 +195,50 @@ async function attemptOnce(o: PostJsonOptions, bodyText: string): Promise<Attemp
     clearTimeout(timer);
     o.signal?.removeEventListener("abort", onCancel);
   }
+}
+
+/** Content-Length as a number, when the server sent a valid one. */
+function declaredLength(headers: Headers): number | undefined {
+  const v = headers.get("content-length");
+  if (v === null || !/^\s*\d+\s*$/.test(v)) return undefined;
+  return Number(v);
+}
+
+interface CappedBody {
+  /** Whether the body went past the limit (the request was then aborted). */
+  over: boolean;
+  /** Bytes received, the chunk that crossed the limit included. */
+  bytes: number;
+  /** What fit under the limit. */
+  chunks: Uint8Array[];
+}
+
+/**
+ * The body, read chunk by chunk until it ends or passes `limit` bytes; past the limit the request
+ * is aborted at once, so an endless body holds at most the limit in memory.
+ */
+async function readCapped(res: Response, limit: number, ctrl: AbortController): Promise<CappedBody> {
+  const chunks: Uint8Array[] = [];
+  if (res.body === null) return { over: false, bytes: 0, chunks };
+  const reader = res.body.getReader();
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { over: false, bytes, chunks };
+    if (bytes + value.byteLength > limit) {
+      chunks.push(value.subarray(0, limit - bytes));
+      ctrl.abort();
+      reader.cancel().catch(() => undefined);
+      return { over: true, bytes: bytes + value.byteLength, chunks };
+    }
+    chunks.push(value);
+    bytes += value.byteLength;
+  }
+}
+
+/** As Response.text() decodes: UTF-8, a leading BOM dropped, invalid sequences replaced. */
+function decodeUtf8(chunks: readonly Uint8Array[]): string {
+  return new TextDecoder("utf-8").decode(Buffer.concat(chunks));
 }
 
 function hint(status: number): string {

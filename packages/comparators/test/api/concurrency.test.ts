@@ -23,7 +23,7 @@ function promptOf(body: unknown): string {
 }
 
 function make(o: Partial<ApiComparatorOptions> & Pick<ApiComparatorOptions, "format" | "url">): ApiComparator {
-  return new ApiComparator({ generation: GEN, model: "m", env: { OPENAI_API_KEY: KEY, ANTHROPIC_API_KEY: KEY }, maxRetries: 0, ...o });
+  return new ApiComparator({ generation: GEN, model: "m", env: { OPENAI_API_KEY: KEY, ANTHROPIC_API_KEY: KEY }, maxRetries: 0, log: () => undefined, ...o });
 }
 
 describe("concurrency bound (measured by the server)", () => {

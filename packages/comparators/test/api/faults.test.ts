@@ -18,6 +18,7 @@ const errors: unknown[] = [];
 const comparators: ApiComparator[] = [];
 const events: ApiRetryEvent[] = [];
 const sleeps: number[] = [];
+const logs: string[] = [];
 
 function make(o: Partial<ApiComparatorOptions> & Pick<ApiComparatorOptions, "format" | "url">): ApiComparator {
   const c = new ApiComparator({
@@ -32,6 +33,7 @@ function make(o: Partial<ApiComparatorOptions> & Pick<ApiComparatorOptions, "for
       sleeps.push(ms);
     },
     onRetry: (e) => events.push(e),
+    log: (line) => logs.push(line),
     ...o,
   });
   comparators.push(c);
@@ -63,7 +65,7 @@ describe("retries", () => {
     expect(server.requests).toHaveLength(2);
     expect(sleeps).toHaveLength(1);
     expect(sleeps[0]).toBeGreaterThanOrEqual(3000);
-    expect(c.stats).toEqual({ requests: 2, retries: 1, completions: 2 });
+    expect(c.stats).toEqual({ requests: 2, retries: 1, completions: 2, truncated: 0, scrubbed: 0 });
   });
 
   it("429 with Retry-After as an HTTP date and with retry-after-ms", async () => {
@@ -261,7 +263,7 @@ describe("the key never leaks", () => {
       texts.push(err.message, err.stack ?? "", JSON.stringify(err), inspect(err, { depth: 10, showHidden: true }), String(err));
     }
     for (const c of comparators) texts.push(c.description, JSON.stringify(c), inspect(c, { depth: 10, showHidden: true }), JSON.stringify(c.stats));
-    texts.push(JSON.stringify(events));
+    texts.push(JSON.stringify(events), ...logs);
     const leaks = texts.filter((t) => t.includes(KEY) || t.includes("SECRET-7f3a"));
     expect(leaks).toEqual([]);
   });

@@ -178,6 +178,7 @@ describe("config and factory", () => {
     comparator_api_max_concurrency: 2,
     comparator_api_max_retries: 3,
     comparator_api_allow_partial: true,
+    comparator_api_max_response_bytes: 65536,
   };
 
   it("apiSettingsFromConfig maps every comparator_api_* field", () => {
@@ -196,6 +197,7 @@ describe("config and factory", () => {
       maxNPerRequest: null,
       allowPartial: true,
       responseField: "completions",
+      maxResponseBytes: 65536,
     });
     expect(() => apiSettingsFromConfig({ ...cfg, comparator_api_url: null })).toThrow(/comparator_api_url is required/);
   });
