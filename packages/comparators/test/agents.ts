@@ -2,7 +2,8 @@
 import * as path from "node:path";
 import { tf } from "@pbrl/core-tensor";
 import { loadPretrained, type CausalLM } from "@pbrl/models";
-import type { GenerationSettings, Policy, TaskItem } from "@pbrl/preference-data";
+import type { CentralizedAdapter, GenerationSettings, Policy, TaskItem } from "@pbrl/preference-data";
+import { TaggedCentralizedAdapter } from "../src/index.js";
 
 export const FIXTURES = path.join(import.meta.dirname, "../../models/test/fixtures");
 export const LLAMA = path.join(FIXTURES, "tiny-llama");
@@ -35,5 +36,19 @@ export function perturb(model: CausalLM, seed: number, scale = 0.3): void {
     const noise = tf.tidy(() => tf.add(v, tf.randomNormal(v.shape, 0, scale, "float32", s)));
     v.assign(noise);
     noise.dispose();
+  }
+}
+
+/**
+ * The tagged adapter's parsing with a short joint prompt: the full tagged instructions are longer
+ * than the tiny fixtures' 256-position context, which generation now refuses to run past.
+ */
+export class ShortTaggedAdapter implements CentralizedAdapter {
+  private readonly tagged = new TaggedCentralizedAdapter();
+  buildPrompt(_item: TaskItem, prompts: readonly string[]): string {
+    return prompts.map((p, i) => `<agent_${i}>${p}</agent_${i}>`).join("\n") + "\n";
+  }
+  parseCompletion(completion: string, item: TaskItem, numAgents: number): string[] {
+    return this.tagged.parseCompletion(completion, item, numAgents);
   }
 }

@@ -3,12 +3,12 @@ import { liveTensorCount, RngStream } from "@pbrl/core-tensor";
 import { generate } from "@pbrl/models";
 import { CentralizedParseError, type CentralizedAdapter, type Policy, type TaskItem } from "@pbrl/preference-data";
 import { CentralizedComparator, LiveAgents, RoundCopies, TaggedCentralizedAdapter } from "../src/index.js";
-import { GEN, ITEMS, loadAgent, perturb, PROMPTS } from "./agents.js";
+import { GEN, ITEMS, loadAgent, perturb, PROMPTS, ShortTaggedAdapter } from "./agents.js";
 
-/** The tagged adapter, recording the completions it was given. */
+/** The tagged adapter's parsing (with a joint prompt that fits the tiny model), recording the completions it was given. */
 class RecordingAdapter implements CentralizedAdapter {
   readonly seen: string[] = [];
-  private readonly tagged = new TaggedCentralizedAdapter();
+  private readonly tagged = new ShortTaggedAdapter();
   buildPrompt(item: TaskItem, prompts: readonly string[]): string {
     return this.tagged.buildPrompt(item, prompts);
   }

@@ -14,7 +14,7 @@ import {
   ModelComparator,
   type ComparatorOptions,
 } from "../src/index.js";
-import { GEN, ITEMS, LLAMA, loadAgent, PROMPTS } from "./agents.js";
+import { GEN, ITEMS, LLAMA, loadAgent, PROMPTS, ShortTaggedAdapter } from "./agents.js";
 
 let tmp: string;
 let agents: Policy[];
@@ -96,6 +96,7 @@ describe("createComparator", () => {
       generationMode: "centralized",
       centralizedAgentIndex: 1,
       historyK: 2,
+      adapter: new ShortTaggedAdapter(),
       weightsAt: (round) => (calls.push(round), path.join(tmp, `round_${round}`)),
     });
     expect(c.description).toBe("centralized history (k=2) (agent 1 writes every role)");
