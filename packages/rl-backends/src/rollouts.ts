@@ -61,7 +61,7 @@ export async function collectRollouts(o: CollectRolloutsOptions): Promise<Rollou
   if (indices.length !== o.items.length) throw new RangeError(`itemIndices has ${indices.length} entries for ${o.items.length} items`);
   if (o.items.length === 0) return [];
   const prompts = o.items.map((item, k) => formatPrompts(o.formatters, item, indices[k]!));
-  const samples = await o.sampler.sample(prompts, g);
+  const samples = await o.sampler.sample(prompts, g, indices);
   const numAgents = o.formatters.length;
   samples.forEach((perAgent, k) => {
     if (perAgent.length !== numAgents) throw new RangeError(`the sampler returned ${perAgent.length} agent(s) for item ${indices[k]}; expected ${numAgents}`);

@@ -51,7 +51,7 @@ export function taskSetup(o: {
   const adapter = o.adapter ?? new TaggedCentralizedAdapter();
   const roles = o.numAgents;
   const jointPrompt: Formatter = (item) => {
-    const p = adapter.buildPrompt(item, formatPrompts(roleFormatters, item, -1));
+    const p = adapter.buildPrompt(item, formatPrompts(roleFormatters, item, -1, { unit: "role" }));
     if (typeof p !== "string" || p.trim() === "") throw new Error("the centralized adapter built an empty joint prompt; it must return a non-empty string");
     return p;
   };
@@ -59,7 +59,7 @@ export function taskSetup(o: {
     const joint = completions[0] ?? [];
     const byRole = Array.from({ length: roles }, () => new Array<string>(joint.length).fill(""));
     joint.forEach((text, j) => split(adapter, text, context.item, roles)?.forEach((r, role) => (byRole[role]![j] = r)));
-    return o.rewardFunc(byRole, { ...context, prompts: formatPrompts(roleFormatters, context.item, context.itemIndex) });
+    return o.rewardFunc(byRole, { ...context, prompts: formatPrompts(roleFormatters, context.item, context.itemIndex, { unit: "role" }) });
   };
   return { formatters: [jointPrompt], rewardFunc, isValid: (texts, item) => split(adapter, texts[0]!, item, roles) !== undefined, actors: 1, scoreLastToken: true };
 }

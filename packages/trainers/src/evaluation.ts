@@ -1,6 +1,5 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import { formatPrompts, PolicySampler, scoreJointCandidates, type Formatter, type GenerationSettings, type Policy, type RewardFunc, type RewardProcessor, type TaskItem } from "@pbrl/preference-data";
-import pLimit from "p-limit";
+import { emptyTally, formatPrompts, PolicySampler, scoreRewardJobs, tallyTruncation, warnTruncation, type Formatter, type GenerationSettings, type Policy, type RewardFunc, type RewardProcessor, type TaskItem } from "@pbrl/preference-data";
 
 export interface EvalSample {
   itemIndex: number;
@@ -29,15 +28,16 @@ export async function evaluatePolicies(o: {
   settings: GenerationSettings;
   rng: RngStream;
   concurrency: number;
+  /** reward_timeout_s (default 300; null: no limit). */
+  rewardTimeoutS?: number | null | undefined;
+  /** Receives the warning about prompts cut to max_prompt_length. */
+  onWarning?: ((message: string) => void) | undefined;
 }): Promise<EvalResult> {
   const prompts = o.items.map((item, i) => formatPrompts(o.formatters, item, i));
-  const samples = new PolicySampler(o.policies, o.settings, o.rng).sample(prompts, 1);
-  const limit = pLimit(o.concurrency);
-  const scored = await Promise.all(
-    o.items.map((item, i) =>
-      limit(() => scoreJointCandidates(o.rewardFunc, samples[i]!.map((a) => [...a.texts]), { item, itemIndex: i, prompts: prompts[i]! }, o.rewardProcessor)),
-    ),
-  );
+  const samples = new PolicySampler(o.policies, o.settings, o.rng).sample(prompts, 1, o.items.map((_, i) => i));
+  warnTruncation(tallyTruncation(emptyTally(), samples), o.onWarning);
+  const jobs = o.items.map((item, i) => ({ completions: samples[i]!.map((a) => [...a.texts]), context: { item, itemIndex: i, prompts: prompts[i]! } }));
+  const scored = await scoreRewardJobs(o.rewardFunc, jobs, { rewardProcessor: o.rewardProcessor, concurrency: o.concurrency, rewardTimeoutS: o.rewardTimeoutS });
   const out: EvalSample[] = o.items.map((_, i) => ({ itemIndex: i, prompts: prompts[i]!, completions: samples[i]!.map((a) => a.texts[0]!), reward: scored[i]!.processed[0]! }));
   const mean = out.length === 0 ? 0 : out.reduce((s, x) => s + x.reward, 0) / out.length;
   return { "eval/turn_1/reward_mean": mean, "eval/turn_1/expected_return": mean, samples: out };

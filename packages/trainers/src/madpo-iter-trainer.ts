@@ -1,4 +1,3 @@
-import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { AdamW, guardHeap, RngStreams, writeFileAtomic } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
@@ -28,9 +27,13 @@ import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { checkRunMemory } from "./run-memory.js";
+import { checkContextRoom } from "./context-room.js";
 import { distributionFile, rewardRange } from "./reward-distribution.js";
 import { StopSignals } from "./stop-signals.js";
-import { loadTrainingCheckpoint, policiesAtStartOf, saveInitialPolicies, saveTrainingCheckpoint, type TrainingState } from "./training-checkpoint.js";
+import { CheckpointError, loadTrainingCheckpoint, policiesAtStartOf, saveInitialPolicies, saveTrainingCheckpoint, type LoadedCheckpoint, type TrainingState } from "./training-checkpoint.js";
+import { checkDataset, recordResumeChanges, runConfigRecord } from "./run-config-record.js";
+import { openRunDir, planRunDir, type RunDirOptions, type RunDirPlan } from "./run-dir.js";
+import { checkpointConfig, checkResumeChanges, configChanges, type ConfigChange } from "./resume-changes.js";
 
 export interface MADPOIterTrainerOptions extends Omit<MADPOTrainerOptions, "args"> {
   // centralizedAdapter (from MADPOTrainerOptions) also builds and splits the centralized comparator's prompts
@@ -167,14 +170,46 @@ export class MADPOIterTrainer {
 
   private async trainRounds(): Promise<IterTrainResult> {
     const a = this.args;
-    const agents = await this.agents();
-    checkRunMemory(this.trainerName, a, agents, this.task.formatters, this.options.trainDataset);
     const outputDir = a.output_dir;
     const ckptRoot = a.policy_checkpoint_dir ?? path.join(outputDir, "checkpoints");
     const replayDir = a.preference_replay_dir ?? path.join(outputDir, "preference_replay");
     const distDir = path.join(outputDir, "reward_distributions");
-    mkdirSync(outputDir, { recursive: true });
+    // Everything is read and checked before output_dir is touched: a run that cannot start leaves it as it was.
+    checkDataset(this.configName, this.options.trainDataset);
+    const dirOptions: RunDirOptions = { outputDir, extraDirs: [a.policy_checkpoint_dir, a.preference_replay_dir].filter((d): d is string => d !== null), resumeLatest: a.resume_from_checkpoint === true, checkpointsDir: ckptRoot, overwrite: a.overwrite_output_dir, trainer: this.trainerName, log: this.log };
+    const resumeSpec = a.resume_from_checkpoint;
+    const plan: RunDirPlan = typeof resumeSpec === "string" ? (planRunDir({ ...dirOptions, resumeLatest: false, overwrite: true }), { resume: true, replace: [] }) : planRunDir(dirOptions);
+    const agents = await this.agents();
+    checkRunMemory(this.trainerName, a, agents, this.task.formatters, this.options.trainDataset);
+    checkContextRoom(agents, this.task.formatters, this.options.trainDataset, a);
+    const record = runConfigRecord(this.trainerName, a);
+    const ckpt = plan.resume ? await loadTrainingCheckpoint(typeof resumeSpec === "string" ? resumeSpec : true, ckptRoot) : undefined;
+    let changes: ConfigChange[] = [];
+    if (ckpt !== undefined) {
+      const s = ckpt.state;
+      if (s.trainer !== this.trainerName) throw new CheckpointError(`resume_from_checkpoint: ${ckpt.dir} was written by trainer=${s.trainer}; this run is trainer=${this.trainerName}`);
+      if (s.numAgents !== agents.length || s.seed !== a.seed) throw new CheckpointError(`resume_from_checkpoint: ${ckpt.dir} was written by a run with ${s.numAgents} agents and seed ${s.seed}; this run has ${agents.length} and ${a.seed}`);
+      if (s.round > a.num_iterations) throw new CheckpointError(`resume_from_checkpoint: ${ckpt.dir} is after round ${s.round}, beyond num_iterations=${a.num_iterations}; raise num_iterations to continue past it`);
+      if (s.config !== undefined) changes = checkResumeChanges(configChanges(s.config, record), ckpt.dir);
+    }
     const streams = new RngStreams(a.seed);
+    // One actor writing every role answers the joint prompt itself, so its comparator samples
+    // that prompt directly rather than splitting and re-joining roles.
+    const comparatorArgs = a.collaboration_mode === "centralized" ? { ...a, comparator_generation_mode: "decentralized" as const } : a;
+    this.comparator = this.options.comparator ?? (await buildComparator({ args: comparatorArgs, agents, rng: streams.get(STREAMS.comparator), backoffRng: streams.get(STREAMS.apiBackoff), log: this.log, generation: samplingSettings(this.args), adapter: this.options.centralizedAdapter, weightsAt: (round) => policiesAtStartOf(ckptRoot, round) }));
+    const comparator = this.comparator;
+
+    const releaseRunDir = openRunDir(dirOptions, plan);
+    try {
+      return await this.runRounds({ agents, streams, comparator, ckpt, changes, record, outputDir, ckptRoot, replayDir, distDir });
+    } finally {
+      releaseRunDir();
+    }
+  }
+
+  private async runRounds(o: { agents: ResolvedAgent[]; streams: RngStreams; comparator: Comparator; ckpt: LoadedCheckpoint | undefined; changes: ConfigChange[]; record: Record<string, unknown>; outputDir: string; ckptRoot: string; replayDir: string; distDir: string }): Promise<IterTrainResult> {
+    const a = this.args;
+    const { agents, streams, comparator, ckpt, outputDir, ckptRoot, replayDir, distDir } = o;
     this.optimizers = agents.map((ag) => new AdamW(ag.model.params, { lr: a.agent_learning_rate }));
     const counters: TrainingCounters = { updates: 0, envStep: 0, lastLogged: undefined };
     const replay = this.options.replayBuffer ?? new OnDiskReplayBuffer({ mode: a.preference_replay_mode, k: a.preference_replay_k, lambda: a.preference_replay_lambda, sampleSize: a.preference_replay_sample_size, dir: replayDir, rng: streams.get(STREAMS.replay) });
@@ -183,11 +218,8 @@ export class MADPOIterTrainer {
     let startRound = 1;
     let metrics: MetricsLog;
     let resumedAfterRound: number | undefined;
-    if (a.resume_from_checkpoint !== null && a.resume_from_checkpoint !== false) {
-      const ckpt = await loadTrainingCheckpoint(a.resume_from_checkpoint, ckptRoot);
+    if (ckpt !== undefined) {
       const s = ckpt.state;
-      if (s.trainer !== this.trainerName) throw new Error(`resume_from_checkpoint: ${ckpt.dir} was written by trainer=${s.trainer}; this run is trainer=${this.trainerName}`);
-      if (s.numAgents !== agents.length || s.seed !== a.seed) throw new Error(`resume_from_checkpoint: ${ckpt.dir} was written by a run with ${s.numAgents} agents and seed ${s.seed}; this run has ${agents.length} and ${a.seed}`);
       for (const [i, ag] of agents.entries()) {
         const saved = await loadPretrained(path.join(ckpt.agentsDir, `agent_${i}`), { device: ag.model.device() });
         ag.model.copyWeightsFrom(saved.model);
@@ -199,20 +231,19 @@ export class MADPOIterTrainer {
       await this.restoreLearnerState(ckpt.dir);
       Object.assign(counters, s.counters);
       metrics = new MetricsLog(outputDir, { resumeAtLine: s.metricsLines });
+      if (o.changes.length > 0) {
+        await recordResumeChanges(outputDir, s.round, o.changes);
+        this.log(`pbrl: resuming with changed ${o.changes.map((c) => `${c.field} (${JSON.stringify(c.from)} → ${JSON.stringify(c.to)})`).join(", ")}; recorded in config.json`);
+      }
       startRound = s.round + 1;
       resumedAfterRound = s.round;
       this.log(`pbrl: resumed from ${ckpt.dir} after round ${s.round}`);
     } else {
-      writeFileSync(path.join(outputDir, "config.json"), JSON.stringify({ trainer: this.trainerName, ...a }, null, 2) + "\n");
+      // This run starts from scratch, also when resume_from_checkpoint found no completed round to continue.
+      await writeFileAtomic(path.join(outputDir, "config.json"), JSON.stringify({ ...o.record, resume_from_checkpoint: null }, null, 2) + "\n");
       metrics = new MetricsLog(outputDir);
       await saveInitialPolicies(ckptRoot, agents);
     }
-
-    // One actor writing every role answers the joint prompt itself, so its comparator samples
-    // that prompt directly rather than splitting and re-joining roles.
-    const comparatorArgs = a.collaboration_mode === "centralized" ? { ...a, comparator_generation_mode: "decentralized" as const } : a;
-    this.comparator = this.options.comparator ?? (await buildComparator({ args: comparatorArgs, agents, rng: streams.get(STREAMS.comparator), backoffRng: streams.get(STREAMS.apiBackoff), log: this.log, generation: samplingSettings(this.args), adapter: this.options.centralizedAdapter, weightsAt: (round) => policiesAtStartOf(ckptRoot, round) }));
-    const comparator = this.comparator;
     this.log(`pbrl: ${a.num_iterations} rounds against comparator ${comparator.description}, replay ${a.preference_replay_mode}`);
 
     const evalRng = streams.get(STREAMS.eval);
@@ -220,7 +251,7 @@ export class MADPOIterTrainer {
     const runEval = async (): Promise<EvalResult | undefined> => {
       const items = (this.options.evalDataset ?? []).slice(0, a.eval_num_samples);
       if (items.length === 0) return undefined;
-      const r = await evaluatePolicies({ policies: agents, items, formatters: this.task.formatters, rewardFunc: this.task.rewardFunc, rewardProcessor: this.options.rewardProcessor, settings: samplingSettings(this.args), rng: evalRng, concurrency: a.reward_concurrency });
+      const r = await evaluatePolicies({ policies: agents, items, formatters: this.task.formatters, rewardFunc: this.task.rewardFunc, rewardProcessor: this.options.rewardProcessor, settings: samplingSettings(this.args), rng: evalRng, concurrency: a.reward_concurrency, rewardTimeoutS: a.reward_timeout_s, onWarning: (m) => this.log(`pbrl: eval: ${m}`) });
       metrics.write({ kind: "eval", step: counters.envStep, update: counters.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
       this.log(`pbrl: eval after ${counters.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);
       return r;
@@ -254,6 +285,8 @@ export class MADPOIterTrainer {
             pairsPerSample: a.preference_pairs_per_sample,
             selectionRng: streams.get(STREAMS.pairs),
             rewardConcurrency: a.reward_concurrency,
+            rewardTimeoutS: a.reward_timeout_s,
+            onWarning: (m) => this.log(`pbrl: round ${round}: ${m}`),
             itemsPerBatch: Math.max(1, Math.floor(a.generation_batch_size / a.preference_num_candidates)),
             onProgress: (done) => bar.update(done),
           });
@@ -264,7 +297,7 @@ export class MADPOIterTrainer {
 
         // 2. The round's file first, then the replay's choice of training pairs.
         await replay.addRound(round, collected.pairs, scoring.scorer);
-        const train = await replay.select(round, collected.pairs, (record) => pairTokensFromRecord(record, tokenizing, `a replayed pair`));
+        const train = await replay.select(round, collected.pairs, (record) => pairTokensFromRecord(record, tokenizing, `a replayed pair`, { maxPromptLength: a.max_prompt_length }));
         const wins = collected.wins.target + collected.wins.comparator;
         const summary: RoundSummary = {
           round,
@@ -306,7 +339,7 @@ export class MADPOIterTrainer {
         }
 
         // 4. Everything needed to continue after this round.
-        const state: TrainingState = { format: "pbrl-training-checkpoint/1", trainer: this.trainerName, round, counters: { ...counters }, rng: streams.getState(), replay: replay.getState(), metricsLines: metrics.lines, numAgents: agents.length, seed: a.seed };
+        const state: TrainingState = { format: "pbrl-training-checkpoint/1", trainer: this.trainerName, round, counters: { ...counters }, rng: streams.getState(), replay: replay.getState(), metricsLines: metrics.lines, numAgents: agents.length, seed: a.seed, config: checkpointConfig(o.record) };
         await saveTrainingCheckpoint(ckptRoot, state, agents, this.optimizers, (dir) => this.saveLearnerState(dir));
         if (signals?.requested && round < a.num_iterations) {
           result.stopped = true;

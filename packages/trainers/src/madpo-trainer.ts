@@ -1,6 +1,5 @@
-import { writeFileSync, mkdirSync } from "node:fs";
 import * as path from "node:path";
-import { AdamW, guardHeap, RngStreams, type BackendInfo } from "@pbrl/core-tensor";
+import { AdamW, guardHeap, RngStreams, writeFileAtomic, type BackendInfo } from "@pbrl/core-tensor";
 import type { Tokenizer } from "@pbrl/models";
 import {
   collectPreferencePairs,
@@ -21,9 +20,12 @@ import type { LearnContext } from "./learn-context.js";
 import { learnWithMadpo, type TrainingCounters } from "./madpo-epochs.js";
 import { agentExecution, type AgentExecution } from "./parallel/agent-execution.js";
 import { MetricsLog } from "./metrics-log.js";
+import { checkDataset, runConfigRecord } from "./run-config-record.js";
+import { openRunDir, planRunDir, type RunDirOptions } from "./run-dir.js";
 import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { checkRunMemory } from "./run-memory.js";
+import { checkContextRoom } from "./context-room.js";
 
 export interface MADPOTrainerOptions {
   /** One source per agent: checkpoint folders, hub ids, built models or loaded checkpoints. */
@@ -122,6 +124,8 @@ export class MADPOTrainer {
       settings: samplingSettings(this.args),
       rng,
       concurrency: this.args.reward_concurrency,
+      rewardTimeoutS: this.args.reward_timeout_s,
+      onWarning: (m) => this.log(`pbrl: eval: ${m}`),
     });
   }
 
@@ -138,12 +142,26 @@ export class MADPOTrainer {
 
   private async trainRun(): Promise<TrainResult> {
     const a = this.args;
+    // Everything is read and checked before output_dir is touched: a run that cannot start leaves it as it was.
+    checkDataset(this.configName, this.options.trainDataset);
+    const dirOptions: RunDirOptions = { outputDir: a.output_dir, resumeLatest: false, overwrite: a.overwrite_output_dir, trainer: this.trainerName, log: this.log };
+    const plan = planRunDir(dirOptions);
     const agents = await this.agents();
     checkRunMemory(this.trainerName, a, agents, this.task.formatters, this.options.trainDataset);
+    checkContextRoom(agents, this.task.formatters, this.options.trainDataset, a);
+    const release = openRunDir(dirOptions, plan);
+    try {
+      return await this.runWith(agents);
+    } finally {
+      release();
+    }
+  }
+
+  private async runWith(agents: ResolvedAgent[]): Promise<TrainResult> {
+    const a = this.args;
     const streams = new RngStreams(a.seed);
     const outputDir = a.output_dir;
-    mkdirSync(outputDir, { recursive: true });
-    writeFileSync(path.join(outputDir, "config.json"), JSON.stringify({ trainer: this.trainerName, ...a }, null, 2) + "\n");
+    await writeFileAtomic(path.join(outputDir, "config.json"), JSON.stringify(runConfigRecord(this.trainerName, a), null, 2) + "\n");
     const metrics = new MetricsLog(outputDir);
     const progressOn = ProgressBar.enabledFor(a.verbose);
 
@@ -162,6 +180,8 @@ export class MADPOTrainer {
       pairsPerSample: a.preference_pairs_per_sample,
       selectionRng: streams.get(STREAMS.pairs),
       rewardConcurrency: a.reward_concurrency,
+      rewardTimeoutS: a.reward_timeout_s,
+      onWarning: (m) => this.log(`pbrl: ${m}`),
       itemsPerBatch: Math.max(1, Math.floor(a.generation_batch_size / a.preference_num_candidates)),
       onProgress: (done) => collectBar.update(done),
     });

@@ -240,7 +240,7 @@ export function checkMarlhfSources(a: PolicyFields & Pick<MARLHFConfig, "reward_
  * from then on, also if learning fails).
  */
 export async function learnFromPairs(o: {
-  args: PolicyFields & RewardFields & { max_new_tokens: number; temperature: number; top_p: number; top_k: number | null; generation_batch_size: number };
+  args: PolicyFields & RewardFields & { max_new_tokens: number; temperature: number; top_p: number; top_k: number | null; generation_batch_size: number; max_prompt_length: number | null };
   pairs: readonly PairRecord[];
   ctx: LearnContext;
   items: readonly TaskItem[];

@@ -1,4 +1,5 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync, renameSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import * as path from "node:path";
 
 export type MetricsRecord = { kind: "collect" | "train" | "eval" | "round" | "reward"; step: number } & Record<string, number | string>;
@@ -24,7 +25,8 @@ export class MetricsLog {
     if (kept.length !== options.resumeAtLine) {
       throw new Error(`${this.file} has ${kept.length} lines but the checkpoint was taken after line ${options.resumeAtLine}; the metrics log does not belong to this checkpoint`);
     }
-    const tmp = `${this.file}.tmp-${process.pid}`;
+    // named like core-tensor's atomic writes, so a run that finds one left by a killed run removes it
+    const tmp = path.join(outputDir, `.metrics.jsonl.tmp-${process.pid}-${randomBytes(4).toString("hex")}`);
     writeFileSync(tmp, kept.map((l) => `${l}\n`).join(""));
     renameSync(tmp, this.file);
     for (const l of kept) this.records.push(JSON.parse(l) as MetricsRecord);

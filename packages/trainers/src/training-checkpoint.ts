@@ -7,15 +7,21 @@
  *   <root>/latest.json                    which round folder is the newest complete one
  *   <root>/initial/agents/agent_<i>/      the weights before round 1 (for the history comparator)
  *
+ *   <folder>/manifest.json                size and sha256 of every file in the folder (checked on resume)
+ *
  * A round folder is assembled beside its final name and renamed into place, then latest.json
  * is replaced atomically, so a crash at any moment leaves the previous checkpoint usable.
  */
-import { existsSync, promises as fs } from "node:fs";
+import { existsSync, readdirSync, promises as fs } from "node:fs";
 import * as path from "node:path";
 import { readSafetensors, replaceDirAtomic, writeFileAtomic, writeSafetensors, type AdamW, type AdamWState, type RngStreamsState, type TensorToWrite } from "@pbrl/core-tensor";
 import type { ReplayState } from "@pbrl/preference-data";
 import { saveAgents, type ResolvedAgent } from "./agents.js";
+import { CheckpointError } from "./checkpoint-error.js";
+import { verifyManifest, writeManifest } from "./checkpoint-manifest.js";
 import type { TrainingCounters } from "./madpo-epochs.js";
+
+export { CheckpointError };
 
 export interface TrainingState {
   format: "pbrl-training-checkpoint/1";
@@ -29,13 +35,12 @@ export interface TrainingState {
   metricsLines: number;
   numAgents: number;
   seed: number;
-}
-
-export class CheckpointError extends Error {
-  override name = "CheckpointError";
+  /** The run's config as config.json has it (secrets redacted), to name what a resume changes. */
+  config?: Record<string, unknown>;
 }
 
 export const roundDirName = (round: number) => `round_${String(round).padStart(4, "0")}`;
+const ROUND_DIR = /^round_\d{4,}$/;
 
 async function saveOptimizer(file: string, state: AdamWState): Promise<void> {
   const tensors = new Map<string, TensorToWrite>();
@@ -62,7 +67,10 @@ async function loadOptimizer(file: string): Promise<AdamWState> {
 
 /** The weights before round 1, kept for the history comparator. Written once per run. */
 export async function saveInitialPolicies(root: string, agents: readonly ResolvedAgent[]): Promise<void> {
-  await replaceDirAtomic(path.join(root, "initial"), async (tmp) => saveAgents(path.join(tmp, "agents"), agents));
+  await replaceDirAtomic(path.join(root, "initial"), async (tmp) => {
+    await saveAgents(path.join(tmp, "agents"), agents);
+    await writeManifest(tmp);
+  });
 }
 
 /** Folder holding agent_<i> with the weights round `round` started from. */
@@ -78,6 +86,7 @@ export async function saveTrainingCheckpoint(root: string, state: TrainingState,
     for (const [i, o] of optimizers.entries()) await saveOptimizer(path.join(tmp, `optimizer_${i}.safetensors`), o.getState());
     await extra?.(tmp);
     await writeFileAtomic(path.join(tmp, "state.json"), JSON.stringify(state, null, 2) + "\n");
+    await writeManifest(tmp);
   });
   await writeFileAtomic(path.join(root, "latest.json"), JSON.stringify({ round: state.round, dir: name }, null, 2) + "\n");
   return path.join(root, name);
@@ -112,10 +121,17 @@ async function readJson(file: string, what: string): Promise<unknown> {
 export async function loadTrainingCheckpoint(spec: string | true, root: string): Promise<LoadedCheckpoint> {
   let dir: string;
   const latestOf = async (r: string): Promise<string> => {
-    const latest = (await readJson(path.join(r, "latest.json"), "resume_from_checkpoint").catch(() => {
-      throw new CheckpointError(`resume_from_checkpoint: no checkpoint under ${r} (latest.json is missing); nothing to resume — start without resume_from_checkpoint`);
-    })) as { dir?: unknown };
-    if (typeof latest.dir !== "string") throw new CheckpointError(`resume_from_checkpoint: ${path.join(r, "latest.json")} names no checkpoint folder`);
+    const file = path.join(r, "latest.json");
+    if (!existsSync(file)) throw new CheckpointError(`resume_from_checkpoint: no checkpoint under ${r} (latest.json is missing); nothing to resume — start without resume_from_checkpoint`);
+    let latest: { dir?: unknown };
+    try {
+      latest = (await readJson(file, "resume_from_checkpoint")) as { dir?: unknown };
+    } catch (err) {
+      throw new CheckpointError(`${(err as Error).message}. ${await newestIntactHint(r)}`);
+    }
+    if (typeof latest?.dir !== "string" || !ROUND_DIR.test(latest.dir)) {
+      throw new CheckpointError(`resume_from_checkpoint: ${file} names ${JSON.stringify(latest?.dir)}, which is not a round folder of ${r} (round_NNNN). ${await newestIntactHint(r)}`);
+    }
     return path.join(r, latest.dir);
   };
   if (spec === true) dir = await latestOf(root);
@@ -123,6 +139,9 @@ export async function loadTrainingCheckpoint(spec: string | true, root: string):
   else if (existsSync(path.join(spec, "latest.json"))) dir = await latestOf(spec);
   else dir = spec;
   if (!existsSync(path.join(dir, "state.json"))) throw new CheckpointError(`resume_from_checkpoint: ${dir} is not a pbrl training checkpoint (it has no state.json)`);
+  await verifyManifest(dir, "resume_from_checkpoint");
+  const initial = path.join(path.dirname(dir), "initial");
+  if (existsSync(initial)) await verifyManifest(initial, "resume_from_checkpoint");
   const state = (await readJson(path.join(dir, "state.json"), "resume_from_checkpoint")) as TrainingState;
   if (state.format !== "pbrl-training-checkpoint/1") throw new CheckpointError(`resume_from_checkpoint: ${dir}/state.json has format ${JSON.stringify(state.format)}, expected "pbrl-training-checkpoint/1"`);
   const optimizers: AdamWState[] = [];
@@ -134,4 +153,19 @@ export async function loadTrainingCheckpoint(spec: string | true, root: string):
   const agentsDir = path.join(dir, "agents");
   for (let i = 0; i < state.numAgents; i++) if (!existsSync(path.join(agentsDir, `agent_${i}`))) throw new CheckpointError(`resume_from_checkpoint: ${path.join(agentsDir, `agent_${i}`)} is missing`);
   return { dir, state, agentsDir, optimizers };
+}
+
+/** Names the newest round folder under `root` whose files match its manifest, for an error's advice. */
+async function newestIntactHint(root: string): Promise<string> {
+  const rounds = existsSync(root) ? readdirSync(root).filter((n) => ROUND_DIR.test(n)).sort().reverse() : [];
+  for (const name of rounds) {
+    const dir = path.join(root, name);
+    try {
+      await verifyManifest(dir, "");
+      return `The newest intact checkpoint is ${dir}: set resume_from_checkpoint to that folder to continue from it`;
+    } catch {
+      // damaged or incomplete: try the one before
+    }
+  }
+  return "No intact round folder was found under it; start the run again";
 }

@@ -94,7 +94,9 @@ describe('MADPOIterTrainer with comparator_policy="api"', () => {
     expect(r.updates).toBeGreaterThan(0);
     const round1 = await readRoundFile(path.join(out, "preference_replay", "iteration_0001.json"));
     const texts = round1.pairs.flatMap((p) => [...p.winner_completions, ...p.loser_completions]);
-    expect(texts).toContain(" e e e e");
+    // " e e e e" is 8 tokens of the agents' tokenizer: held to max_new_tokens=6 like the agents' own answers
+    expect(texts).toContain(" e e e");
+    expect(texts).not.toContain(" e e e e");
 
     // The key: nowhere on disk, nowhere in the log.
     const files = filesUnder(out);

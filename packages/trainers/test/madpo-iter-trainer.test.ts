@@ -130,7 +130,7 @@ describe("MADPOIterTrainer", () => {
     writeFileSync(file, text);
     expect(snapshot()).toEqual(before);
     const metricsBefore = readFileSync(path.join(out, "metrics.jsonl"), "utf8");
-    await expect(resume(true, tmp())).rejects.toThrow(/no checkpoint under .*latest\.json is missing.*start without resume_from_checkpoint/);
+    await expect(resume(true, tmp())).rejects.toThrow(/holds no run to resume.*start without resume_from_checkpoint/);
     await expect(resume(path.join(out, "nope"))).rejects.toThrow(/resume_from_checkpoint: .*nope does not exist/);
     await expect(resume(path.join(out, "agents"))).rejects.toThrow(/is not a pbrl training checkpoint \(it has no state\.json\)/);
     expect(readFileSync(path.join(out, "metrics.jsonl"), "utf8")).toBe(metricsBefore);

@@ -1,35 +1,19 @@
 // A run killed with SIGKILL in the middle of round 3 and resumed ends with the same agent
 // weights, round files and metrics as an uninterrupted run with the same seed.
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
+import { runChild, startChild } from "./child/run-child.js";
 
-const PKG = path.resolve(import.meta.dirname, "..");
-const VITEST = path.resolve(PKG, "node_modules/vitest/vitest.mjs");
-
-/** Runs the child program; resolves when it exits, or kills it when `killWhen` matches a line. */
-function runChild(trainer: string, out: string, resume: boolean, killWhen?: RegExp): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [VITEST, "run", "--config", "vitest.child.config.ts"], {
-      cwd: PKG,
-      env: { ...process.env, PBRL_TEST_OUT: out, PBRL_TEST_RESUME: resume ? "1" : "0", PBRL_TEST_TRAINER: trainer, PBRL_BACKEND: "wasm" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-      if (killWhen !== undefined && killWhen.test(stdout) && child.exitCode === null) child.kill("SIGKILL");
-    });
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("exit", (code, signal) => {
-      if (killWhen === undefined && code !== 0) reject(new Error(`child failed (${code}):\n${stdout}\n${stderr}`));
-      else resolve({ code, signal, stdout });
-    });
+/** Runs the child; with `killWhen`, kills it with SIGKILL when its output matches. */
+async function runUntil(trainer: string, out: string, resume: boolean, killWhen?: RegExp) {
+  if (killWhen === undefined) return { ...(await runChild(trainer, out, resume)), signal: null };
+  const run = startChild(trainer, out, resume);
+  run.onOutput((stdout) => {
+    if (killWhen.test(stdout) && run.child.exitCode === null) run.child.kill("SIGKILL");
   });
+  return run.exited;
 }
 
 const files = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((f) => !f.startsWith(".")).sort() : []);
@@ -40,12 +24,12 @@ describe("kill and resume", () => {
     const base = mkdtempSync(path.join(tmpdir(), "pbrl-resume-"));
     const straight = path.join(base, "straight");
     const killed = path.join(base, "killed");
-    const [full, cut] = await Promise.all([runChild(trainer, straight, false), runChild(trainer, killed, false, /PBRL pbrl: round 3: /)]);
+    const [full, cut] = await Promise.all([runUntil(trainer, straight, false), runUntil(trainer, killed, false, /PBRL pbrl: round 3: /)]);
     expect(full.stdout).toMatch(/PBRL done straight/);
     expect(cut.signal).toBe("SIGKILL");
     expect(cut.stdout).not.toMatch(/PBRL done/);
     expect(JSON.parse(readFileSync(path.join(killed, "checkpoints", "latest.json"), "utf8")).round).toBe(2);
-    const resumed = await runChild(trainer, killed, true);
+    const resumed = await runUntil(trainer, killed, true);
     expect(resumed.stdout).toMatch(/resumed from .*round_0002 after round 2/);
 
     for (const i of [0, 1]) {

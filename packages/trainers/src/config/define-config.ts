@@ -30,8 +30,15 @@ const SECRET_FIELD = /(^|_)key$/;
 
 function show(v: unknown): string {
   if (typeof v === "number" && !Number.isFinite(v)) return String(v);
-  return JSON.stringify(v);
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v); // a BigInt, a cycle
+  }
 }
+
+/** A key as the user can find it in their file: quoted unless it reads as a field name. */
+const showKey = (key: string) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? key : JSON.stringify(key));
 
 /**
  * Validates `input` field by field (so one bad field never hides another), then the rules
@@ -43,9 +50,9 @@ export function buildConfig<F extends Fields>(name: string, fields: F, rules: re
   const problems: string[] = [];
   const known = Object.keys(fields);
   for (const key of Object.keys(given)) {
-    if (key in fields) continue;
+    if (Object.hasOwn(fields, key)) continue;
     const near = closestName(key, known);
-    problems.push(`${key}: unknown field${near ? ` (did you mean "${near}"?)` : ""}`);
+    problems.push(`${showKey(key)}: unknown field${near ? ` (did you mean "${near}"?)` : ""}`);
   }
   const out: Record<string, unknown> = {};
   const invalid = new Set<string>();

@@ -2,6 +2,7 @@
 //   PBRL_TEST_OUT      output_dir
 //   PBRL_TEST_RESUME   "1" to resume from the latest checkpoint
 //   PBRL_TEST_TRAINER  madpo_iter (default) or marlhf_iter
+//   PBRL_TEST_ROUNDS   num_iterations (default: the shared run's)
 import * as path from "node:path";
 import { it } from "vitest";
 import { MADPOIterTrainer, MARLHFIterTrainer } from "../../src/index.js";
@@ -15,7 +16,7 @@ it("runs", async () => {
     log: (line: string) => process.stdout.write(`PBRL ${line}\n`),
     handleSignals: false,
   };
-  const args = { ...ITERATIVE_RUN.args, output_dir: out, resume_from_checkpoint: process.env["PBRL_TEST_RESUME"] === "1" ? true : null };
+  const args = { ...ITERATIVE_RUN.args, output_dir: out, resume_from_checkpoint: process.env["PBRL_TEST_RESUME"] === "1" ? true : null, ...(process.env["PBRL_TEST_ROUNDS"] && { num_iterations: Number(process.env["PBRL_TEST_ROUNDS"]) }) };
   const t = process.env["PBRL_TEST_TRAINER"] === "marlhf_iter" ? new MARLHFIterTrainer({ ...common, args: { ...args, ...MARLHF_ITER_ARGS } }) : new MADPOIterTrainer({ ...common, args });
   await t.train();
   process.stdout.write(`PBRL done ${path.basename(out)}\n`);

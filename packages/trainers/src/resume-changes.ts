@@ -1,0 +1,70 @@
+/**
+ * What a resumed run may change. A resume continues the same run, so fields that decide what
+ * the run learns from (data, comparator, replay, sampling, losses, seed) must stay as the
+ * checkpoint recorded them; fields about where and how fast it runs, how long, and what it logs
+ * may change, and each change is recorded in config.json.
+ */
+import { ConfigError } from "./config/define-config.js";
+
+export const RESUMABLE_FIELDS: ReadonlySet<string> = new Set([
+  // how long: more rounds continue the run
+  "num_iterations",
+  // where and how fast
+  "backend",
+  "agent_devices",
+  "reference_devices",
+  "comparator_devices",
+  "critic_devices",
+  "reward_model_device",
+  "parallel_training",
+  "reward_concurrency",
+  "reward_timeout_s",
+  "comparator_api_timeout",
+  "comparator_api_max_concurrency",
+  "comparator_api_max_retries",
+  "comparator_api_max_response_bytes",
+  "comparator_api_key_env",
+  "comparator_api_headers",
+  // what it logs and saves at the end
+  "verbose",
+  "logging_steps",
+  "eval_interval",
+  "eval_num_samples",
+  "eval_batch_size",
+  "save_dtype",
+]);
+
+// Where the run's folder is and how this start was requested: not part of what the run is, so
+// never a change, and left out of the checkpoint (a moved folder resumes, and byte for byte).
+const START_FIELDS = new Set(["output_dir", "resume_from_checkpoint", "overwrite_output_dir"]);
+
+/** The config a checkpoint records: config.json's record without the start fields. */
+export function checkpointConfig(record: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record).filter(([k]) => !START_FIELDS.has(k)));
+}
+
+export interface ConfigChange {
+  field: string;
+  from: unknown;
+  to: unknown;
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Fields whose values differ between the checkpoint's config and this run's (both as config.json writes them). */
+export function configChanges(saved: Readonly<Record<string, unknown>>, current: Readonly<Record<string, unknown>>): ConfigChange[] {
+  const fields = [...new Set([...Object.keys(saved), ...Object.keys(current)])].sort();
+  return fields.filter((f) => !START_FIELDS.has(f) && !same(saved[f], current[f])).map((field) => ({ field, from: saved[field], to: current[field] }));
+}
+
+/** Throws a ConfigError naming every change a resume may not make; returns the allowed ones. */
+export function checkResumeChanges(changes: readonly ConfigChange[], checkpointDir: string): ConfigChange[] {
+  const refused = changes.filter((c) => !RESUMABLE_FIELDS.has(c.field));
+  if (refused.length > 0) {
+    throw new ConfigError(
+      "resume_from_checkpoint",
+      refused.map((c) => `${c.field}: the checkpoint ${checkpointDir} was trained with ${JSON.stringify(c.from)}, this run has ${JSON.stringify(c.to)}; a resume must keep it (set it back, or start a new run in another output_dir)`),
+    );
+  }
+  return [...changes];
+}
