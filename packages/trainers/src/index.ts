@@ -26,7 +26,7 @@ export type { AgentSource, ResolvedAgent } from "./agents.js";
 export { evaluatePolicies } from "./evaluation.js";
 export type { EvalResult, EvalSample } from "./evaluation.js";
 export { MetricsLog } from "./metrics-log.js";
-export type { MetricsRecord } from "./metrics-log.js";
+export type { MetricsListener, MetricsRecord } from "./metrics-log.js";
 export { ProgressBar } from "./progress.js";
 export { AgentWorkers } from "./parallel/agent-workers.js";
 export { agentExecution } from "./parallel/agent-execution.js";

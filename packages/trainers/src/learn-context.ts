@@ -1,3 +1,4 @@
+import type { ProgressMode } from "./progress.js";
 import type { AdamW, RngStreams } from "@pbrl/core-tensor";
 import type { ResolvedAgent } from "./agents.js";
 import type { TrainingCounters } from "./madpo-epochs.js";
@@ -15,7 +16,7 @@ export interface LearnContext {
   metrics: MetricsLog;
   /** Evaluates the current policies with the task reward (the first result is the run's evalBefore). */
   evaluate: () => Promise<void>;
-  progress: boolean;
+  progress: ProgressMode;
   log: (line: string) => void;
   /** Extra fields of every train metrics line (the round, in iterative training). */
   extra: Record<string, number>;

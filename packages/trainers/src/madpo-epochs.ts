@@ -5,7 +5,7 @@ import type { MADPOConfig } from "./config/madpo-config.js";
 import type { LearnContext } from "./learn-context.js";
 import type { MetricsLog } from "./metrics-log.js";
 import type { AgentExecution } from "./parallel/agent-execution.js";
-import { ProgressBar } from "./progress.js";
+import { ProgressBar, type ProgressMode } from "./progress.js";
 
 /** Counters that run across epochs (and rounds): what the logs and the eval schedule count. */
 export interface TrainingCounters {
@@ -30,7 +30,7 @@ export interface EpochsContext {
   metrics: MetricsLog;
   /** Runs before an update whenever updates % eval_interval == 0. */
   evaluate: () => Promise<void>;
-  progress: boolean;
+  progress: ProgressMode;
   /** Prefix for progress labels and error locations, e.g. "round 3, ". */
   label: string;
   /** Extra fields on every train metrics line (e.g. the round). */

@@ -28,7 +28,8 @@ import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { checkRunMemory } from "./run-memory.js";
 import { checkContextRoom } from "./context-room.js";
-import { distributionFile, rewardRange } from "./reward-distribution.js";
+import { declaredRewardRange, distributionFile } from "./reward-distribution.js";
+import { ConfigError } from "./config/define-config.js";
 import { StopSignals } from "./stop-signals.js";
 import { CheckpointError, loadTrainingCheckpoint, policiesAtStartOf, saveInitialPolicies, saveTrainingCheckpoint, type LoadedCheckpoint, type TrainingState } from "./training-checkpoint.js";
 import { checkDataset, recordResumeChanges, runConfigRecord } from "./run-config-record.js";
@@ -42,7 +43,7 @@ export interface MADPOIterTrainerOptions extends Omit<MADPOTrainerOptions, "args
   comparator?: Comparator;
   /** Replaces the on-disk replay buffer the config describes. */
   replayBuffer?: ReplayBuffer;
-  /** [min, max] of raw rewards for the distribution histograms (default: reward_func.reward_range, else observed). */
+  /** [min, max] of raw rewards for the log_reward_distribution histograms (default: reward_func.reward_range). */
   rewardRange?: [number, number];
   /** Finish the current round, checkpoint and stop on SIGINT/SIGTERM (default true). */
   handleSignals?: boolean;
@@ -113,6 +114,8 @@ export class MADPOIterTrainer {
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private optimizers: AdamW[] = [];
   private comparator: Comparator | undefined;
+  /** log_reward_distribution's bins: the declared raw reward range, checked at construction as CoMLRL does. */
+  private readonly distributionRange: [number, number] | undefined;
 
   constructor(protected readonly options: MADPOIterTrainerOptions) {
     this.args = isBuilt(options.args) ? options.args : MADPOIterConfig(options.args ?? {});
@@ -121,6 +124,11 @@ export class MADPOIterTrainer {
     const verbose = this.args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
     this.execution = agentExecution(this.args.parallel_training, this.task.actors, this.log);
+    if (this.args.log_reward_distribution) {
+      const range = declaredRewardRange(options.rewardRange ?? (options.rewardFunc as { reward_range?: unknown }).reward_range);
+      if (typeof range === "string") throw new ConfigError(this.configName, [`log_reward_distribution: ${range}`]);
+      this.distributionRange = range;
+    }
   }
 
   async agents(): Promise<ResolvedAgent[]> {
@@ -230,7 +238,7 @@ export class MADPOIterTrainer {
       await replay.restore(s.replay);
       await this.restoreLearnerState(ckpt.dir);
       Object.assign(counters, s.counters);
-      metrics = new MetricsLog(outputDir, { resumeAtLine: s.metricsLines });
+      metrics = new MetricsLog(outputDir, { resumeAtLine: s.metricsLines, listeners: [this.options.onLog] });
       if (o.changes.length > 0) {
         await recordResumeChanges(outputDir, s.round, o.changes);
         this.log(`pbrl: resuming with changed ${o.changes.map((c) => `${c.field} (${JSON.stringify(c.from)} → ${JSON.stringify(c.to)})`).join(", ")}; recorded in config.json`);
@@ -241,7 +249,7 @@ export class MADPOIterTrainer {
     } else {
       // This run starts from scratch, also when resume_from_checkpoint found no completed round to continue.
       await writeFileAtomic(path.join(outputDir, "config.json"), JSON.stringify({ ...o.record, resume_from_checkpoint: null }, null, 2) + "\n");
-      metrics = new MetricsLog(outputDir);
+      metrics = new MetricsLog(outputDir, { listeners: [this.options.onLog] });
       await saveInitialPolicies(ckptRoot, agents);
     }
     this.log(`pbrl: ${a.num_iterations} rounds against comparator ${comparator.description}, replay ${a.preference_replay_mode}`);
@@ -257,7 +265,6 @@ export class MADPOIterTrainer {
       return r;
     };
     const progress = ProgressBar.enabledFor(a.verbose);
-    const declaredRange = this.options.rewardRange ?? (this.options.rewardFunc as { reward_range?: [number, number] }).reward_range;
     const signals = this.options.handleSignals === false ? undefined : new StopSignals((sig) => this.log(`pbrl: ${sig} received; finishing round and checkpoint, then stopping (send it again to exit at once)`));
     const tokenizing = agents.map((ag) => ({ tokenizer: ag.tokenizer, eosTokenIds: ag.eosTokenIds }));
 
@@ -310,8 +317,9 @@ export class MADPOIterTrainer {
         };
         result.rounds.push(summary);
         const selected = { target: train.flatMap((p) => (typeof p.record.target_raw_reward === "number" ? [p.record.target_raw_reward] : [])), comparator: train.flatMap((p) => (typeof p.record.comparator_raw_reward === "number" ? [p.record.comparator_raw_reward] : [])) };
-        const range = rewardRange(declaredRange, [...collected.rawRewards.target, ...collected.rawRewards.comparator]);
-        await writeFileAtomic(path.join(distDir, roundFileName(round)), JSON.stringify(distributionFile(round, range, collected.rawRewards, selected), null, 2) + "\n");
+        if (this.distributionRange !== undefined) {
+          await writeFileAtomic(path.join(distDir, roundFileName(round)), JSON.stringify(distributionFile(round, this.distributionRange, collected.rawRewards, selected), null, 2) + "\n");
+        }
         metrics.write({
           kind: "round",
           step: counters.envStep,

@@ -19,7 +19,7 @@ import { evaluatePolicies, type EvalResult } from "./evaluation.js";
 import type { LearnContext } from "./learn-context.js";
 import { learnWithMadpo, type TrainingCounters } from "./madpo-epochs.js";
 import { agentExecution, type AgentExecution } from "./parallel/agent-execution.js";
-import { MetricsLog } from "./metrics-log.js";
+import { MetricsLog, type MetricsListener } from "./metrics-log.js";
 import { checkDataset, runConfigRecord } from "./run-config-record.js";
 import { openRunDir, planRunDir, type RunDirOptions } from "./run-dir.js";
 import { ProgressBar } from "./progress.js";
@@ -45,6 +45,8 @@ export interface MADPOTrainerOptions {
   centralizedAdapter?: CentralizedAdapter;
   /** Where progress lines go when verbose (default: stderr). */
   log?: (line: string) => void;
+  /** Receives every metrics record as it is written to metrics.jsonl (with `time` and `elapsed_s`), e.g. to stream it to your own tracker. */
+  onLog?: MetricsListener;
 }
 
 export interface TrainResult {
@@ -162,7 +164,7 @@ export class MADPOTrainer {
     const streams = new RngStreams(a.seed);
     const outputDir = a.output_dir;
     await writeFileAtomic(path.join(outputDir, "config.json"), JSON.stringify(runConfigRecord(this.trainerName, a), null, 2) + "\n");
-    const metrics = new MetricsLog(outputDir);
+    const metrics = new MetricsLog(outputDir, { listeners: [this.options.onLog] });
     const progressOn = ProgressBar.enabledFor(a.verbose);
 
     // 1. Preference data, once, from the initial policies.

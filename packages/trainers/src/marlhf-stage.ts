@@ -29,7 +29,7 @@ import type { MARLHFConfig } from "./config/marlhf-config.js";
 import type { TrainingCounters } from "./madpo-epochs.js";
 import type { LearnContext } from "./learn-context.js";
 import type { MetricsLog } from "./metrics-log.js";
-import { ProgressBar } from "./progress.js";
+import { ProgressBar, type ProgressMode } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
 
 type RewardFields = Pick<MARLHFConfig, "reward_model_name" | "reward_model_device" | "reward_learning_rate" | "reward_num_train_epochs" | "reward_train_batch_size" | "reward_max_length" | "reward_freeze_backbone">;
@@ -58,7 +58,7 @@ async function fitRewardModel(o: {
   streams: RngStreams;
   metrics: MetricsLog;
   step: number;
-  progress: boolean;
+  progress: ProgressMode;
   label: string;
   extra?: Record<string, number>;
 }): Promise<JointRewardModel> {
@@ -172,7 +172,7 @@ async function runPolicyLearning(o: {
   counters: TrainingCounters;
   metrics: MetricsLog;
   evaluate: () => Promise<void>;
-  progress: boolean;
+  progress: ProgressMode;
   label: string;
   extra?: Record<string, number>;
   /** One frozen copy of each agent's initial policy, when reference_kl_enabled. */

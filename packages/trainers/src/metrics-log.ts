@@ -4,17 +4,24 @@ import * as path from "node:path";
 
 export type MetricsRecord = { kind: "collect" | "train" | "eval" | "round" | "reward"; step: number } & Record<string, number | string>;
 
+/** Receives every metrics record as it is written (the trainers' `onLog` option). */
+export type MetricsListener = (record: Readonly<MetricsRecord>) => void;
+
 /**
  * The run's metrics, one JSON object per line in `metrics.jsonl`. Lines are appended
  * synchronously, so a crash loses at most the line being written; `lines` is the cursor a
- * checkpoint stores, and a resumed run cuts the file back to it.
+ * checkpoint stores, and a resumed run cuts the file back to it. Each record gets `time` (ISO)
+ * and `elapsed_s` (seconds since this start of the run; a resumed run counts from its restart).
  */
 export class MetricsLog {
   readonly records: MetricsRecord[] = [];
   readonly file: string;
   private count = 0;
+  private readonly started = Date.now();
+  private readonly listeners: MetricsListener[];
 
-  constructor(outputDir: string, options: { resumeAtLine?: number } = {}) {
+  constructor(outputDir: string, options: { resumeAtLine?: number; listeners?: readonly (MetricsListener | undefined)[] } = {}) {
+    this.listeners = (options.listeners ?? []).filter((l): l is MetricsListener => l !== undefined);
     mkdirSync(outputDir, { recursive: true });
     this.file = path.join(outputDir, "metrics.jsonl");
     if (options.resumeAtLine === undefined) {
@@ -38,8 +45,11 @@ export class MetricsLog {
   }
 
   write(record: MetricsRecord): void {
-    this.records.push(record);
-    appendFileSync(this.file, JSON.stringify(record) + "\n");
+    const now = Date.now();
+    const stamped: MetricsRecord = { ...record, time: new Date(now).toISOString(), elapsed_s: Math.round(now - this.started) / 1000 };
+    this.records.push(stamped);
+    appendFileSync(this.file, JSON.stringify(stamped) + "\n");
     this.count += 1;
+    for (const l of this.listeners) l(stamped);
   }
 }

@@ -1,7 +1,17 @@
 /**
- * A one-line progress bar on stderr, drawn only when stderr is a terminal and the run is verbose,
- * so logs and pipes stay clean.
+ * Progress of long phases on stderr, when the run is verbose. On a terminal: a one-line bar
+ * redrawn in place. Otherwise (CI, a log file, nohup): a plain line every few seconds with the
+ * phase, done/total, rate, ETA and the latest loss, so a piped run is never silent for long and
+ * its log stays readable.
  */
+export type ProgressMode = "bar" | "lines" | "off";
+
+/** Seconds between two lines in "lines" mode. */
+export const LINE_INTERVAL_S = 5;
+
+// Shared by every bar: consecutive phases keep one cadence instead of each starting its own.
+let lastLineAt = 0;
+
 export class ProgressBar {
   private done = 0;
   private readonly start = Date.now();
@@ -10,18 +20,29 @@ export class ProgressBar {
   constructor(
     private readonly label: string,
     private readonly total: number,
-    private readonly enabled: boolean,
+    private readonly mode: ProgressMode | boolean,
     private readonly stream: NodeJS.WriteStream = process.stderr,
   ) {}
 
-  static enabledFor(verbose: boolean, stream: NodeJS.WriteStream = process.stderr): boolean {
-    return verbose && stream.isTTY === true;
+  static enabledFor(verbose: boolean, stream: NodeJS.WriteStream = process.stderr): ProgressMode {
+    if (!verbose) return "off";
+    return stream.isTTY === true ? "bar" : "lines";
+  }
+
+  private get kind(): ProgressMode {
+    return this.mode === true ? "bar" : this.mode === false ? "off" : this.mode;
   }
 
   update(done: number, info = ""): void {
     this.done = done;
-    if (!this.enabled) return;
     const now = Date.now();
+    if (this.kind === "lines") {
+      if (now - lastLineAt < LINE_INTERVAL_S * 1000) return;
+      lastLineAt = now;
+      this.stream.write(`${this.line(now, info)}\n`);
+      return;
+    }
+    if (this.kind !== "bar") return;
     if (now - this.lastDraw < 100 && done < this.total) return;
     this.lastDraw = now;
     const width = 24;
@@ -34,10 +55,28 @@ export class ProgressBar {
   }
 
   finish(info = ""): void {
-    if (!this.enabled) return;
+    if (this.kind === "lines") {
+      // the end of a phase that showed a line, or took long enough to deserve one
+      const now = Date.now();
+      if (now - this.start >= 1000 || lastLineAt >= this.start) {
+        lastLineAt = now;
+        this.stream.write(`${this.line(now, info, true)}\n`);
+      }
+      return;
+    }
+    if (this.kind !== "bar") return;
     this.lastDraw = 0;
     this.update(this.total, info);
     this.stream.write("\n");
+  }
+
+  private line(now: number, info: string, finished = false): string {
+    const done = finished ? this.total : this.done;
+    const elapsed = (now - this.start) / 1000;
+    const rate = elapsed > 0 ? done / elapsed : 0;
+    const eta = done > 0 && !finished ? (elapsed / done) * (this.total - done) : 0;
+    const timing = finished ? `done in ${fmt(elapsed)}` : `${rate.toFixed(rate >= 10 ? 0 : 2)}/s, ETA ${fmt(eta)}`;
+    return `${this.label}: ${done}/${this.total} (${timing})${info ? ` ${info}` : ""}`;
   }
 }
 

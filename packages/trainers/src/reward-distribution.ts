@@ -60,17 +60,15 @@ export function series(values: readonly number[], edges: readonly number[]): Rew
 }
 
 /**
- * The range the histograms use: the one the reward function declares (`reward_range`, as in
- * CoMLRL), else the observed range of the round (widened by 0.5 each side when all values are
- * equal).
+ * The declared raw reward range log_reward_distribution bins over, as CoMLRL requires it: two
+ * finite numbers, min < max. Returns a message naming what is wrong, or the range.
  */
-export function rewardRange(declared: readonly [number, number] | undefined, values: readonly number[]): [number, number] {
-  if (declared !== undefined) return [declared[0], declared[1]];
-  const finite = values.filter(Number.isFinite);
-  if (finite.length === 0) return [0, 1];
-  const lo = Math.min(...finite);
-  const hi = Math.max(...finite);
-  return lo < hi ? [lo, hi] : [lo - 0.5, hi + 0.5];
+export function declaredRewardRange(value: unknown): [number, number] | string {
+  if (value === undefined || value === null) return "needs the reward function's declared raw reward range, reward_func.reward_range = [min, max] (attach it to the function: Object.assign(rewardFunc, { reward_range: [0, 1] }), or pass the trainer's rewardRange option), so every round's histogram uses the same bins";
+  if (!Array.isArray(value) || value.length !== 2 || !value.every((v) => typeof v === "number" && Number.isFinite(v)) || !(value[0] < value[1])) {
+    return `reward_func.reward_range must be [min, max] with finite numbers and min < max, got ${JSON.stringify(value)}`;
+  }
+  return [value[0], value[1]];
 }
 
 export function distributionFile(

@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { RUN_OUTPUTS } from "../src/run-dir.js";
 import { runChild, startChild } from "./child/run-child.js";
+import { untimedMetrics } from "./untimed-metrics.js";
 
 const KILLS = 10;
 // Long enough that ten kills, each after at most about one round of progress, land before the end.
@@ -25,12 +26,16 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-/** sha256 of every file; config.json's output_dir, the folder's own path, is the one difference allowed. */
+/**
+ * sha256 of every file. Two differences are allowed: config.json's output_dir (the folder's own
+ * path) and the wall-clock fields of metrics.jsonl's records.
+ */
 function tree(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const rel of readdirSync(dir, { recursive: true }).map(String).sort()) {
     const f = path.join(dir, rel);
     if (statSync(f).isDirectory()) out[rel] = "dir";
+    else if (rel === "metrics.jsonl") out[rel] = JSON.stringify(untimedMetrics(f));
     else out[rel] = createHash("sha256").update(rel === "config.json" ? readFileSync(f, "utf8").replace(JSON.stringify(dir), '"<output_dir>"') : readFileSync(f)).digest("hex");
   }
   return out;

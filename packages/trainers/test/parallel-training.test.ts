@@ -5,6 +5,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
+import { untimedMetrics } from "./untimed-metrics.js";
 import { describe, expect, it } from "vitest";
 import { AdamW, currentBackend, loadNativeAddon, tf, useBackend } from "@pbrl/core-tensor";
 import { localAgents, madpoUpdate, NonFiniteError, type TrainableAgent } from "@pbrl/dpo";
@@ -33,11 +34,7 @@ const hash = (m: CausalLM) => {
   return h.digest("hex");
 };
 
-/** metrics.jsonl without its timestamps. */
-const metricsOf = (dir: string) => readFileSync(path.join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => {
-  const { time: _t, timestamp: _ts, ...rest } = JSON.parse(l) as Record<string, unknown>;
-  return rest;
-});
+const metricsOf = (dir: string) => untimedMetrics(path.join(dir, "metrics.jsonl"));
 
 // The workers compute with the same functions on the same backend as this thread, so on a
 // deterministic backend (wasm, cpu: the suites' backends) parallel and sequential runs agree bit for bit.

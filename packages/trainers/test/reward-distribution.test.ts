@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { binEdges, distributionFile, histogram, rewardRange } from "../src/reward-distribution.js";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { ConfigError, MADPOIterTrainer } from "../src/index.js";
+import { binEdges, declaredRewardRange, distributionFile, histogram } from "../src/reward-distribution.js";
+import { ITERATIVE_RUN } from "./child/iterative-run-config.js";
 
 describe("reward distributions (hand-computed)", () => {
   it("17 evenly spaced edges over the range", () => {
@@ -30,9 +35,21 @@ describe("reward distributions (hand-computed)", () => {
     expect(JSON.stringify(f)).not.toContain("density");
   });
 
-  it("uses the declared range, else the observed one", () => {
-    expect(rewardRange([0, 1], [5])).toEqual([0, 1]);
-    expect(rewardRange(undefined, [0.2, 0.7, 0.4])).toEqual([0.2, 0.7]);
-    expect(rewardRange(undefined, [2, 2])).toEqual([1.5, 2.5]);
+  it("needs a declared range of two finite numbers, min < max, and says how to attach one", () => {
+    expect(declaredRewardRange([0, 3])).toEqual([0, 3]);
+    expect(declaredRewardRange(undefined)).toMatch(/reward_func\.reward_range = \[min, max\]/);
+    for (const bad of [[1, 1], [2, 1], [0, Infinity], [0], "0,1", [0, "1"]]) expect(declaredRewardRange(bad)).toMatch(/must be \[min, max\] with finite numbers and min < max/);
+  });
+
+  it("log_reward_distribution: without a declared range the trainer refuses at construction; off, no distribution is written", async () => {
+    const bare = (c: string[][]) => c[0]!.map(() => 1);
+    expect(() => new MADPOIterTrainer({ ...ITERATIVE_RUN, rewardFunc: bare, args: { ...ITERATIVE_RUN.args, log_reward_distribution: true } })).toThrow(ConfigError);
+    expect(() => new MADPOIterTrainer({ ...ITERATIVE_RUN, rewardFunc: Object.assign(bare, { reward_range: [2, 1] }), args: { ...ITERATIVE_RUN.args, log_reward_distribution: true } })).toThrow(/log_reward_distribution: reward_func\.reward_range must be \[min, max\].*got \[2,1\]/);
+    const out = mkdtempSync(path.join(tmpdir(), "pbrl-dist-"));
+    const t = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, log_reward_distribution: false, num_iterations: 1, output_dir: out, verbose: false, eval_interval: 0 } });
+    await t.train();
+    t.dispose();
+    expect(existsSync(path.join(out, "preference_replay", "iteration_0001.json"))).toBe(true);
+    expect(existsSync(path.join(out, "reward_distributions"))).toBe(false);
   });
 });

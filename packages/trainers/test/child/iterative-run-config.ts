@@ -8,7 +8,8 @@ export const ITERATIVE_RUN = {
   agentModel: path.join(import.meta.dirname, "../../../models/test/fixtures/tiny-llama"),
   trainDataset: items,
   evalDataset: items.slice(0, 3),
-  rewardFunc: (c: string[][]) => c[0]!.map((a, j) => (a + c[1]![j]!).split("e").length - 1),
+  // letter e's in both answers together; two answers of at most 6 tokens hold at most 12
+  rewardFunc: Object.assign((c: string[][]) => c[0]!.map((a, j) => (a + c[1]![j]!).split("e").length - 1), { reward_range: [0, 12] as [number, number] }),
   args: {
     num_iterations: 4,
     preference_num_candidates: 4,
@@ -23,6 +24,7 @@ export const ITERATIVE_RUN = {
     train_batch_size: 4,
     eval_interval: 3,
     eval_num_samples: 3,
+    log_reward_distribution: true,
     logging_steps: 1,
     agent_learning_rate: 1e-3,
     seed: 11,
