@@ -22,6 +22,7 @@ export {
   ApiComparator,
   apiSettingsFromConfig,
   ApiComparatorError,
+  ApiSettingsError,
   ApiResponseTooLargeError,
   ApiMalformedResponseError,
   ApiTooManyCompletionsError,

@@ -4,7 +4,7 @@ import type { CandidateSet, CentralizedAdapter, Comparator, TaskItem } from "@pb
 import pLimit, { type LimitFunction } from "p-limit";
 import { splitJointCompletions } from "../split-joint.js";
 import { TaggedCentralizedAdapter } from "../tagged-adapter.js";
-import { ApiCallCancelled, ApiComparatorError, ApiTooManyCompletionsError, MIN_SCRUBBED_SECRET_CHARS, REDACTED, displayUrl, headerSecrets, makeRedactor, snippet, urlSecrets } from "./errors.js";
+import { ApiCallCancelled, ApiComparatorError, ApiSettingsError, ApiTooManyCompletionsError, MIN_SCRUBBED_SECRET_CHARS, REDACTED, displayUrl, headerSecrets, makeRedactor, snippet, urlSecrets } from "./errors.js";
 import {
   buildBody,
   defaultKeyEnv,
@@ -188,17 +188,17 @@ export class ApiComparator implements Comparator {
     const format = this.format;
     this.#url = checkUrl(o.url);
     this.model = o.model === undefined || o.model === null || o.model.trim() === "" ? null : o.model.trim();
-    if (this.model === null && format !== "generic") throw new Error(`comparator_api_model is required with comparator_api_format="${format}" (e.g. ${exampleModel(format)})`);
+    if (this.model === null && format !== "generic") throw new ApiSettingsError(`comparator_api_model is required with comparator_api_format="${format}" (e.g. ${exampleModel(format)})`);
     this.generationMode = o.generationMode ?? "decentralized";
-    if (this.generationMode !== "decentralized" && this.generationMode !== "centralized") throw new Error(`comparator_generation_mode: the API comparator supports "decentralized" and "centralized", got ${JSON.stringify(this.generationMode)}`);
+    if (this.generationMode !== "decentralized" && this.generationMode !== "centralized") throw new ApiSettingsError(`comparator_generation_mode: the API comparator supports "decentralized" and "centralized", got ${JSON.stringify(this.generationMode)}`);
     this.#centralizedAgentIndex = nonNegativeInt(o.centralizedAgentIndex ?? 0, "comparator_centralized_agent_index");
     this.#adapter = o.adapter ?? new TaggedCentralizedAdapter();
     this.allowPartial = o.allowPartial ?? false;
     this.#responseField = o.responseField ?? "completions";
-    if (typeof this.#responseField !== "string" || this.#responseField.trim() === "") throw new Error("comparator_api_response_field must be a non-empty dotted path");
+    if (typeof this.#responseField !== "string" || this.#responseField.trim() === "") throw new ApiSettingsError("comparator_api_response_field must be a non-empty dotted path");
     this.#maxNPerRequest = o.maxNPerRequest === undefined || o.maxNPerRequest === null ? null : positiveInt(o.maxNPerRequest, "comparator_api_max_n_per_request");
     const timeout = o.timeoutSeconds ?? 120;
-    if (!(Number.isFinite(timeout) && timeout > 0)) throw new Error(`comparator_api_timeout must be a positive number of seconds, got ${timeout}`);
+    if (!(Number.isFinite(timeout) && timeout > 0)) throw new ApiSettingsError(`comparator_api_timeout must be a positive number of seconds, got ${timeout}`);
     this.#timeoutMs = timeout * 1000;
     this.#retry = {
       maxRetries: nonNegativeInt(o.maxRetries ?? 5, "comparator_api_max_retries"),
@@ -212,7 +212,7 @@ export class ApiComparator implements Comparator {
     this.#sleep = o.sleep ?? defaultSleep;
     this.#onRetry = o.onRetry;
     this.#extraBody = o.extraBody ?? null;
-    if (this.#extraBody !== null && (typeof this.#extraBody !== "object" || Array.isArray(this.#extraBody))) throw new Error("comparator_api_extra_body must be a JSON object");
+    if (this.#extraBody !== null && (typeof this.#extraBody !== "object" || Array.isArray(this.#extraBody))) throw new ApiSettingsError("comparator_api_extra_body must be a JSON object");
     this.#generation = { maxNewTokens: positiveInt(o.generation.maxNewTokens, "max_new_tokens"), temperature: o.generation.temperature, topP: o.generation.topP, topK: o.generation.topK };
     this.#maxResponseBytes = maxResponseBytes(o.maxResponseBytes);
     this.#tokenizers = o.tokenizers === undefined || o.tokenizers.length === 0 ? null : [...o.tokenizers];
@@ -222,7 +222,7 @@ export class ApiComparator implements Comparator {
     const keyEnv = o.keyEnv === undefined || o.keyEnv === null || o.keyEnv.trim() === "" ? defaultKeyEnv(format) : o.keyEnv.trim();
     if (keyEnv !== null && !KEY_ENV_NAME.test(keyEnv)) {
       // Never echo the value: it may be a key pasted into the wrong field.
-      throw new Error("comparator_api_key_env must be the NAME of an environment variable (letters, digits and _), not a key; put the key in that variable");
+      throw new ApiSettingsError("comparator_api_key_env must be the NAME of an environment variable (letters, digits and _), not a key; put the key in that variable");
     }
     let key: string | null = null;
     if (keyEnv !== null) {
@@ -230,9 +230,9 @@ export class ApiComparator implements Comparator {
       key = raw === undefined ? null : raw.trim();
       if (key === null || key === "") {
         const why = o.keyEnv === undefined || o.keyEnv === null || o.keyEnv.trim() === "" ? `the ${format} format reads its API key from ${keyEnv} by default` : "comparator_api_key_env names it";
-        throw new Error(`comparator API (${format}): the environment variable ${keyEnv} is not set or is empty (${why}); export ${keyEnv}=<your key> or set comparator_api_key_env to the variable that holds it`);
+        throw new ApiSettingsError(`comparator API (${format}): the environment variable ${keyEnv} is not set or is empty (${why}); export ${keyEnv}=<your key> or set comparator_api_key_env to the variable that holds it`);
       }
-      if (/[\r\n\0]/.test(key)) throw new Error(`comparator API (${format}): the value of ${keyEnv} contains a line break or NUL and cannot be sent in a header`);
+      if (/[\r\n\0]/.test(key)) throw new ApiSettingsError(`comparator API (${format}): the value of ${keyEnv} contains a line break or NUL and cannot be sent in a header`);
     }
     // Headers without the key; the auth header is added per request.
     let authHeader: string | null = null;
@@ -244,7 +244,7 @@ export class ApiComparator implements Comparator {
         if (name.toLowerCase() === "authorization") name = "x-api-key";
         if (prefix.toLowerCase() === "bearer") prefix = "";
       }
-      if (!HEADER_NAME.test(name)) throw new Error(`comparator_api_key_header: ${JSON.stringify(name)} is not a valid header name`);
+      if (!HEADER_NAME.test(name)) throw new ApiSettingsError(`comparator_api_key_header: ${JSON.stringify(name)} is not a valid header name`);
       authHeader = name;
       authValue = prefix === "" ? key : `${prefix} ${key}`;
     }
@@ -500,16 +500,16 @@ export class ApiComparator implements Comparator {
     const out: Record<string, string> = { "Content-Type": "application/json" };
     const lower = new Set<string>();
     for (const [name, value] of Object.entries(user ?? {})) {
-      if (!HEADER_NAME.test(name)) throw new Error(`comparator_api_headers: ${JSON.stringify(name)} is not a valid header name`);
-      if (typeof value !== "string" || /[\r\n\0]/.test(value)) throw new Error(`comparator_api_headers: the value of ${name} must be a string without line breaks`);
+      if (!HEADER_NAME.test(name)) throw new ApiSettingsError(`comparator_api_headers: ${JSON.stringify(name)} is not a valid header name`);
+      if (typeof value !== "string" || /[\r\n\0]/.test(value)) throw new ApiSettingsError(`comparator_api_headers: the value of ${name} must be a string without line breaks`);
       const l = name.toLowerCase();
-      if (lower.has(l)) throw new Error(`comparator_api_headers: ${name} is given twice (header names are case-insensitive)`);
+      if (lower.has(l)) throw new ApiSettingsError(`comparator_api_headers: ${name} is given twice (header names are case-insensitive)`);
       lower.add(l);
       if (authHeader !== null && l === authHeader.toLowerCase()) {
-        throw new Error(`comparator_api_headers sets ${name}, which carries the API key (from the environment variable); remove it from comparator_api_headers, or set comparator_api_key_header to another header`);
+        throw new ApiSettingsError(`comparator_api_headers sets ${name}, which carries the API key (from the environment variable); remove it from comparator_api_headers, or set comparator_api_key_header to another header`);
       }
       if (l === "content-type") {
-        if (!/^application\/json\b/i.test(value.trim())) throw new Error(`comparator_api_headers: Content-Type must be application/json (the body is JSON), got ${JSON.stringify(value)}`);
+        if (!/^application\/json\b/i.test(value.trim())) throw new ApiSettingsError(`comparator_api_headers: Content-Type must be application/json (the body is JSON), got ${JSON.stringify(value)}`);
         delete out["Content-Type"];
       }
       out[name] = value;
@@ -520,15 +520,15 @@ export class ApiComparator implements Comparator {
 }
 
 function checkUrl(url: string): string {
-  if (typeof url !== "string" || url.trim() === "") throw new Error("comparator_api_url is required for the API comparator");
+  if (typeof url !== "string" || url.trim() === "") throw new ApiSettingsError("comparator_api_url is required for the API comparator");
   let u: URL;
   try {
     u = new URL(url.trim());
   } catch {
-    throw new Error("comparator_api_url is not a valid absolute URL (expected e.g. https://api.openai.com/v1/chat/completions)");
+    throw new ApiSettingsError("comparator_api_url is not a valid absolute URL (expected e.g. https://api.openai.com/v1/chat/completions)");
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error(`comparator_api_url must be an http:// or https:// URL, got ${u.protocol}`);
-  if (u.username !== "" || u.password !== "") throw new Error("comparator_api_url must not contain credentials (user:password@); put the key in the environment variable named by comparator_api_key_env");
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw new ApiSettingsError(`comparator_api_url must be an http:// or https:// URL, got ${u.protocol}`);
+  if (u.username !== "" || u.password !== "") throw new ApiSettingsError("comparator_api_url must not contain credentials (user:password@); put the key in the environment variable named by comparator_api_key_env");
   return u.toString();
 }
 
@@ -544,24 +544,24 @@ function exampleModel(format: ApiFormat): string {
 }
 
 function positiveInt(v: number, field: string): number {
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${field} must be an integer ≥ 1, got ${v}`);
+  if (!Number.isInteger(v) || v < 1) throw new ApiSettingsError(`${field} must be an integer ≥ 1, got ${v}`);
   return v;
 }
 
 function nonNegativeInt(v: number, field: string): number {
-  if (!Number.isInteger(v) || v < 0) throw new Error(`${field} must be an integer ≥ 0, got ${v}`);
+  if (!Number.isInteger(v) || v < 0) throw new ApiSettingsError(`${field} must be an integer ≥ 0, got ${v}`);
   return v;
 }
 
 function maxResponseBytes(v: number | undefined): number {
   if (v === undefined) return DEFAULT_MAX_RESPONSE_BYTES;
   if (!Number.isInteger(v) || v < MIN_MAX_RESPONSE_BYTES || v > MAX_MAX_RESPONSE_BYTES) {
-    throw new Error(`comparator_api_max_response_bytes must be an integer from ${MIN_MAX_RESPONSE_BYTES} to ${MAX_MAX_RESPONSE_BYTES} (256 MiB), got ${v}`);
+    throw new ApiSettingsError(`comparator_api_max_response_bytes must be an integer from ${MIN_MAX_RESPONSE_BYTES} to ${MAX_MAX_RESPONSE_BYTES} (256 MiB), got ${v}`);
   }
   return v;
 }
 
 function nonNegativeNumber(v: number, field: string): number {
-  if (!(Number.isFinite(v) && v >= 0)) throw new Error(`${field} must be a finite number ≥ 0, got ${v}`);
+  if (!(Number.isFinite(v) && v >= 0)) throw new ApiSettingsError(`${field} must be a finite number ≥ 0, got ${v}`);
   return v;
 }

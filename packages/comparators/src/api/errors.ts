@@ -219,3 +219,8 @@ export class ApiCallCancelled extends Error {
     super("comparator API request cancelled: another request of the same sample() call failed");
   }
 }
+
+/** A comparator_api_* setting (or the key variable it names) that cannot work: bad input, found before any request. */
+export class ApiSettingsError extends Error {
+  override name = "ApiSettingsError";
+}

@@ -4,7 +4,7 @@ export { apiSettingsFromConfig } from "./config.js";
 export type { ApiConfigFields } from "./config.js";
 export { API_FORMAT_ALIASES, normalizeApiFormat, defaultKeyEnv, buildBody, parseResponse, parseResponseBody, planCounts, providerNLimit, jsonSafe } from "./formats.js";
 export type { ApiFormat, ApiFormatName, ApiGenerationSettings, ApiRequestSpec, ParsedCompletions, ResponseSource } from "./formats.js";
-export { ApiComparatorError, ApiResponseTooLargeError, ApiMalformedResponseError, ApiTooManyCompletionsError, displayUrl, redactUrlSecrets, redactHeaderSecrets, REDACTED } from "./errors.js";
+export { ApiComparatorError, ApiSettingsError, ApiResponseTooLargeError, ApiMalformedResponseError, ApiTooManyCompletionsError, displayUrl, redactUrlSecrets, redactHeaderSecrets, REDACTED } from "./errors.js";
 export type { ApiRetryEvent, SleepFn } from "./transport.js";
 export { truncateToTokens } from "./truncate.js";
 export type { ApiTokenizer } from "./truncate.js";
