@@ -1,5 +1,4 @@
-import { MemoryBudgetError, translateHeapExhaustion } from "@pbrl/core-tensor";
-import { ConfigError } from "@pbrl/trainers";
+import { translateHeapExhaustion } from "@pbrl/core-tensor";
 import { closest } from "./args.js";
 import { CONFIG_HELP, configCommand } from "./commands/config.js";
 import { DEMO_HELP, demoCommand } from "./commands/demo.js";
@@ -8,9 +7,11 @@ import { BENCH_HELP, benchCommand } from "./commands/bench.js";
 import { CONVERT_HELP, convertCommand } from "./commands/convert.js";
 import { GENERATE_HELP, generateCommand } from "./commands/generate.js";
 import { SCORE_HELP, scoreCommand } from "./commands/score.js";
+import { EXIT, exitCodeFor } from "./exit-codes.js";
 import { processIO, UsageError, type CliIO } from "./io.js";
 
 export { processIO, UsageError };
+export { BAD_INPUT_ERRORS, EXIT, exitCodeFor, isBadInput } from "./exit-codes.js";
 export type { CliIO };
 
 interface Command {
@@ -32,7 +33,7 @@ const COMMANDS: Record<string, Command> = {
 function usage(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((k) => k.length));
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
-  return `pbrl — multi-agent preference-based RL for LLM teams\n\nUsage: pbrl <command> [options]\n\nCommands:\n${lines.join("\n")}\n\nRun \`pbrl <command> --help\` for a command's options.\n`;
+  return `pbrl — multi-agent preference-based RL for LLM teams\n\nUsage: pbrl <command> [options]\n\nCommands:\n${lines.join("\n")}\n\nRun \`pbrl <command> --help\` for a command's options.\n\nExit codes: 0 done, 2 bad configuration or input (the message says what to change), 130 stopped by\nSIGINT/SIGTERM, 1 anything else. docs/errors.md lists the errors and their fixes.\n`;
 }
 
 /** Runs the CLI with `argv` (without node and script path); returns the exit code. */
@@ -57,19 +58,15 @@ export async function main(argv: string[], io: CliIO = processIO): Promise<numbe
   } catch (thrown) {
     // A kernel that ran out of the wasm heap despite the estimates reads as the same error.
     const err = translateHeapExhaustion(thrown, `pbrl ${name}`);
-    if (err instanceof UsageError || err instanceof ConfigError) {
-      io.err(`${err.message}\n`);
-      return 2;
-    }
+    const code = exitCodeFor(err);
+    const e = err instanceof Error ? err : new Error(String(err));
+    if (e.name === "UsageError" || e.name === "ConfigError") io.err(`${e.message}\n`);
     // Too much work for the backend's memory is bad input: the message says what to change.
-    if (err instanceof MemoryBudgetError) {
-      io.err(`pbrl ${name}: not enough memory: ${err.message}\n`);
-      return 2;
-    }
-    const e = err as Error;
+    else if (e.name === "MemoryBudgetError") io.err(`pbrl ${name}: not enough memory: ${e.message}\n`);
     // Library errors carry a message written for users; the stack is for PBRL_DEBUG=1.
-    io.err(`pbrl ${name}: ${e.name && e.name !== "Error" ? `${e.name}: ` : ""}${e.message}\n`);
+    else io.err(`pbrl ${name}: ${e.name && e.name !== "Error" ? `${e.name}: ` : ""}${e.message}\n`);
     if (process.env["PBRL_DEBUG"] === "1" && e.stack) io.err(`${e.stack}\n`);
-    return 1;
+    else if (code === EXIT.failed) io.err(`pbrl ${name}: not an input error (exit code 1); PBRL_DEBUG=1 prints where it happened\n`);
+    return code;
   }
 }

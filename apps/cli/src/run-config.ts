@@ -3,7 +3,7 @@
  * data, the formatters, the reward, and any config field of the trainer, all at top level, with
  * `key=value` overrides from the command line (values are YAML scalars or flow lists).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import {
@@ -29,6 +29,10 @@ import {
 import YAML from "yaml";
 import { BUILTIN_TASKS } from "./builtins.js";
 import { UsageError } from "./io.js";
+import { userFrame } from "./reward/frames.js";
+import { moduleLoadError } from "./reward/module-errors.js";
+import { startWorkerRewards } from "./reward/worker-rewards.js";
+import { readUtf8File } from "./text-file.js";
 
 export const TRAINERS = ["madpo", "madpo_iter", "marlhf", "marlhf_iter"] as const;
 export type TrainerName = (typeof TRAINERS)[number];
@@ -61,12 +65,7 @@ function absolutizePaths(values: Record<string, unknown>, baseDir: string): void
 export function readRunFile(file: string | undefined, overrides: readonly string[]): RunFile {
   let values: Record<string, unknown> = {};
   if (file !== undefined) {
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (err) {
-      throw new UsageError(`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : (err as Error).message}`);
-    }
+    const text = readUtf8File(file, "config file");
     let parsed: unknown;
     try {
       parsed = YAML.parse(text);
@@ -143,12 +142,7 @@ export function buildTrainerConfig(trainer: TrainerName, config: Record<string, 
 
 /** A dataset file: JSONL (one object per line) or JSON (an array of objects). */
 export function readDataset(file: string, key: string): TaskItem[] {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    throw new UsageError(`${key}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : (err as Error).message}`);
-  }
+  const text = readUtf8File(file, `${key} file`);
   const items: unknown[] = [];
   const trimmed = text.trim();
   if (trimmed.startsWith("[")) {
@@ -185,9 +179,15 @@ export function templateFormatter(template: string): Formatter {
     });
 }
 
+/** Imports a module that runs in this thread (formatters); load errors name the file and where. */
 async function importModule(file: string, key: string): Promise<Record<string, unknown>> {
   if (!existsSync(file)) throw new UsageError(`${key}: module ${file} not found`);
-  return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  try {
+    return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (err) {
+    const e = err instanceof Error ? err : new Error(String(err));
+    throw moduleLoadError(key, file, e.name, e.message, userFrame(e.stack));
+  }
 }
 
 export interface ResolvedRun {
@@ -198,10 +198,21 @@ export interface ResolvedRun {
   formatters?: Formatter | Formatter[];
   rewardFunc: RewardFunc;
   rewardProcessor?: RewardProcessor;
+  /** Releases what the run holds (the reward worker thread); call it however the run ends. */
+  close: () => Promise<void>;
 }
 
-/** Turns the run keys into what the trainer takes: loaded data, formatters and reward. */
-export async function resolveRun(run: Record<string, unknown>): Promise<ResolvedRun> {
+export interface ResolveOptions {
+  /** reward_timeout_s of the trainer's config: how long one call of a reward module may take. */
+  rewardTimeoutS: number | null;
+}
+
+/**
+ * Turns the run keys into what the trainer takes: loaded data, formatters and reward. Reward
+ * modules (reward_func or reward_processor given as a module path) run in a worker thread
+ * (reward/), started last, once everything else has been checked; built-in rewards run here.
+ */
+export async function resolveRun(run: Record<string, unknown>, options: ResolveOptions): Promise<ResolvedRun> {
   const str = (key: string): string | undefined => {
     const v = run[key];
     if (v === undefined || v === null) return undefined;
@@ -211,36 +222,18 @@ export async function resolveRun(run: Record<string, unknown>): Promise<Resolved
   // reward_func: a built-in task name or a module exporting reward_func (and optionally reward_processor)
   const rewardSpec = str("reward_func");
   if (rewardSpec === undefined) throw new UsageError(`reward_func is required: a built-in name (${Object.keys(BUILTIN_TASKS).join(", ")}) or a module path exporting reward_func`);
-  let rewardFunc: RewardFunc;
-  let rewardProcessor: RewardProcessor | undefined;
-  let builtinFormatters: Formatter[] | undefined;
-  let builtinData: { train: TaskItem[]; eval: TaskItem[] } | undefined;
-  if (isModulePath(rewardSpec)) {
-    const mod = await importModule(rewardSpec, "reward_func");
-    const f = mod["reward_func"] ?? mod["default"];
-    if (typeof f !== "function") throw new UsageError(`reward_func: ${rewardSpec} exports no function named reward_func (or a default export)`);
-    rewardFunc = f as RewardFunc;
-    if (typeof mod["reward_processor"] === "function") rewardProcessor = mod["reward_processor"] as RewardProcessor;
-  } else {
-    const task = BUILTIN_TASKS[rewardSpec];
-    if (task === undefined) {
-      const near = closestName(rewardSpec, Object.keys(BUILTIN_TASKS));
-      throw new UsageError(`reward_func: no built-in named ${JSON.stringify(rewardSpec)}${near ? ` (did you mean "${near}"?)` : ""}; built-ins: ${Object.keys(BUILTIN_TASKS).join(", ")}; or give a module path (.js/.mjs)`);
-    }
-    rewardFunc = task.rewardFunc;
-    builtinFormatters = task.formatters;
-    builtinData = task.load();
+  const rewardModule = isModulePath(rewardSpec) ? rewardSpec : undefined;
+  const task = rewardModule === undefined ? BUILTIN_TASKS[rewardSpec] : undefined;
+  if (rewardModule !== undefined && !existsSync(rewardModule)) throw new UsageError(`reward_func: module ${rewardModule} not found`);
+  if (rewardModule === undefined && task === undefined) {
+    const near = closestName(rewardSpec, Object.keys(BUILTIN_TASKS));
+    throw new UsageError(`reward_func: no built-in named ${JSON.stringify(rewardSpec)}${near ? ` (did you mean "${near}"?)` : ""}; built-ins: ${Object.keys(BUILTIN_TASKS).join(", ")}; or give a module path (.js/.mjs)`);
   }
-  const procSpec = str("reward_processor");
-  if (procSpec !== undefined) {
-    const mod = await importModule(procSpec, "reward_processor");
-    const f = mod["reward_processor"] ?? mod["default"];
-    if (typeof f !== "function") throw new UsageError(`reward_processor: ${procSpec} exports no function named reward_processor (or a default export)`);
-    rewardProcessor = f as RewardProcessor;
-  }
-
+  const builtinData = task?.load();
+  const processorModule = str("reward_processor");
+  if (processorModule !== undefined && !existsSync(processorModule)) throw new UsageError(`reward_processor: module ${processorModule} not found`);
   // formatters: a template, a list of templates, or a module exporting formatters
-  let formatters: Formatter | Formatter[] | undefined = builtinFormatters;
+  let formatters: Formatter | Formatter[] | undefined = task?.formatters;
   const fSpec = run["formatters"];
   if (typeof fSpec === "string" && isModulePath(fSpec)) {
     const mod = await importModule(fSpec, "formatters");
@@ -254,24 +247,27 @@ export async function resolveRun(run: Record<string, unknown>): Promise<Resolved
   } else if (fSpec !== undefined && fSpec !== null) {
     throw new UsageError(`formatters: expected a template string, a list of templates, or a module path; got ${JSON.stringify(fSpec)}`);
   }
-
   const trainPath = str("train_dataset");
   const evalPath = str("eval_dataset");
   const trainDataset = trainPath !== undefined ? readDataset(trainPath, "train_dataset") : builtinData?.train;
   if (trainDataset === undefined) throw new UsageError("train_dataset is required (a JSONL or JSON file)");
   const evalDataset = evalPath !== undefined ? readDataset(evalPath, "eval_dataset") : trainPath === undefined ? builtinData?.eval : undefined;
-
   const agentModel = str("agent_model");
   const agentsRaw = run["agents"];
   if (agentsRaw !== undefined && agentsRaw !== null && !(Array.isArray(agentsRaw) && agentsRaw.every((a) => typeof a === "string" && a !== ""))) {
     throw new UsageError(`agents: expected a list of checkpoint folders or hub ids, got ${JSON.stringify(agentsRaw)}`);
   }
-  const out: ResolvedRun = { trainDataset, rewardFunc };
+  if (agentModel === undefined && !Array.isArray(agentsRaw)) throw new UsageError("give agent_model (one checkpoint for every agent) or agents (one per agent)");
+  // Last: once started, the worker must be closed, and nothing else can fail before the trainer owns it.
+  const inWorker = rewardModule !== undefined || processorModule !== undefined;
+  const reward = inWorker
+    ? await startWorkerRewards({ ...(rewardModule !== undefined ? { rewardModule } : { builtin: task!.rewardFunc }), ...(processorModule !== undefined ? { processorModule } : {}), timeoutS: options.rewardTimeoutS })
+    : { rewardFunc: task!.rewardFunc, rewardProcessor: undefined, close: async () => {} };
+  const out: ResolvedRun = { trainDataset, rewardFunc: reward.rewardFunc, close: reward.close };
+  if (reward.rewardProcessor !== undefined) out.rewardProcessor = reward.rewardProcessor;
   if (agentModel !== undefined) out.agentModel = agentModel;
   if (Array.isArray(agentsRaw)) out.agents = agentsRaw as string[];
-  if (out.agentModel === undefined && out.agents === undefined) throw new UsageError("give agent_model (one checkpoint for every agent) or agents (one per agent)");
   if (evalDataset !== undefined) out.evalDataset = evalDataset;
   if (formatters !== undefined) out.formatters = formatters;
-  if (rewardProcessor !== undefined) out.rewardProcessor = rewardProcessor;
   return out;
 }

@@ -55,9 +55,9 @@ describe("CLI errors", () => {
     expect(d.err).toMatch(/--top_p must be in \(0, 1\], got "1.5"/);
   });
 
-  it("names a missing checkpoint folder clearly, exit code 1", async () => {
+  it("names a missing checkpoint folder clearly, exit code 2 (bad input)", async () => {
     const r = await runCli(["score", "--model", "/nonexistent/ckpt", "--prompt", "a", "--completion", "b"]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.err).toMatch(/"\/nonexistent\/ckpt" is neither an existing folder nor a hub id/);
   });
 });

@@ -1,5 +1,6 @@
 // SIGTERM during `pbrl train` with madpo_iter: the run finishes the round in progress and its
-// checkpoint, exits cleanly, and resume_from_checkpoint=true carries on from there.
+// checkpoint, exits with code 130 (stopped by a signal), and resume_from_checkpoint=true carries
+// on from there.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,7 +38,7 @@ describe("signals", () => {
       writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird"].map((prompt) => JSON.stringify({ prompt })).join("\n"));
       const args = [`agent_model=${TINY}`, `train_dataset=${path.join(dir, "train.jsonl")}`, `reward_func=${path.join(dir, "reward.mjs")}`, "trainer=madpo_iter", "num_iterations=4", "preference_num_candidates=4", "max_new_tokens=6", "temperature=1.0", `output_dir=${path.join(dir, "out")}`];
       const stopped = await train(main, args, /pbrl: round 2: /);
-      expect(stopped.code, stopped.err).toBe(0);
+      expect(stopped.code, stopped.err).toBe(130);
       expect(stopped.err).toMatch(/SIGTERM received; finishing round and checkpoint, then stopping/);
       expect(stopped.out).toMatch(/stopped after round 2 \(resume with resume_from_checkpoint=true\)/);
       expect(JSON.parse(readFileSync(path.join(dir, "out", "checkpoints", "latest.json"), "utf8")).round).toBe(2);

@@ -1,12 +1,20 @@
+import { existsSync, statSync } from "node:fs";
+import * as path from "node:path";
 import { loadPretrained, savePretrained, type SaveDtype } from "@pbrl/models";
 import { isPosInt, optNumber, parseFlags, requireString } from "../args.js";
 import { UsageError, type CliIO } from "../io.js";
 import { backendFlag, onChosenBackend } from "./common.js";
+import { checkConvertOut, writeConvertOut } from "./convert-out.js";
 
 export const CONVERT_HELP = `pbrl convert --model SRC --out DIR [options]
 
 Loads a checkpoint (folder or hub id) and writes it back as a Hugging Face folder with pbrl's
 writer: config.json, safetensors weights, tokenizer files, generation_config.json.
+
+DIR must be new, empty, or an earlier pbrl convert output (it holds a .pbrl-convert.json listing
+what convert wrote there); pbrl convert refuses the source folder itself, a folder inside or
+around it, a file, and a folder with other files, so it never deletes anything it did not write.
+The checkpoint is assembled in a temporary folder beside DIR and renamed into place.
 
   --dtype D            float32 (default), bfloat16 or float16
   --max_shard_bytes N  split the weights into shards of at most N bytes
@@ -22,11 +30,15 @@ export async function convertCommand(argv: string[], io: CliIO): Promise<number>
   const dtype = (values.dtype ?? "float32") as SaveDtype;
   if (!DTYPES.includes(dtype)) throw new UsageError(`pbrl convert: --dtype must be one of ${DTYPES.join(", ")}, got ${JSON.stringify(values.dtype)}`);
   const maxShardBytes = optNumber(values.max_shard_bytes, "max_shard_bytes", "convert", isPosInt, "a positive integer");
+  // Before loading anything: a local source is known now (a hub id's folder once it is resolved).
+  const localSource = existsSync(src) && statSync(src).isDirectory() ? src : undefined;
+  checkConvertOut(out, localSource);
   return onChosenBackend(values.backend, io, "convert", async () => {
     const p = await loadPretrained(src);
     try {
-      await savePretrained(out, p, { dtype, ...(maxShardBytes !== undefined ? { maxShardBytes } : {}) });
-      io.err(`pbrl: wrote ${out} (${p.model.numParameters().toLocaleString("en-US")} parameters, ${dtype})\n`);
+      const target = checkConvertOut(out, p.dir);
+      await writeConvertOut(target, localSource !== undefined ? path.resolve(localSource) : src, (dir) => savePretrained(dir, p, { dtype, ...(maxShardBytes !== undefined ? { maxShardBytes } : {}) }));
+      io.err(`pbrl: wrote ${target.dir}${target.existing === "earlier" ? " (replacing an earlier pbrl convert output)" : ""} (${p.model.numParameters().toLocaleString("en-US")} parameters, ${dtype})\n`);
       return 0;
     } finally {
       p.model.dispose();

@@ -5,7 +5,7 @@ import type { CliIO } from "../io.js";
 import { UsageError } from "../io.js";
 import { buildTrainerConfig, readRunFile, splitRunFile, trainerName } from "../run-config.js";
 import { ASSETS_DIR } from "../tasks/summary-expansion.js";
-import { evalLine, runTrainer } from "./run-trainer.js";
+import { evalLine, exitCodeOf, runTrainer } from "./run-trainer.js";
 
 export const DEMO_MODEL_DIR = path.join(ASSETS_DIR, "demo-model");
 
@@ -111,5 +111,5 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   }
   io.out(`\n${outcome.summary} in ${minutes} min; metrics, round files, checkpoints and trained agents in ${outcome.outputDir}\n`);
   outcome.dispose();
-  return 0;
+  return exitCodeOf(outcome);
 }

@@ -8,7 +8,8 @@ export const GENERATE_HELP = `pbrl generate --model DIR --prompt TEXT [options]
 
 Generates a continuation of TEXT with a checkpoint folder (or hub id).
 
-  --max_new_tokens N   tokens to generate (default: generation_config.json, else 64)
+  --max_new_tokens N   tokens to generate (default: generation_config.json, else 64); the prompt
+                       plus N must fit in the model's max_position_embeddings
   --greedy             greedy decoding (the default unless generation_config.json samples)
   --temperature T      sample with temperature T (implies sampling)
   --top_p P            nucleus sampling (implies sampling)
@@ -21,6 +22,23 @@ Generates a continuation of TEXT with a checkpoint folder (or hub id).
   --json               print token ids and text as JSON
   --backend B          native, libtorch, wasm, cpu or tensorflow (default: native when built, else wasm)
 `;
+
+/** Counts (tokens, sequences) must be exact integers: 1e20 is an integer but not a safe one. */
+const isCount = (x: number) => Number.isSafeInteger(x) && x >= 1;
+
+/**
+ * The KV cache is sized for prompt + max_new_tokens positions up front, so a length beyond the
+ * model's context is refused before anything is allocated (it would also decode positions the
+ * model never saw in training).
+ */
+function checkContext(maxPositions: number, promptTokens: number, maxNewTokens: number, from: string): void {
+  if (promptTokens + maxNewTokens <= maxPositions) return;
+  const room = maxPositions - promptTokens;
+  const fix = room > 0 ? `give --max_new_tokens ${room} or fewer, or a shorter prompt` : `shorten the prompt to fewer than ${maxPositions} tokens`;
+  throw new UsageError(
+    `pbrl generate: ${from}=${maxNewTokens} after a ${promptTokens}-token prompt needs ${promptTokens + maxNewTokens} positions, more than this model's max_position_embeddings (${maxPositions}); ${fix}`,
+  );
+}
 
 export async function generateCommand(argv: string[], io: CliIO): Promise<number> {
   const { values } = parseFlags(
@@ -47,8 +65,8 @@ export async function generateCommand(argv: string[], io: CliIO): Promise<number
   const topP = optNumber(values.top_p, "top_p", "generate", (n) => n > 0 && n <= 1, "in (0, 1]");
   const topK = optNumber(values.top_k, "top_k", "generate", isNonNegInt, "an integer ≥ 0");
   const seed = optNumber(values.seed, "seed", "generate", isNonNegInt, "an integer ≥ 0") ?? 0;
-  const maxNew = optNumber(values.max_new_tokens, "max_new_tokens", "generate", isNonNegInt, "an integer ≥ 0");
-  const n = optNumber(values.num_return_sequences, "num_return_sequences", "generate", (x) => Number.isInteger(x) && x > 0, "an integer ≥ 1") ?? 1;
+  const maxNew = optNumber(values.max_new_tokens, "max_new_tokens", "generate", isCount, "a whole number ≥ 1");
+  const n = optNumber(values.num_return_sequences, "num_return_sequences", "generate", isCount, "a whole number ≥ 1") ?? 1;
   const asksSampling = temperature !== undefined || topP !== undefined || topK !== undefined || values.seed !== undefined;
   if (values.greedy === true && asksSampling) throw new UsageError("pbrl generate: --greedy cannot be combined with --temperature/--top_p/--top_k/--seed");
 
@@ -60,9 +78,11 @@ export async function generateCommand(argv: string[], io: CliIO): Promise<number
       const text = values.chat === true ? p.tokenizer.applyChatTemplate([{ role: "user", content: prompt }]) : prompt;
       // A rendered chat template already carries its special tokens.
       const promptIds = p.tokenizer.encode(text, { addSpecialTokens: values.chat !== true });
+      const maxNewTokens = maxNew ?? g.maxNewTokens ?? 64;
+      checkContext(p.model.config.maxPositionEmbeddings, promptIds.length, maxNewTokens, maxNew === undefined ? "generation_config.json's max_new_tokens" : "--max_new_tokens");
       const eos = g.eosTokenIds.length > 0 ? g.eosTokenIds : p.model.config.eosTokenIds;
       const out = generate(p.model, [promptIds], {
-        maxNewTokens: maxNew ?? g.maxNewTokens ?? 64,
+        maxNewTokens,
         greedy,
         temperature: temperature ?? g.temperature ?? 1,
         topP: topP ?? g.topP ?? 1,

@@ -1,7 +1,7 @@
 import { parseFlags } from "../args.js";
 import { UsageError, type CliIO } from "../io.js";
 import { buildTrainerConfig, readRunFile, resolveRun, splitRunFile, trainerName } from "../run-config.js";
-import { evalLine, runTrainer } from "./run-trainer.js";
+import { evalLine, exitCodeOf, runTrainer } from "./run-trainer.js";
 
 export const TRAIN_HELP = `pbrl train --config FILE.yaml [key=value …]
 
@@ -17,11 +17,17 @@ Trains with a run file (YAML or JSON) whose keys are:
   reward_func      a built-in name (summary_expansion) or a .mjs module exporting \`reward_func\`
                    (and optionally \`reward_processor\`)
   reward_processor a .mjs module exporting \`reward_processor\`
+                   Reward modules run in a worker thread (only data crosses: strings, numbers,
+                   plain objects); a call longer than reward_timeout_s (default 300) stops the run
 and any field of the trainer's config (MADPOConfig, MADPOIterConfig, MARLHFConfig or
 MARLHFIterConfig: num_train_epochs, dpo_beta, seed, output_dir, num_iterations, comparator_policy,
 preference_replay_mode, rl_algorithm, num_generations, reward_learning_rate, …). key=value arguments override the file, e.g. num_train_epochs=3 top_k=null.
 Relative paths in the file are resolved against the file's folder, relative paths in key=value
-arguments against the current directory.
+arguments against the current directory. Files must be UTF-8.
+
+Exit codes: 0 done, 2 bad configuration or input, 130 stopped by SIGINT/SIGTERM (an iterative run
+first finishes its round and checkpoint: resume with resume_from_checkpoint=true), 1 anything else.
+See docs/errors.md.
 `;
 
 export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
@@ -33,10 +39,15 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
   const trainer = trainerName(file.values["trainer"] ?? "madpo");
   const { config, run } = splitRunFile(file.values, trainer);
   const cfg = buildTrainerConfig(trainer, config);
-  const resolved = await resolveRun(run);
-  const outcome = await runTrainer(resolved, cfg, io);
-  io.out(`${evalLine("eval reward before", outcome.evalBefore)}\n${evalLine("eval reward after ", outcome.evalAfter)}\n`);
-  io.out(`${outcome.summary}; outputs in ${outcome.outputDir}\n`);
-  outcome.dispose();
-  return 0;
+  const resolved = await resolveRun(run, { rewardTimeoutS: cfg.args.reward_timeout_s });
+  try {
+    const outcome = await runTrainer(resolved, cfg, io);
+    io.out(`${evalLine("eval reward before", outcome.evalBefore)}\n${evalLine("eval reward after ", outcome.evalAfter)}\n`);
+    io.out(`${outcome.summary}; outputs in ${outcome.outputDir}\n`);
+    outcome.dispose();
+    return exitCodeOf(outcome);
+  } finally {
+    // The reward worker thread, busy or not, must not outlive the run (nor keep the process alive).
+    await resolved.close();
+  }
 }
