@@ -35,3 +35,5 @@ export type { AgentExecution } from "./parallel/agent-execution.js";
 export type { TaskItem, Formatter, RewardFunc, RewardContext, RewardProcessor, PairRecord, CandidateSampler, Comparator, CandidateSet, ReplayBuffer, ReplayState, CentralizedAdapter, CollectedPair, PairTokenizer } from "@pbrl/preference-data";
 export { CentralizedParseError } from "@pbrl/preference-data";
 export { TaggedCentralizedAdapter } from "@pbrl/comparators";
+export { readEvents, TensorBoardWriter, tensorBoardDir, TENSORBOARD_SUBDIR, histogramOf } from "./tensorboard/index.js";
+export type { HistogramBins, TensorBoardEvent, TensorBoardWriterOptions, ReadSummaryValue } from "./tensorboard/index.js";

@@ -28,7 +28,8 @@ import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { checkRunMemory } from "./run-memory.js";
 import { checkContextRoom } from "./context-room.js";
-import { declaredRewardRange, distributionFile } from "./reward-distribution.js";
+import { declaredRewardRange, distributionFile, NUM_BINS } from "./reward-distribution.js";
+import { openTensorBoard, pairsMarkdown, type TensorBoardLog } from "./tensorboard-log.js";
 import { ConfigError } from "./config/define-config.js";
 import { StopSignals } from "./stop-signals.js";
 import { CheckpointError, loadTrainingCheckpoint, policiesAtStartOf, saveInitialPolicies, saveTrainingCheckpoint, type LoadedCheckpoint, type TrainingState } from "./training-checkpoint.js";
@@ -114,6 +115,8 @@ export class MADPOIterTrainer {
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private optimizers: AdamW[] = [];
   private comparator: Comparator | undefined;
+  /** report_to="tensorboard": the event file of the run in progress. */
+  private tensorboard: TensorBoardLog | undefined;
   /** log_reward_distribution's bins: the declared raw reward range, checked at construction as CoMLRL does. */
   private readonly distributionRange: [number, number] | undefined;
 
@@ -211,6 +214,8 @@ export class MADPOIterTrainer {
     try {
       return await this.runRounds({ agents, streams, comparator, ckpt, changes, record, outputDir, ckptRoot, replayDir, distDir });
     } finally {
+      this.tensorboard?.close();
+      this.tensorboard = undefined;
       releaseRunDir();
     }
   }
@@ -225,6 +230,9 @@ export class MADPOIterTrainer {
     // Resume: weights, optimizer moments, every stream (in place), the replay index, the metrics cursor.
     let startRound = 1;
     let metrics: MetricsLog;
+    const tensorboard = a.report_to === "tensorboard" ? openTensorBoard(outputDir, ckpt?.state.counters.envStep) : undefined;
+    this.tensorboard = tensorboard;
+    const listeners = [this.options.onLog, tensorboard?.listener];
     let resumedAfterRound: number | undefined;
     if (ckpt !== undefined) {
       const s = ckpt.state;
@@ -238,7 +246,7 @@ export class MADPOIterTrainer {
       await replay.restore(s.replay);
       await this.restoreLearnerState(ckpt.dir);
       Object.assign(counters, s.counters);
-      metrics = new MetricsLog(outputDir, { resumeAtLine: s.metricsLines, listeners: [this.options.onLog] });
+      metrics = new MetricsLog(outputDir, { resumeAtLine: s.metricsLines, listeners });
       if (o.changes.length > 0) {
         await recordResumeChanges(outputDir, s.round, o.changes);
         this.log(`pbrl: resuming with changed ${o.changes.map((c) => `${c.field} (${JSON.stringify(c.from)} → ${JSON.stringify(c.to)})`).join(", ")}; recorded in config.json`);
@@ -249,7 +257,7 @@ export class MADPOIterTrainer {
     } else {
       // This run starts from scratch, also when resume_from_checkpoint found no completed round to continue.
       await writeFileAtomic(path.join(outputDir, "config.json"), JSON.stringify({ ...o.record, resume_from_checkpoint: null }, null, 2) + "\n");
-      metrics = new MetricsLog(outputDir, { listeners: [this.options.onLog] });
+      metrics = new MetricsLog(outputDir, { listeners });
       await saveInitialPolicies(ckptRoot, agents);
     }
     this.log(`pbrl: ${a.num_iterations} rounds against comparator ${comparator.description}, replay ${a.preference_replay_mode}`);
@@ -319,7 +327,9 @@ export class MADPOIterTrainer {
         const selected = { target: train.flatMap((p) => (typeof p.record.target_raw_reward === "number" ? [p.record.target_raw_reward] : [])), comparator: train.flatMap((p) => (typeof p.record.comparator_raw_reward === "number" ? [p.record.comparator_raw_reward] : [])) };
         if (this.distributionRange !== undefined) {
           await writeFileAtomic(path.join(distDir, roundFileName(round)), JSON.stringify(distributionFile(round, this.distributionRange, collected.rawRewards, selected), null, 2) + "\n");
+          for (const side of ["target", "comparator"] as const) tensorboard?.histogram(counters.envStep, `reward_distribution/${side}`, collected.rawRewards[side], this.distributionRange, NUM_BINS);
         }
+        tensorboard?.text(counters.envStep, "samples/round_pairs", pairsMarkdown(collected.pairs.map((p) => p.record)));
         metrics.write({
           kind: "round",
           step: counters.envStep,

@@ -21,6 +21,7 @@ import { learnWithMadpo, type TrainingCounters } from "./madpo-epochs.js";
 import { agentExecution, type AgentExecution } from "./parallel/agent-execution.js";
 import { MetricsLog, type MetricsListener } from "./metrics-log.js";
 import { checkDataset, runConfigRecord } from "./run-config-record.js";
+import { openTensorBoard } from "./tensorboard-log.js";
 import { openRunDir, planRunDir, type RunDirOptions } from "./run-dir.js";
 import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
@@ -164,7 +165,17 @@ export class MADPOTrainer {
     const streams = new RngStreams(a.seed);
     const outputDir = a.output_dir;
     await writeFileAtomic(path.join(outputDir, "config.json"), JSON.stringify(runConfigRecord(this.trainerName, a), null, 2) + "\n");
-    const metrics = new MetricsLog(outputDir, { listeners: [this.options.onLog] });
+    const tensorboard = a.report_to === "tensorboard" ? openTensorBoard(outputDir) : undefined;
+    try {
+      return await this.collectAndLearn(agents, streams, new MetricsLog(outputDir, { listeners: [this.options.onLog, tensorboard?.listener] }));
+    } finally {
+      tensorboard?.close();
+    }
+  }
+
+  private async collectAndLearn(agents: ResolvedAgent[], streams: RngStreams, metrics: MetricsLog): Promise<TrainResult> {
+    const a = this.args;
+    const outputDir = a.output_dir;
     const progressOn = ProgressBar.enabledFor(a.verbose);
 
     // 1. Preference data, once, from the initial policies.

@@ -32,6 +32,7 @@ export const RESUMABLE_FIELDS: ReadonlySet<string> = new Set([
   "eval_num_samples",
   "eval_batch_size",
   "save_dtype",
+  "report_to",
 ]);
 
 // Where the run's folder is and how this start was requested: not part of what the run is, so
@@ -62,7 +63,7 @@ export function checkResumeChanges(changes: readonly ConfigChange[], checkpointD
   const refused = changes.filter((c) => !RESUMABLE_FIELDS.has(c.field));
   if (refused.length > 0) {
     throw new ConfigError(
-      "resume_from_checkpoint",
+      "resume (fields that must keep the checkpoint's values)",
       refused.map((c) => `${c.field}: the checkpoint ${checkpointDir} was trained with ${JSON.stringify(c.from)}, this run has ${JSON.stringify(c.to)}; a resume must keep it (set it back, or start a new run in another output_dir)`),
     );
   }

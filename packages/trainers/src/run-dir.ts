@@ -13,7 +13,7 @@ export class RunDirError extends Error {
 }
 
 /** What a pbrl run writes in its output_dir (policy_checkpoint_dir and preference_replay_dir may move two of them). */
-export const RUN_OUTPUTS = ["config.json", "metrics.jsonl", "preference_pairs.json", "agents", "checkpoints", "preference_replay", "reward_distributions", "reward_model"] as const;
+export const RUN_OUTPUTS = ["config.json", "metrics.jsonl", "preference_pairs.json", "agents", "checkpoints", "preference_replay", "reward_distributions", "reward_model", "tensorboard", "report.html"] as const;
 
 export interface RunDirPlan {
   /** Continue from the latest checkpoint. */

@@ -56,6 +56,8 @@ export const MADPO_FIELDS = {
   reward_timeout_s: positiveOrNull(300),
   /** TRL's name: prompts longer than this many tokens are cut from the left, with a warning; null: a prompt that leaves no room for max_new_tokens in the model's context is an error. */
   max_prompt_length: intOrNull(1, null),
+  /** TRL's name: where metrics go besides metrics.jsonl ("tensorboard": event files under output_dir/tensorboard). */
+  report_to: choice(["jsonl", "tensorboard"], "jsonl", { none: "jsonl" }),
   /** TRL's name: a fresh run may write into an output_dir that holds an earlier run's files only when true. */
   overwrite_output_dir: bool(false),
   generation_batch_size: int(1, 64),

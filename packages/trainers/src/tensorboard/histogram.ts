@@ -36,9 +36,11 @@ export function histogramOf(values: readonly number[], bins: HistogramBins = DEF
   const lo = typeof bins === "number" ? min : bins.min;
   const hi = typeof bins === "number" ? max : bins.max;
   if (hi === lo) return { ...stats, bucketLimit: [hi], bucket: [finite.length] };
-  // (hi - lo) can overflow for ranges near ±Number.MAX_VALUE; the split form cannot.
-  const width = Number.isFinite(hi - lo) ? (hi - lo) / k : hi / k - lo / k;
-  const bucketLimit = Array.from({ length: k }, (_, i) => (i === k - 1 ? hi : lo + (i + 1) * width));
+  // The same edges as reward-distribution.ts's binEdges (lo + (hi - lo) * i / k), so with the
+  // declared reward range the counts match reward_distributions/*.json. (hi - lo) can overflow
+  // near ±Number.MAX_VALUE; the split form cannot.
+  const edge = Number.isFinite(hi - lo) ? (i: number) => lo + ((hi - lo) * i) / k : (i: number) => lo + (hi / k - lo / k) * i;
+  const bucketLimit = Array.from({ length: k }, (_, i) => (i === k - 1 ? hi : edge(i + 1)));
   const bucket = new Array<number>(k).fill(0);
   for (const v of finite) bucket[bucketIndex(bucketLimit, v)]! += 1;
   return { ...stats, bucketLimit, bucket };
