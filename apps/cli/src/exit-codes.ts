@@ -45,6 +45,8 @@ export const BAD_INPUT_ERRORS: ReadonlySet<string> = new Set([
   "ContextLengthError",
   // API comparator settings and the key variable they name
   "ApiSettingsError",
+  // pbrl report: a folder that holds no run, or an --out it will not overwrite
+  "ReportError",
   "PromptTooLongError",
   // user code: formatters and rewards
   "FormatterError",

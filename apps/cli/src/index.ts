@@ -7,6 +7,7 @@ import { BENCH_HELP, benchCommand } from "./commands/bench.js";
 import { CONVERT_HELP, convertCommand } from "./commands/convert.js";
 import { GENERATE_HELP, generateCommand } from "./commands/generate.js";
 import { SCORE_HELP, scoreCommand } from "./commands/score.js";
+import { REPORT_HELP, reportCommand } from "./commands/report.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
 import { processIO, UsageError, type CliIO } from "./io.js";
 
@@ -23,6 +24,7 @@ interface Command {
 const COMMANDS: Record<string, Command> = {
   demo: { summary: "train two agents with MADPO on the embedded task (the main job)", help: DEMO_HELP, run: demoCommand },
   train: { summary: "train agents from a run file (YAML/JSON) and key=value overrides", help: TRAIN_HELP, run: trainCommand },
+  report: { summary: "write an HTML report of a run (plots, rounds, sample completions)", help: REPORT_HELP, run: reportCommand },
   config: { summary: "validate a trainer configuration and print it normalized", help: CONFIG_HELP, run: configCommand },
   generate: { summary: "generate text with a checkpoint", help: GENERATE_HELP, run: generateCommand },
   score: { summary: "log-probability of a completion under a checkpoint", help: SCORE_HELP, run: scoreCommand },

@@ -13,7 +13,7 @@ export const run = (file: string, args: string[]) => promisify(execFile)(file, a
 const CLI = path.resolve(import.meta.dirname, "..");
 
 /** Whether the packages the CLI imports have been built. */
-export const packagesBuilt = ["core-tensor", "models", "preference-data", "dpo", "replay", "comparators", "trainers"].every((p) =>
+export const packagesBuilt = ["core-tensor", "models", "preference-data", "dpo", "replay", "comparators", "report", "trainers"].every((p) =>
   existsSync(path.resolve(CLI, `../../packages/${p}/dist/index.js`)),
 );
 

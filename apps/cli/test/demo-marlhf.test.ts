@@ -28,5 +28,12 @@ describe("pbrl demo trainer=marlhf_iter", () => {
     expect(n).toBeGreaterThanOrEqual(128);
     expect(acc).toBeGreaterThan(0.55);
     expect(JSON.parse(readFileSync(path.join(out, "preference_replay", "iteration_0002.json"), "utf8")).scorer).toBe("task");
+    // its report renders, with the reward model's held-out accuracy per round
+    const report = await runCli(["report", out]);
+    expect(report.code, report.err).toBe(0);
+    const html = readFileSync(path.join(out, "report.html"), "utf8");
+    expect(html).toMatch(/finished: 2 of 2 rounds/);
+    expect(html).toMatch(/<section id="reward-model"[\s\S]*reward\/heldout_accuracy/);
+    expect(html).toMatch(/<section id="distributions"[\s\S]*data-bar/);
   }, 1_200_000);
 });

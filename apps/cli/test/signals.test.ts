@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
+import { runCli } from "./capture.js";
 import { compileCli, packagesBuilt } from "./compiled-cli.js";
 
 const TINY = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures/tiny-llama");
@@ -42,6 +43,10 @@ describe("signals", () => {
       expect(stopped.err).toMatch(/SIGTERM received; finishing round and checkpoint, then stopping/);
       expect(stopped.out).toMatch(/stopped after round 2 \(resume with resume_from_checkpoint=true\)/);
       expect(JSON.parse(readFileSync(path.join(dir, "out", "checkpoints", "latest.json"), "utf8")).round).toBe(2);
+      // the report of the stopped run renders and says where it stopped
+      const report = await runCli(["report", path.join(dir, "out")]);
+      expect(report.code, report.err).toBe(0);
+      expect(readFileSync(path.join(dir, "out", "report.html"), "utf8")).toMatch(/stopped after round 2 of 4/);
       const resumed = await train(main, [...args, "resume_from_checkpoint=true"]);
       expect(resumed.code, resumed.err).toBe(0);
       expect(resumed.err).toMatch(/resumed from .*round_0002 after round 2/);

@@ -30,6 +30,7 @@ import { checkRunMemory } from "./run-memory.js";
 import { checkContextRoom } from "./context-room.js";
 import { declaredRewardRange, distributionFile, NUM_BINS } from "./reward-distribution.js";
 import { openTensorBoard, pairsMarkdown, type TensorBoardLog } from "./tensorboard-log.js";
+import { rewardDistributionSvg } from "@pbrl/report";
 import { ConfigError } from "./config/define-config.js";
 import { StopSignals } from "./stop-signals.js";
 import { CheckpointError, loadTrainingCheckpoint, policiesAtStartOf, saveInitialPolicies, saveTrainingCheckpoint, type LoadedCheckpoint, type TrainingState } from "./training-checkpoint.js";
@@ -326,7 +327,10 @@ export class MADPOIterTrainer {
         result.rounds.push(summary);
         const selected = { target: train.flatMap((p) => (typeof p.record.target_raw_reward === "number" ? [p.record.target_raw_reward] : [])), comparator: train.flatMap((p) => (typeof p.record.comparator_raw_reward === "number" ? [p.record.comparator_raw_reward] : [])) };
         if (this.distributionRange !== undefined) {
-          await writeFileAtomic(path.join(distDir, roundFileName(round)), JSON.stringify(distributionFile(round, this.distributionRange, collected.rawRewards, selected), null, 2) + "\n");
+          const dist = distributionFile(round, this.distributionRange, collected.rawRewards, selected);
+          await writeFileAtomic(path.join(distDir, roundFileName(round)), JSON.stringify(dist, null, 2) + "\n");
+          // CoMLRL's per-round plot: target vs comparator, all candidates and the selected pairs
+          await writeFileAtomic(path.join(distDir, roundFileName(round).replace(/\.json$/, ".svg")), rewardDistributionSvg(dist));
           for (const side of ["target", "comparator"] as const) tensorboard?.histogram(counters.envStep, `reward_distribution/${side}`, collected.rawRewards[side], this.distributionRange, NUM_BINS);
         }
         tensorboard?.text(counters.envStep, "samples/round_pairs", pairsMarkdown(collected.pairs.map((p) => p.record)));

@@ -3,6 +3,8 @@
  * (`reward_distributions/iteration_NNNN.json`): 16 bins with 17 evenly spaced edges over the
  * reward range, values clipped into it, each bin [a, b) except the last, which includes b.
  */
+import { binEdges as reportBinEdges, histogram } from "@pbrl/report";
+
 export const NUM_BINS = 16;
 
 export interface RewardSeries {
@@ -23,31 +25,13 @@ export interface RewardDistributionFile {
   selected: { target: RewardSeries; comparator: RewardSeries };
 }
 
+/** 17 evenly spaced edges over [lo, hi] (report's binEdges, which the report's shared bins use too), for a valid range. */
 export function binEdges(lo: number, hi: number, bins = NUM_BINS): number[] {
   if (!(Number.isFinite(lo) && Number.isFinite(hi) && lo < hi)) throw new RangeError(`reward range must be finite with min < max, got [${lo}, ${hi}]`);
-  return Array.from({ length: bins + 1 }, (_, i) => (i === bins ? hi : lo + ((hi - lo) * i) / bins));
+  return reportBinEdges(lo, hi, bins);
 }
 
-/** Counts per bin of the finite values, clipped into [lo, hi]. */
-export function histogram(values: readonly number[], edges: readonly number[]): number[] {
-  const bins = edges.length - 1;
-  const lo = edges[0]!;
-  const hi = edges[bins]!;
-  const counts = new Array<number>(bins).fill(0);
-  for (const v of values) {
-    if (!Number.isFinite(v)) continue;
-    const x = Math.min(hi, Math.max(lo, v));
-    let b = bins - 1;
-    for (let i = 0; i < bins; i++) {
-      if (x < edges[i + 1]!) {
-        b = i;
-        break;
-      }
-    }
-    counts[b]! += 1;
-  }
-  return counts;
-}
+export { histogram };
 
 export function series(values: readonly number[], edges: readonly number[]): RewardSeries {
   const finite = values.filter(Number.isFinite);

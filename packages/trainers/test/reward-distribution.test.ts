@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { ConfigError, MADPOIterTrainer } from "../src/index.js";
@@ -51,5 +51,15 @@ describe("reward distributions (hand-computed)", () => {
     t.dispose();
     expect(existsSync(path.join(out, "preference_replay", "iteration_0001.json"))).toBe(true);
     expect(existsSync(path.join(out, "reward_distributions"))).toBe(false);
+    // on: the JSON and its plot beside it, every round
+    const on = mkdtempSync(path.join(tmpdir(), "pbrl-dist-"));
+    const t2 = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, log_reward_distribution: true, num_iterations: 2, output_dir: on, verbose: false, eval_interval: 0 } });
+    await t2.train();
+    t2.dispose();
+    expect(readdirSync(path.join(on, "reward_distributions")).sort()).toEqual(["iteration_0001.json", "iteration_0001.svg", "iteration_0002.json", "iteration_0002.svg"]);
+    const svg = readFileSync(path.join(on, "reward_distributions", "iteration_0002.svg"), "utf8");
+    expect(svg).toMatch(/^<svg[^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    expect(svg).toMatch(/target/);
+    expect(svg).toMatch(/comparator/);
   });
 });

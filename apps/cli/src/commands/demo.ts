@@ -5,7 +5,7 @@ import type { CliIO } from "../io.js";
 import { UsageError } from "../io.js";
 import { buildTrainerConfig, readRunFile, splitRunFile, trainerName } from "../run-config.js";
 import { ASSETS_DIR } from "../tasks/summary-expansion.js";
-import { evalLine, exitCodeOf, runTrainer } from "./run-trainer.js";
+import { evalLine, exitCodeOf, reportHint, runTrainer } from "./run-trainer.js";
 
 export const DEMO_MODEL_DIR = path.join(ASSETS_DIR, "demo-model");
 
@@ -15,6 +15,9 @@ export const DEMO_MODEL_DIR = path.join(ASSETS_DIR, "demo-model");
  */
 export const DEMO_DEFAULTS: MADPOIterConfigInput = {
   output_dir: "pbrl-demo",
+  // running the demo again replaces the previous demo's outputs (only the files a run writes)
+  overwrite_output_dir: true,
+  log_reward_distribution: true,
   seed: 0,
   num_iterations: 3,
   comparator_policy: "history",
@@ -110,6 +113,7 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     io.out(`\nexamples before training:\n${examples(outcome.evalBefore, 2)}\n\nexamples after training:\n${examples(outcome.evalAfter, 2)}\n`);
   }
   io.out(`\n${outcome.summary} in ${minutes} min; metrics, round files, checkpoints and trained agents in ${outcome.outputDir}\n`);
+  io.out(`${reportHint(outcome.outputDir)}\n`);
   outcome.dispose();
   return exitCodeOf(outcome);
 }

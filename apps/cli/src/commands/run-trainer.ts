@@ -45,3 +45,6 @@ export function evalLine(label: string, r: EvalResult | undefined): string {
 
 /** 0 for a finished run, 130 for one a signal stopped (resumable). */
 export const exitCodeOf = (outcome: RunOutcome): number => (outcome.stopped ? EXIT.stopped : EXIT.ok);
+
+/** The line that tells how to see the run. */
+export const reportHint = (outputDir: string): string => `see the run: pbrl report ${/\s/.test(outputDir) ? JSON.stringify(outputDir) : outputDir}`;

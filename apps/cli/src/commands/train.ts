@@ -1,7 +1,7 @@
 import { parseFlags } from "../args.js";
 import { UsageError, type CliIO } from "../io.js";
 import { buildTrainerConfig, readRunFile, resolveRun, splitRunFile, trainerName } from "../run-config.js";
-import { evalLine, exitCodeOf, runTrainer } from "./run-trainer.js";
+import { evalLine, exitCodeOf, reportHint, runTrainer } from "./run-trainer.js";
 
 export const TRAIN_HELP = `pbrl train --config FILE.yaml [key=value …]
 
@@ -43,7 +43,7 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
   try {
     const outcome = await runTrainer(resolved, cfg, io);
     io.out(`${evalLine("eval reward before", outcome.evalBefore)}\n${evalLine("eval reward after ", outcome.evalAfter)}\n`);
-    io.out(`${outcome.summary}; outputs in ${outcome.outputDir}\n`);
+    io.out(`${outcome.summary}; outputs in ${outcome.outputDir}\n${reportHint(outcome.outputDir)}\n`);
     outcome.dispose();
     return exitCodeOf(outcome);
   } finally {

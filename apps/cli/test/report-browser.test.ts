@@ -1,0 +1,123 @@
+// `pbrl report` of a small real run, opened in headless Chromium: no console errors, each chart
+// holds as many points as the metrics have records, a completion holding `<script>` shows as
+// text, and every section is saved as a screenshot under test-output/report/ (to look at).
+// The run is a real iterative MADPO run whose comparator is an OpenAI-format server on loopback,
+// which answers with text that tries to inject HTML.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REPORT_SECTIONS } from "@pbrl/report";
+import { runCli } from "./capture.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const TINY = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures/tiny-llama");
+const SHOTS = path.resolve(import.meta.dirname, "../test-output/report");
+const INJECTION = "<script>alert(1)</script>";
+const KEY_ENV = "PBRL_TEST_REPORT_KEY";
+
+const haveChromium = existsSync(CHROMIUM);
+const required = process.env["PBRL_REQUIRE_CHROMIUM"] === "1";
+
+let server: Server;
+let origin = "";
+
+beforeAll(async () => {
+  // OpenAI Chat Completions: n answers, every other one an injection attempt
+  server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d: Buffer) => (body += d.toString()));
+    req.on("end", () => {
+      const n = (JSON.parse(body) as { n: number }).n;
+      const choices = Array.from({ length: n }, (_, i) => ({ index: i, finish_reason: "stop", message: { role: "assistant", content: i % 2 === 0 ? ` ${INJECTION}` : " e e" } }));
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ choices }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+describe.runIf(haveChromium || required)("pbrl report in a browser", () => {
+  it("renders a real run's report: sections, point counts, escaped completions, no console errors", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "pbrl-report-"));
+    const items = ["The cat", "We drink", "A bird", "Snow falls", "The river", "Old trees"].map((text, i) => JSON.stringify({ id: `q${i}`, prompt: text }));
+    writeFileSync(path.join(dir, "train.jsonl"), items.join("\n") + "\n");
+    // letter e's in the joint answer, declared range for log_reward_distribution
+    writeFileSync(path.join(dir, "reward.mjs"), "export function reward_func(c) { return c[0].map((a, j) => Math.min(20, (a + c[1][j]).split('e').length - 1)); }\nreward_func.reward_range = [0, 20];\n");
+    const out = path.join(dir, "out");
+    process.env[KEY_ENV] = "sk-report-test-key-000";
+    const run = await runCli([
+      "train",
+      "trainer=madpo_iter",
+      `agent_model=${TINY}`,
+      `train_dataset=${path.join(dir, "train.jsonl")}`,
+      `eval_dataset=${path.join(dir, "train.jsonl")}`,
+      `reward_func=${path.join(dir, "reward.mjs")}`,
+      `output_dir=${out}`,
+      "num_iterations=2",
+      "preference_num_candidates=4",
+      "max_new_tokens=32",
+      "temperature=1.0",
+      "eval_interval=2",
+      "eval_num_samples=3",
+      "logging_steps=1",
+      "log_reward_distribution=true",
+      "comparator_policy=api",
+      "comparator_api_format=openai",
+      `comparator_api_url=${origin}/v1/chat/completions`,
+      "comparator_api_model=tiny-remote",
+      `comparator_api_key_env=${KEY_ENV}`,
+      "verbose=false",
+    ]);
+    delete process.env[KEY_ENV];
+    expect(run.code, run.err).toBe(0);
+    expect(run.out).toMatch(/see the run: pbrl report /);
+    const made = await runCli(["report", out]);
+    expect(made.code, made.err).toBe(0);
+    const file = path.join(out, "report.html");
+    const html = readFileSync(file, "utf8");
+    expect(html).not.toContain(INJECTION); // escaped in the file itself
+    const metrics = readFileSync(path.join(out, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const evals = metrics.filter((m) => m["kind"] === "eval").length;
+    const trains = metrics.filter((m) => m["kind"] === "train").length;
+    expect(evals).toBeGreaterThanOrEqual(2);
+
+    const { chromium } = await import("playwright-core");
+    // a fresh profile folder each time (playwright passes it as --user-data-dir)
+    const browser = await chromium.launchPersistentContext(mkdtempSync(path.join(tmpdir(), "pbrl-chromium-")), {
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+      viewport: { width: 1280, height: 900 },
+    });
+    try {
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+      page.on("pageerror", (e) => problems.push(e.message));
+      page.on("dialog", (d) => (problems.push(`dialog: ${d.message()}`), void d.dismiss()));
+      page.on("request", (r) => !r.url().startsWith("file:") && problems.push(`network request: ${r.url()}`));
+      await page.goto(`file://${file}`);
+      const count = (title: string, what: string) => page.locator(`svg[data-chart][aria-label="${title}"] ${what}`).count();
+      expect(await count("Evaluation reward (task reward)", "circle[data-point]")).toBe(evals);
+      expect(await count("loss", "circle[data-point]")).toBe(trains);
+      // the injected completions are on the page as text, in the samples of every round
+      const samples = await page.locator("section#samples").innerText();
+      expect(samples).toContain(INJECTION);
+      expect(await page.locator("section#samples script").count()).toBe(0);
+      expect(await page.locator("section#distributions rect[data-bar]").count()).toBeGreaterThan(0);
+      mkdirSync(SHOTS, { recursive: true });
+      for (const s of REPORT_SECTIONS) {
+        const el = page.locator(`section#${s.id}`);
+        expect(await el.count(), s.id).toBe(1);
+        await el.screenshot({ path: path.join(SHOTS, `${s.id}.png`) });
+      }
+      expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 600_000);
+});

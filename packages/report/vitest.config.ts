@@ -1,0 +1,9 @@
+import { defineConfig } from "vitest/config";
+
+// Tests run against the TypeScript sources of workspace packages (the "pbrl-source" export
+// condition), so a package's tests never depend on a stale build of another.
+export default defineConfig({
+  resolve: { conditions: ["pbrl-source"] },
+  ssr: { resolve: { conditions: ["pbrl-source"] } },
+  test: { testTimeout: 60_000, hookTimeout: 60_000 },
+});
