@@ -11,7 +11,10 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { histogramOf, TensorBoardWriter, type HistogramBins } from "../src/tensorboard/index.js";
+import { MADPOIterTrainer } from "../src/index.js";
+import { histogramOf, tensorBoardDir, TensorBoardWriter, type HistogramBins } from "../src/tensorboard/index.js";
+import { ITERATIVE_RUN } from "./child/iterative-run-config.js";
+import { untimedMetrics } from "./untimed-metrics.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "..", "..", "..");
@@ -142,4 +145,22 @@ describe("TensorBoard's Python loader reads pbrl's event files", () => {
     expect(out.scalars["loss"]?.map(([s]) => s)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(num(out.scalars["loss"]![3]![1])).toBe(14);
   });
+
+  it.skipIf("skipped" in found && !required)(`sees every scalar tag and step of a real run's metrics.jsonl${"skipped" in found ? ` (skipped: ${found.skipped})` : ""}`, async () => {
+    if (!("python" in found)) throw new Error(`PBRL_REQUIRE_TENSORBOARD=1 but ${found.skipped}`);
+    const out = mkdtempSync(path.join(tmpdir(), "pbrl-tb-run-"));
+    dirs.push(out);
+    const t = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, num_iterations: 2, output_dir: out, verbose: false, report_to: "tensorboard" } });
+    await t.train();
+    t.dispose();
+    const r = spawnSync(found.python, [script, tensorBoardDir(out)], { encoding: "utf8", timeout: 120_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const seen = (JSON.parse(r.stdout) as PyOutput).scalars;
+    const expected: Record<string, [number, number][]> = {};
+    for (const rec of untimedMetrics(path.join(out, "metrics.jsonl"))) {
+      for (const [k, v] of Object.entries(rec)) if (typeof v === "number" && !["step", "epoch", "update"].includes(k)) (expected[k] ??= []).push([rec["step"] as number, Math.fround(v)]);
+    }
+    expect(Object.keys(seen).sort()).toEqual(Object.keys(expected).sort());
+    for (const [tag, points] of Object.entries(expected)) expect(seen[tag]!.map(([s, v]) => [s, num(v)]), tag).toEqual(points);
+  }, 300_000);
 });
