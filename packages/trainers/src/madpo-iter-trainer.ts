@@ -137,6 +137,7 @@ export class MADPOIterTrainer {
 
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
+      if (this.args.verbose) this.log(`pbrl: loading ${this.task.actors} agent model${this.task.actors === 1 ? "" : "s"}${this.options.agentModel !== undefined ? ` from ${this.options.agentModel}` : ""}`);
       const { compute, agents } = await startRunAgents({
         configName: this.configName,
         args: this.args,
@@ -268,6 +269,7 @@ export class MADPOIterTrainer {
     const runEval = async (): Promise<EvalResult | undefined> => {
       const items = (this.options.evalDataset ?? []).slice(0, a.eval_num_samples);
       if (items.length === 0) return undefined;
+      this.log(`pbrl: evaluating on ${items.length} eval items after ${counters.updates} updates`);
       const r = await evaluatePolicies({ policies: agents, items, formatters: this.task.formatters, rewardFunc: this.task.rewardFunc, rewardProcessor: this.options.rewardProcessor, settings: samplingSettings(this.args), rng: evalRng, concurrency: a.reward_concurrency, rewardTimeoutS: a.reward_timeout_s, onWarning: (m) => this.log(`pbrl: eval: ${m}`) });
       metrics.write({ kind: "eval", step: counters.envStep, update: counters.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
       this.log(`pbrl: eval after ${counters.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);

@@ -96,6 +96,7 @@ export class MADPOTrainer {
   /** The agents, loaded on first use (after the backend is chosen). */
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
+      if (this.args.verbose) this.log(`pbrl: loading ${this.task.actors} agent model${this.task.actors === 1 ? "" : "s"}${this.options.agentModel !== undefined ? ` from ${this.options.agentModel}` : ""}`);
       const { compute, agents } = await startRunAgents({
         configName: this.configName,
         args: this.args,
@@ -223,6 +224,7 @@ export class MADPOTrainer {
     const evalRng = streams.get(STREAMS.eval);
     const counters: TrainingCounters = { updates: 0, envStep: 0, lastLogged: undefined };
     const runEval = async (): Promise<EvalResult | undefined> => {
+      if ((this.options.evalDataset ?? []).length > 0 && a.eval_num_samples > 0) this.log(`pbrl: evaluating on ${Math.min(a.eval_num_samples, this.options.evalDataset!.length)} eval items after ${counters.updates} updates`);
       const r = await this.evaluate(evalRng);
       if (r !== undefined) {
         metrics.write({ kind: "eval", step: counters.envStep, update: counters.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
