@@ -101,9 +101,37 @@ describe.runIf(haveChromium || required)("pbrl report in a browser", () => {
       page.on("dialog", (d) => (problems.push(`dialog: ${d.message()}`), void d.dismiss()));
       page.on("request", (r) => !r.url().startsWith("file:") && problems.push(`network request: ${r.url()}`));
       await page.goto(`file://${file}`);
-      const count = (title: string, what: string) => page.locator(`svg[data-chart][aria-label="${title}"] ${what}`).count();
-      expect(await count("Evaluation reward (task reward)", "circle[data-point]")).toBe(evals);
-      expect(await count("loss", "circle[data-point]")).toBe(trains);
+      // every chart on the page, with the points (line charts) or non-empty bars it must draw
+      const byKind = (kind: string) => metrics.filter((m) => m["kind"] === kind);
+      const finite = (kind: string, keys: string[]) => byKind(kind).reduce((n, m) => n + keys.filter((k) => Number.isFinite(m[k])).length, 0);
+      const bars = (values: number[]) => values.filter((v) => v !== 0 && Number.isFinite(v)).length;
+      const rounds = byKind("round");
+      const dist = (r: number) => JSON.parse(readFileSync(path.join(out, "reward_distributions", `iteration_000${r}.json`), "utf8")) as Record<"candidate" | "selected", Record<"target" | "comparator", { counts: number[] }>>;
+      const histBars = (r: number, which: "candidate" | "selected") => bars(dist(r)[which].target.counts) + bars(dist(r)[which].comparator.counts);
+      const expected: Record<string, { points?: number; bars?: number }> = {
+        "Evaluation reward (task reward)": { points: evals },
+        loss: { points: finite("train", ["loss"]) },
+        accuracy: { points: finite("train", ["joint/accuracy"]) },
+        margin: { points: finite("train", ["joint/margin", "agent_0/margin", "agent_1/margin"]) },
+        "turn_1/reward_mean": { points: finite("train", ["turn_1/reward_mean"]) },
+        "turn_1/expected_return": { points: finite("train", ["turn_1/expected_return"]) },
+        "Preference pairs per round": { bars: rounds.reduce((n, m) => n + bars(["iter/current_preference_pairs", "iter/total_preference_pairs", "iter/train_preference_pairs", "iter/replayed_train_pairs"].map((k) => Number(m[k]))), 0) },
+        "comparator win rate": { points: finite("round", ["iter/comparator_win_rate"]) },
+        "Invalid candidates per round": { bars: rounds.reduce((n, m) => n + bars([Number(m["iter/invalid_target_candidates"]), Number(m["iter/invalid_comparator_candidates"])]), 0) },
+        "Mean candidate reward per round": { points: finite("round", ["iter/target_reward_mean", "iter/comparator_reward_mean"]) },
+        "Time per round": { bars: 2 },
+        "Round 1: all candidates": { bars: histBars(1, "candidate") },
+        "Round 1: selected pairs": { bars: histBars(1, "selected") },
+        "Round 2: all candidates": { bars: histBars(2, "candidate") },
+        "Round 2: selected pairs": { bars: histBars(2, "selected") },
+      };
+      const charts = await page.locator("svg[data-chart]").evaluateAll((els) => els.map((e) => ({ title: e.getAttribute("aria-label") ?? "", points: e.querySelectorAll("circle[data-point]").length, bars: e.querySelectorAll("rect[data-bar]").length })));
+      expect(charts.map((c) => c.title).sort()).toEqual(Object.keys(expected).sort());
+      for (const c of charts) {
+        const want = expected[c.title]!;
+        expect({ title: c.title, points: c.points, bars: c.bars }).toEqual({ title: c.title, points: want.points ?? 0, bars: want.bars ?? 0 });
+      }
+      expect(charts.find((c) => c.title === "loss")!.points).toBe(trains);
       // the injected completions are on the page as text, in the samples of every round
       const samples = await page.locator("section#samples").innerText();
       expect(samples).toContain(INJECTION);

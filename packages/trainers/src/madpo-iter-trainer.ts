@@ -343,6 +343,7 @@ export class MADPOIterTrainer {
           "iter/current_preference_pairs": summary.pairs,
           "iter/total_preference_pairs": replay.getState().entries.reduce((s, e) => s + e.num_pairs, 0),
           "iter/train_preference_pairs": summary.trainPairs,
+          "iter/replayed_train_pairs": replayedCount(train, collected.pairs),
           "iter/comparator_win_rate": summary.comparatorWinRate ?? Number.NaN,
           "iter/invalid_target_candidates": collected.invalid.target,
           "iter/invalid_comparator_candidates": collected.invalid.comparator,
@@ -391,6 +392,13 @@ export class MADPOIterTrainer {
     for (const o of this.optimizers) o.dispose();
     disposeAgents(this.resolved ?? []);
   }
+}
+
+/** Training pairs that come from earlier rounds (the replay buffer reads pairs back from files, so they are matched by content). */
+function replayedCount(train: readonly CollectedPair[], current: readonly CollectedPair[]): number {
+  const key = (p: CollectedPair) => JSON.stringify([p.record.prompts, p.record.winner_completions, p.record.loser_completions]);
+  const fresh = new Set(current.map(key));
+  return train.filter((p) => !fresh.has(key(p))).length;
 }
 
 function isBuilt(args: MADPOIterConfig | MADPOIterConfigInput | undefined): args is MADPOIterConfig {

@@ -23,6 +23,7 @@ const LABELS: Record<string, string> = {
   "iter/current_preference_pairs": "new pairs",
   "iter/total_preference_pairs": "in buffer",
   "iter/train_preference_pairs": "trained on",
+  "iter/replayed_train_pairs": "replayed",
   "iter/invalid_target_candidates": "target",
   "iter/invalid_comparator_candidates": "comparator",
   "iter/target_reward_mean": "target",
@@ -37,7 +38,7 @@ function label(key: string): string {
 function colorOf(key: string): string | undefined {
   if (key.includes("target")) return TARGET_COLOR;
   if (key.includes("comparator")) return COMPARATOR_COLOR;
-  return { "iter/current_preference_pairs": "#1f77b4", "iter/total_preference_pairs": "#9ecae1", "iter/train_preference_pairs": "#2ca02c" }[key];
+  return { "iter/current_preference_pairs": "#1f77b4", "iter/total_preference_pairs": "#9ecae1", "iter/train_preference_pairs": "#2ca02c", "iter/replayed_train_pairs": "#98df8a" }[key];
 }
 
 export function roundsSection(run: RunData): Html {
@@ -60,6 +61,7 @@ export function roundsSection(run: RunData): Html {
     formatNumber(newPairs(round)),
     formatNumber(value(round, "iter/total_preference_pairs")),
     formatNumber(value(round, "iter/train_preference_pairs")),
+    formatNumber(value(round, "iter/replayed_train_pairs")),
     formatPercent(value(round, "iter/comparator_win_rate")),
     `${formatNumber(value(round, "iter/invalid_target_candidates"))} / ${formatNumber(value(round, "iter/invalid_comparator_candidates"))}`,
     formatNumber(value(round, "iter/target_reward_mean")),
@@ -88,8 +90,8 @@ export function roundsSection(run: RunData): Html {
   return section(
     "rounds",
     title,
-    note("New pairs: this round's comparisons with a clear winner. In buffer: all pairs the replay index holds. Trained on: the replay's selection this round (new and replayed pairs). Comparator win rate: the share of comparisons the comparator won. Time: from the previous round's last record to this round's last one (the first round includes loading; the last, the final evaluation)."),
-    table(["round", "new pairs", "in buffer", "trained on", "comparator win rate", "invalid (target / comparator)", "target reward mean", "comparator reward mean", "labelled by", "time"], rows, "numbers"),
+    note("New pairs: this round's comparisons with a clear winner. In buffer: all pairs the replay index holds. Trained on: the replay's selection this round; of which replayed: the pairs it drew from earlier rounds. Comparator win rate: the share of comparisons the comparator won. Time: from the previous round's last record to this round's last one (the first round includes loading; the last, the final evaluation)."),
+    table(["round", "new pairs", "in buffer", "trained on", "of which replayed", "comparator win rate", "invalid (target / comparator)", "target reward mean", "comparator reward mean", "labelled by", "time"], rows, "numbers"),
     chartGrid(charts),
   );
 }
