@@ -33,7 +33,9 @@ describe("pbrl demo trainer=marlhf_iter", () => {
     expect(report.code, report.err).toBe(0);
     const html = readFileSync(path.join(out, "report.html"), "utf8");
     expect(html).toMatch(/finished: 2 of 2 rounds/);
-    expect(html).toMatch(/<section id="reward-model"[\s\S]*reward\/heldout_accuracy/);
+    const heldoutPercent = `${(acc * 100).toFixed(1)}%`;
+    expect(html).toMatch(/<section id="reward-model"[\s\S]*held-out accuracy/);
+    expect(html.slice(html.indexOf('<section id="reward-model"'))).toContain(heldoutPercent);
     expect(html).toMatch(/<section id="distributions"[\s\S]*data-bar/);
   }, 1_200_000);
 });

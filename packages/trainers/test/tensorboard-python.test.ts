@@ -1,8 +1,8 @@
 // TensorBoard's own Python loader (EventAccumulator) reads a run folder written by
 // TensorBoardWriter, across a crash-and-resume restart, and must see every scalar, text and
 // histogram as written; each record must also re-serialize byte-for-byte with Python protobuf.
-// Needs a Python with the `tensorboard` package: $PBRL_PYTHON, else <repo>/.venv-ref/bin/python,
-// the first that can import it. Without one the test is skipped and says why (CI's PBRL_PYTHON
+// Needs a Python with the `tensorboard` package: $PBRL_TENSORBOARD_PYTHON (CI sets it), else
+// $PBRL_PYTHON, else <repo>/.venv-ref/bin/python, the first that can import it. Without one the test is skipped and says why (CI's PBRL_PYTHON
 // venv has torch only, so it skips there unless tensorboard is installed into it), unless
 // PBRL_REQUIRE_TENSORBOARD=1, which makes a missing Python a failure.
 import { spawnSync } from "node:child_process";
@@ -21,7 +21,7 @@ const repoRoot = path.resolve(here, "..", "..", "..");
 const script = path.join(here, "fixtures", "tensorboard_read.py");
 
 function findTensorBoardPython(): { python: string } | { skipped: string } {
-  const candidates = [process.env["PBRL_PYTHON"], path.join(repoRoot, ".venv-ref", "bin", "python")].filter((p): p is string => p !== undefined && p !== "");
+  const candidates = [process.env["PBRL_TENSORBOARD_PYTHON"], process.env["PBRL_PYTHON"], path.join(repoRoot, ".venv-ref", "bin", "python")].filter((p): p is string => p !== undefined && p !== "");
   const problems: string[] = [];
   for (const python of candidates) {
     if (path.isAbsolute(python) && !existsSync(python)) {
