@@ -1,0 +1,42 @@
+/**
+ * Where the hub and its cache are, read from the environment variables Python's huggingface_hub
+ * reads, so one setting serves both.
+ */
+import * as os from "node:os";
+import * as path from "node:path";
+
+export class ModelSourceError extends Error {
+  override name = "ModelSourceError";
+}
+
+/** "org/name": the only form pbrl resolves as a hub id (anything else must be a folder). */
+export const HUB_ID = /^[A-Za-z0-9][\w.-]*\/[\w.-]+$/;
+
+/** The cache root: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub (as in Python). */
+export function hubCacheDir(): string {
+  const env = process.env;
+  const explicit = env["HF_HUB_CACHE"] || env["HUGGINGFACE_HUB_CACHE"];
+  if (explicit) return explicit;
+  const home = env["HF_HOME"] || path.join(env["XDG_CACHE_HOME"] || path.join(os.homedir(), ".cache"), "huggingface");
+  return path.join(home, "hub");
+}
+
+/** HF_ENDPOINT (a mirror, a private hub, a test server) or huggingface.co, without a trailing slash. */
+export function hubEndpoint(): string {
+  return (process.env["HF_ENDPOINT"] || "https://huggingface.co").replace(/\/+$/, "");
+}
+
+/** The access token for downloads: HF_TOKEN, or the older HUGGING_FACE_HUB_TOKEN. */
+export function hubToken(): string | undefined {
+  return process.env["HF_TOKEN"] || process.env["HUGGING_FACE_HUB_TOKEN"] || undefined;
+}
+
+/** HF_HUB_OFFLINE with Python's truthy spellings (1, true, yes, on). */
+export function hubOffline(): boolean {
+  return ["1", "true", "yes", "on"].includes((process.env["HF_HUB_OFFLINE"] ?? "").trim().toLowerCase());
+}
+
+/** The cache folder of one model repository: models--org--name. */
+export function repoCacheDir(id: string, cacheDir = hubCacheDir()): string {
+  return path.join(cacheDir, `models--${id.split("/").join("--")}`);
+}
