@@ -1,10 +1,10 @@
 import type { RngStream } from "@pbrl/core-tensor";
 import { checkCollectionInput } from "./dataset.js";
-import { formatPrompts } from "./formatters.js";
+import { formatAgentPrompts } from "./formatters.js";
 import type { PairRecord } from "./pair-record.js";
 import { selectPairs, type PairSelectionMode } from "./pair-selection.js";
 import { emptyTally, tallyTruncation, warnTruncation, type TruncationTally } from "./prompt-length.js";
-import type { CandidateSampler } from "./sampler.js";
+import { promptTexts, type CandidateSampler } from "./sampler.js";
 import { scoreRewardJobs } from "./score-batch.js";
 import type { Formatter, RewardFunc, RewardProcessor, TaskItem } from "./types.js";
 
@@ -86,9 +86,11 @@ async function collectBatches(o: CollectOptions, tally: TruncationTally): Promis
   for (let start = 0; start < o.items.length; start += o.itemsPerBatch) {
     const items = o.items.slice(start, start + o.itemsPerBatch);
     const indices = items.map((_, k) => start + k);
-    const prompts = items.map((item, k) => formatPrompts(o.formatters, item, indices[k]!));
-    const samples = await o.sampler.sample(prompts, o.numCandidates, indices);
+    const formatted = items.map((item, k) => formatAgentPrompts(o.formatters, item, indices[k]!));
+    const samples = await o.sampler.sample(formatted, o.numCandidates, indices);
     tallyTruncation(tally, samples);
+    // Rewards and records get each agent's prompt as text: chat messages as its template rendered them.
+    const prompts = promptTexts(formatted, samples, indices);
     const scored = await scoreRewardJobs(
       o.rewardFunc,
       items.map((item, k) => ({ completions: samples[k]!.map((agent) => [...agent.texts]), context: { item, itemIndex: indices[k]!, prompts: prompts[k]! } })),

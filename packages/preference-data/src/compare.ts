@@ -2,7 +2,8 @@ import type { RngStream } from "@pbrl/core-tensor";
 import type { CandidateCheck, CollectedPair } from "./collect.js";
 import { selectComparisons, type ComparisonSelectionMode } from "./comparison-selection.js";
 import { checkCollectionInput } from "./dataset.js";
-import { formatPrompts } from "./formatters.js";
+import { renderPrompt } from "./chat.js";
+import { formatAgentPrompts, isChatPrompt } from "./formatters.js";
 import type { CandidateSet, Comparator } from "./interfaces.js";
 import { emptyTally, tallyTruncation, warnTruncation, type TruncationTally } from "./prompt-length.js";
 import { candidateTokens, type AgentTokenizing } from "./retokenize.js";
@@ -49,6 +50,12 @@ export interface CompareResult {
   itemsWithPairs: number;
 }
 
+function tokenizerOf(agents: readonly AgentTokenizing[], a: number): AgentTokenizing["tokenizer"] {
+  const agent = agents[a];
+  if (agent === undefined) throw new RangeError(`no tokenizer for agent ${a}: agents has ${agents.length} entries`);
+  return agent.tokenizer;
+}
+
 function fromSamples(samples: { tokens: number[][]; texts: string[] }[]): CandidateSet {
   return { texts: samples.map((a) => a.texts), tokens: samples.map((a) => a.tokens), valid: samples[0]!.texts.map(() => true) };
 }
@@ -73,10 +80,13 @@ async function compareBatches(o: CompareOptions, tally: TruncationTally): Promis
   for (let start = 0; start < o.items.length; start += o.itemsPerBatch) {
     const items = o.items.slice(start, start + o.itemsPerBatch);
     const indices = items.map((_, k) => start + k);
-    const prompts = items.map((item, k) => formatPrompts(o.formatters, item, indices[k]!));
+    const formatted = items.map((item, k) => formatAgentPrompts(o.formatters, item, indices[k]!));
+    // Each agent's prompt as text (chat messages rendered with the agent's template): what the
+    // comparator answers (it takes text), the rewards receive and the records store.
+    const prompts = formatted.map((agents, k) => agents.map((p, a) => (isChatPrompt(p) ? renderPrompt(tokenizerOf(o.agents, a), p, { agent: a, itemIndex: indices[k]!, item: items[k]! }) : p)));
     // Both sides at once: agents generating in worker threads overlap with a comparator that
     // generates in this thread or waits on an API (each side draws from its own stream).
-    const [targetSamples, comparator] = await Promise.all([o.sampler.sample(prompts, o.numCandidates, indices), o.comparator.sample(items, prompts, o.comparatorNumCandidates)]);
+    const [targetSamples, comparator] = await Promise.all([o.sampler.sample(formatted, o.numCandidates, indices), o.comparator.sample(items, prompts, o.comparatorNumCandidates)]);
     tallyTruncation(tally, targetSamples);
     const target = targetSamples.map(fromSamples);
     if (comparator.length !== items.length) throw new Error(`comparator ${o.comparator.description} returned ${comparator.length} candidate sets for ${items.length} items`);

@@ -1,5 +1,7 @@
-export type { TaskItem, Formatter, RewardContext, RewardFunc, RewardProcessor } from "./types.js";
-export { defaultFormatter, resolveFormatters, formatPrompts, FormatterError } from "./formatters.js";
+export type { TaskItem, ChatMessage, Prompt, Formatter, RewardContext, RewardFunc, RewardProcessor } from "./types.js";
+export { defaultFormatter, resolveFormatters, formatPrompts, formatAgentPrompts, isChatPrompt, isEmptyPrompt, FormatterError } from "./formatters.js";
+export { ChatTemplateError, renderPrompt, encodePrompt, encodePromptText } from "./chat.js";
+export type { PromptTokenizer, PromptSite, EncodedPrompt } from "./chat.js";
 export type { FormatOptions, FormatterFailure, FormatterUnit } from "./formatters.js";
 export { describeItem, describeValue, errorMessage } from "./describe.js";
 export { EmptyDatasetError } from "./dataset.js";
@@ -24,7 +26,7 @@ export {
   PREFERENCE_SCORERS,
 } from "./pair-record.js";
 export type { PairRecord, RoundFile, PairsFile, PreferenceScorer } from "./pair-record.js";
-export { PolicySampler, ParallelPolicySampler, sampleAgentRows } from "./sampler.js";
+export { PolicySampler, ParallelPolicySampler, sampleAgentRows, promptTexts } from "./sampler.js";
 export type { AgentSamples, AgentRowsGenerator, CandidateSampler, Policy, GenerationSettings } from "./sampler.js";
 export { collectPreferencePairs } from "./collect.js";
 export type { AgentPairTokens, CollectedPair, CollectOptions, CollectResult, CandidateCheck } from "./collect.js";

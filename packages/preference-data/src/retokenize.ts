@@ -1,5 +1,6 @@
 import type { Tokenizer } from "@pbrl/models";
 import type { AgentPairTokens } from "./collect.js";
+import { encodePromptText } from "./chat.js";
 import type { PairRecord } from "./pair-record.js";
 import { checkMaxPromptLength, truncatePromptIds } from "./prompt-length.js";
 
@@ -16,9 +17,10 @@ export interface AgentTokenizing {
 /**
  * The token ids a stored pair trains on, per agent. Records written by pbrl carry the ids that
  * were scored (EOS included); they are used after checking that they decode to the stored text.
- * Records without ids (from another tool) are encoded: the prompt as the sampler encodes
- * prompts (cut from the left to `options.maxPromptLength` when set, as sampling cuts them), the
- * completions without special tokens.
+ * Records without ids (from another tool) are encoded: the prompt as the sampler encodes text
+ * prompts (special tokens added unless the text already starts with them, as a prompt rendered
+ * from a chat template does; cut from the left to `options.maxPromptLength` when set, as
+ * sampling cuts them), the completions without special tokens.
  */
 export function pairTokensFromRecord(record: PairRecord, agents: readonly AgentTokenizing[], where = "pair", options: { maxPromptLength?: number | null | undefined } = {}): AgentPairTokens[] {
   checkMaxPromptLength(options.maxPromptLength);
@@ -32,7 +34,7 @@ export function pairTokensFromRecord(record: PairRecord, agents: readonly AgentT
       if (tokenizer.decode(ids) !== text) throw new RetokenizeError(`${where}: ${key}[${a}] does not decode to the stored completion text; the file was edited or written for another tokenizer`);
       return [...ids];
     };
-    const promptIds = record.prompt_token_ids?.[a] ?? truncatePromptIds(tokenizer.encode(record.prompts[a]!), options.maxPromptLength).ids;
+    const promptIds = record.prompt_token_ids?.[a] ?? truncatePromptIds(encodePromptText(tokenizer, record.prompts[a]!), options.maxPromptLength).ids;
     return { promptIds: [...promptIds], winnerIds: stored("winner_token_ids", record.winner_completions[a]!), loserIds: stored("loser_token_ids", record.loser_completions[a]!) };
   });
 }

@@ -1,9 +1,17 @@
 import type { RngStream } from "@pbrl/core-tensor";
 import { generate, type CausalLM, type Tokenizer } from "@pbrl/models";
+import { encodePrompt } from "./chat.js";
 import { checkMaxPromptLength, fitPromptIds } from "./prompt-length.js";
+import type { Prompt } from "./types.js";
 
 /** One agent's sampled answers to one prompt. */
 export interface AgentSamples {
+  /**
+   * The prompt as text: the formatter's string, or its chat messages rendered with this agent's
+   * chat template. What rewards receive and records store. The samplers here always set it; a
+   * sampler given only text prompts may leave it out.
+   */
+  promptText?: string;
   /** The prompt generation started from (cut to max_prompt_length when that is set). */
   promptIds: number[];
   /** The prompt's token count before max_prompt_length cut it; absent when it was not cut. */
@@ -19,8 +27,12 @@ export interface AgentSamples {
  * test can implement it otherwise.
  */
 export interface CandidateSampler {
-  /** `itemIndices[k]`: the dataset position of prompt k, to name it in errors (default: its position in this call). */
-  sample(prompts: readonly (readonly string[])[], n: number, itemIndices?: readonly number[]): AgentSamples[][] | Promise<AgentSamples[][]>;
+  /**
+   * `prompts[k][agent]`: text, or chat messages the agent renders with its chat template (then
+   * `promptText` must hold the rendered text). `itemIndices[k]`: the dataset position of prompt
+   * k, to name it in errors (default: its position in this call).
+   */
+  sample(prompts: readonly (readonly Prompt[])[], n: number, itemIndices?: readonly number[]): AgentSamples[][] | Promise<AgentSamples[][]>;
 }
 
 /** A policy that can answer prompts: a model with its tokenizer and stop ids. */
@@ -71,46 +83,60 @@ export function sampleAgentRows(policy: Pick<Policy, "model" | "eosTokenIds" | "
 }
 
 /**
- * What every sampler does around generation: each agent's prompts encoded with its tokenizer and
+ * What every sampler does around generation: each agent's prompts encoded with its tokenizer
+ * (chat messages rendered with its chat template first, see encodePrompt) and
  * fitted to its model's context (cut to max_prompt_length when set), and one stream split off the
  * sampler's per agent, so the agents' draws do not depend on one another (they may generate one
  * after the other or all at once); afterwards, each agent's rows decoded into its samples per prompt.
  */
 function prepare(
   policies: readonly Policy[],
-  prompts: readonly (readonly string[])[],
+  prompts: readonly (readonly Prompt[])[],
   settings: GenerationSettings,
   rng: RngStream,
   itemIndices: readonly number[] | undefined,
-): { ids: number[][][]; truncatedFrom: (number | undefined)[][]; streams: RngStream[] } {
+): Prepared {
   checkMaxPromptLength(settings.maxPromptLength);
   if (itemIndices !== undefined && itemIndices.length !== prompts.length) throw new RangeError(`itemIndices has ${itemIndices.length} entries for ${prompts.length} prompts`);
   const truncatedFrom: (number | undefined)[][] = [];
+  const texts: string[][] = [];
   const ids = policies.map((policy, a) => {
     const limits = { maxPromptLength: settings.maxPromptLength, maxNewTokens: settings.maxNewTokens, maxPositionEmbeddings: policy.model.config.maxPositionEmbeddings };
     const cut: (number | undefined)[] = [];
+    const mine: string[] = [];
     truncatedFrom.push(cut);
+    texts.push(mine);
     return prompts.map((p, k) => {
-      const text = p[a];
-      if (text === undefined) throw new RangeError(`no prompt for agent ${a}`);
+      const prompt = p[a];
+      if (prompt === undefined) throw new RangeError(`no prompt for agent ${a}`);
       const itemIndex = itemIndices?.[k] ?? k;
       const itemName = itemIndices === undefined ? `prompt ${k} of this sampler call` : `item ${itemIndex}`;
-      const fitted = fitPromptIds(policy.tokenizer.encode(text), limits, { itemIndex, agent: a, itemName });
+      const encoded = encodePrompt(policy.tokenizer, prompt, { agent: a, itemIndex, itemName });
+      const fitted = fitPromptIds(encoded.ids, limits, { itemIndex, agent: a, itemName });
       cut.push(fitted.truncatedFrom);
+      mine.push(encoded.text);
       return fitted.ids;
     });
   });
-  return { ids, truncatedFrom, streams: policies.map(() => rng.split()) };
+  return { ids, texts, truncatedFrom, streams: policies.map(() => rng.split()) };
 }
 
-function assemble(policies: readonly Policy[], prepared: { ids: readonly number[][][]; truncatedFrom: readonly (number | undefined)[][] }, rows: readonly number[][][], n: number): AgentSamples[][] {
-  const { ids, truncatedFrom } = prepared;
+/** Each agent's prompts ready to generate from: `ids[agent][k]`, with their texts and cut lengths. */
+interface Prepared {
+  ids: number[][][];
+  texts: string[][];
+  truncatedFrom: (number | undefined)[][];
+  streams: RngStream[];
+}
+
+function assemble(policies: readonly Policy[], prepared: Prepared, rows: readonly number[][][], n: number): AgentSamples[][] {
+  const { ids, texts, truncatedFrom } = prepared;
   const out: AgentSamples[][] = ids[0]?.map(() => []) ?? [];
   policies.forEach((policy, a) =>
     ids[a]!.forEach((promptIds, k) => {
       const mine = rows[a]!.slice(k * n, (k + 1) * n);
       const cutFrom = truncatedFrom[a]![k];
-      out[k]![a] = { promptIds, ...(cutFrom !== undefined && { truncatedFrom: cutFrom }), tokens: mine, texts: mine.map((t) => policy.tokenizer.decode(t)) };
+      out[k]![a] = { promptText: texts[a]![k]!, promptIds, ...(cutFrom !== undefined && { truncatedFrom: cutFrom }), tokens: mine, texts: mine.map((t) => policy.tokenizer.decode(t)) };
     }),
   );
   return out;
@@ -128,7 +154,7 @@ export class PolicySampler implements CandidateSampler {
     private readonly rng: RngStream,
   ) {}
 
-  sample(prompts: readonly (readonly string[])[], n: number, itemIndices?: readonly number[]): AgentSamples[][] {
+  sample(prompts: readonly (readonly Prompt[])[], n: number, itemIndices?: readonly number[]): AgentSamples[][] {
     const prepared = prepare(this.policies, prompts, this.settings, this.rng, itemIndices);
     const rows = this.policies.map((policy, a) => sampleAgentRows(policy, prepared.ids[a]!, n, this.settings, prepared.streams[a]!));
     return assemble(this.policies, prepared, rows, n);
@@ -152,9 +178,25 @@ export class ParallelPolicySampler implements CandidateSampler {
     private readonly generateRows: AgentRowsGenerator,
   ) {}
 
-  async sample(prompts: readonly (readonly string[])[], n: number, itemIndices?: readonly number[]): Promise<AgentSamples[][]> {
+  async sample(prompts: readonly (readonly Prompt[])[], n: number, itemIndices?: readonly number[]): Promise<AgentSamples[][]> {
     const prepared = prepare(this.policies, prompts, this.settings, this.rng, itemIndices);
     const rows = await Promise.all(this.policies.map((_, a) => this.generateRows(a, prepared.ids[a]!, n, this.settings, prepared.streams[a]!)));
     return assemble(this.policies, prepared, rows, n);
   }
+}
+
+/**
+ * Each agent's prompt as text, `texts[k][agent]`, from a sampler's answer: what rewards receive and
+ * pair records store. A sampler that returns no `promptText` was given text prompts, which are
+ * their own text; for chat messages it must report what it rendered.
+ */
+export function promptTexts(prompts: readonly (readonly Prompt[])[], samples: readonly (readonly AgentSamples[])[], itemIndices: readonly number[]): string[][] {
+  return samples.map((agents, k) =>
+    agents.map((s, a) => {
+      if (s.promptText !== undefined) return s.promptText;
+      const given = prompts[k]?.[a];
+      if (typeof given === "string") return given;
+      throw new TypeError(`the sampler returned no promptText for agent ${a} on item ${itemIndices[k] ?? k}; a CandidateSampler given chat messages must return the text it rendered from them`);
+    }),
+  );
 }

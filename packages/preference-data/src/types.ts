@@ -1,8 +1,19 @@
+import type { ChatMessage } from "@pbrl/models";
+
+export type { ChatMessage };
+
 /** A task item: one row of the user's dataset (a JSON object). */
 export type TaskItem = Readonly<Record<string, unknown>>;
 
-/** Builds one agent's prompt from a task item. */
-export type Formatter = (item: TaskItem) => string;
+/**
+ * One agent's prompt: text, or chat messages (TRL's conversational format,
+ * `[{role: "user", content: "…"}]`) that the agent's own tokenizer renders with its chat
+ * template (add_generation_prompt=true) before it is tokenized.
+ */
+export type Prompt = string | readonly ChatMessage[];
+
+/** Builds one agent's prompt from a task item: a string, or a list of chat messages. */
+export type Formatter = (item: TaskItem) => Prompt;
 
 /** What the oracle knows besides the completions. */
 export interface RewardContext {
@@ -10,7 +21,10 @@ export interface RewardContext {
   item: TaskItem;
   /** Position of the item in its dataset. */
   itemIndex: number;
-  /** Each agent's prompt for this item. */
+  /**
+   * Each agent's prompt as text: the formatter's string, or, for chat messages, the text the
+   * agent's chat template rendered from them (so round files keep CoMLRL's `prompts: string[]`).
+   */
   prompts: readonly string[];
 }
 

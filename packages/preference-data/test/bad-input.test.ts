@@ -95,8 +95,10 @@ describe("(b) a formatter that fails", () => {
     expect(((err as Error).cause as Error).message).toBe('no field "question"');
   });
 
-  it("returning anything but a string is an error that shows the value", () => {
-    expect(() => formatPrompts([() => "ok", (() => undefined) as unknown as Formatter], items[1]!, 1)).toThrow(/^the formatter of agent 1 returned undefined for item 1 \(id "b"\); it must return the agent's prompt as a string$/);
+  it("returning anything but a string or chat messages is an error that shows the value", () => {
+    expect(() => formatPrompts([() => "ok", (() => undefined) as unknown as Formatter], items[1]!, 1)).toThrow(
+      /^the formatter of agent 1 returned undefined for item 1 \(id "b"\); it must return the agent's prompt as a string, or a list of chat messages \{role: string, content: string\}$/,
+    );
     expect(() => formatPrompts([(() => 42) as unknown as Formatter], items[0]!, 0)).toThrow(/returned 42 \(a number\) for item 0/);
   });
 

@@ -1,8 +1,9 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import { emptyTally, formatPrompts, PolicySampler, scoreRewardJobs, tallyTruncation, warnTruncation, type Formatter, type GenerationSettings, type Policy, type RewardFunc, type RewardProcessor, type TaskItem } from "@pbrl/preference-data";
+import { emptyTally, formatAgentPrompts, PolicySampler, promptTexts, scoreRewardJobs, tallyTruncation, warnTruncation, type Formatter, type GenerationSettings, type Policy, type RewardFunc, type RewardProcessor, type TaskItem } from "@pbrl/preference-data";
 
 export interface EvalSample {
   itemIndex: number;
+  /** Each agent's prompt as text: chat messages as the agent's chat template rendered them. */
   prompts: string[];
   completions: string[];
   reward: number;
@@ -33,9 +34,12 @@ export async function evaluatePolicies(o: {
   /** Receives the warning about prompts cut to max_prompt_length. */
   onWarning?: ((message: string) => void) | undefined;
 }): Promise<EvalResult> {
-  const prompts = o.items.map((item, i) => formatPrompts(o.formatters, item, i));
-  const samples = new PolicySampler(o.policies, o.settings, o.rng).sample(prompts, 1, o.items.map((_, i) => i));
+  const indices = o.items.map((_, i) => i);
+  const formatted = o.items.map((item, i) => formatAgentPrompts(o.formatters, item, i));
+  const samples = new PolicySampler(o.policies, o.settings, o.rng).sample(formatted, 1, indices);
   warnTruncation(tallyTruncation(emptyTally(), samples), o.onWarning);
+  // The reward sees each prompt as text, as in collection (chat messages rendered).
+  const prompts = promptTexts(formatted, samples, indices);
   const jobs = o.items.map((item, i) => ({ completions: samples[i]!.map((a) => [...a.texts]), context: { item, itemIndex: i, prompts: prompts[i]! } }));
   const scored = await scoreRewardJobs(o.rewardFunc, jobs, { rewardProcessor: o.rewardProcessor, concurrency: o.concurrency, rewardTimeoutS: o.rewardTimeoutS });
   const out: EvalSample[] = o.items.map((_, i) => ({ itemIndex: i, prompts: prompts[i]!, completions: samples[i]!.map((a) => a.texts[0]!), reward: scored[i]!.processed[0]! }));

@@ -20,7 +20,7 @@ import {
   type MemoryEstimate,
   type MemoryItem,
 } from "@pbrl/models";
-import { formatPrompts, type Formatter, type TaskItem } from "@pbrl/preference-data";
+import { describeItem, encodePrompt, formatAgentPrompts, FormatterError, isChatPrompt, type Formatter, type TaskItem } from "@pbrl/preference-data";
 import type { ResolvedAgent } from "./agents.js";
 
 /** The run's shape, as far as memory goes (every count per agent unless said otherwise). */
@@ -152,16 +152,35 @@ export function runMemoryPlan(trainer: string, a: RunMemoryArgs, ctx: RunMemoryC
   return plan;
 }
 
-/** The longest prompt any actor gets over the items, in its own tokenizer's tokens. */
+/**
+ * The longest prompt any actor gets over the items, in its own tokenizer's tokens, encoded as the
+ * sampler encodes it (chat messages through the actor's chat template). Runs before anything is
+ * written, so an empty prompt, or chat messages for a tokenizer without a chat template, stop
+ * the run here with the error naming the item and agent.
+ */
 export function longestPromptTokens(agents: readonly ResolvedAgent[], formatters: readonly Formatter[], items: readonly TaskItem[]): number {
   let longest = 1;
   items.forEach((item, k) => {
-    formatPrompts(formatters, item, k).forEach((text, i) => {
+    formatAgentPrompts(formatters, item, k).forEach((prompt, i) => {
       const agent = agents[i] ?? agents[0]!;
-      longest = Math.max(longest, agent.tokenizer.encode(text).length);
+      longest = Math.max(longest, encodePrompt(agent.tokenizer, prompt, { agent: i, itemIndex: k, item }).ids.length);
     });
   });
   return longest;
+}
+
+/**
+ * MARLHF's RL stage (rl-backends' rollouts) encodes prompts as text and cannot render a chat
+ * template: chat prompts are refused when the run starts, not after its first collection.
+ */
+function refuseChatPrompts(trainer: string, formatters: readonly Formatter[], items: readonly TaskItem[]): void {
+  items.forEach((item, k) => {
+    const agent = formatAgentPrompts(formatters, item, k).findIndex(isChatPrompt);
+    if (agent < 0) return;
+    throw new FormatterError(
+      `${trainer}: agent ${agent}'s prompt for ${describeItem({ item, itemIndex: k })} is a list of chat messages, but the MARLHF RL stage takes text prompts only; pass a formatter that returns the prompt as a string (chat prompts work with madpo and madpo_iter)`,
+    );
+  });
 }
 
 const RUN_ADVICE: Record<string, string> = {
@@ -175,6 +194,7 @@ const RUN_ADVICE: Record<string, string> = {
  * tensor memory. The agents are loaded already: their weights are not needed again.
  */
 export function checkRunMemory(trainer: string, args: RunMemoryArgs, agents: readonly ResolvedAgent[], formatters: readonly Formatter[], items: readonly TaskItem[]): void {
+  if (trainer.startsWith("marlhf")) refuseChatPrompts(trainer, formatters, items);
   const configs = agents.map((ag) => ag.model.config);
   const plan = runMemoryPlan(trainer, args, {
     agents: configs,

@@ -1,0 +1,144 @@
+// Issue 19, chat prompts: a conversational dataset (TRL's `{"prompt": [{"role", "content"}]}`)
+// with no formatter trains on each agent's chat-templated prompt, not on "".
+//
+// The expected ids come from transformers (CI has none, so the committed JSON is what CI checks).
+// After changing chat-dataset.jsonl or a fixture tokenizer, regenerate them with:
+//   .venv-ref/bin/python packages/trainers/test/fixtures/chat-template-ids.py
+import { cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { describe, expect, it } from "vitest";
+import { Tokenizer } from "@pbrl/models";
+import { ChatTemplateError, FormatterError, readRoundFile, type ChatMessage, type TaskItem } from "@pbrl/preference-data";
+import { MADPOIterTrainer } from "../src/index.js";
+import { rolePromptText, taskSetup } from "../src/collaboration.js";
+import { checkRunMemory, longestPromptTokens, type RunMemoryArgs } from "../src/run-memory.js";
+import type { ResolvedAgent } from "../src/agents.js";
+
+const FIXTURES = path.join(import.meta.dirname, "fixtures");
+const MODELS = path.join(import.meta.dirname, "../../models/test/fixtures");
+const CHECKPOINTS = ["tiny-llama", "tiny-qwen2"] as const;
+const ITEMS: TaskItem[] = readFileSync(path.join(FIXTURES, "chat-dataset.jsonl"), "utf8")
+  .split("\n")
+  .filter((line) => line.trim() !== "")
+  .map((line) => JSON.parse(line) as TaskItem);
+const EXPECTED = JSON.parse(readFileSync(path.join(FIXTURES, "chat-expected-ids.json"), "utf8")) as { checkpoints: Record<(typeof CHECKPOINTS)[number], { id: string; text: string; ids: number[] }[]> };
+/** transformers' rendered text and ids, `[agent][item]`: agent 0 is tiny-llama, agent 1 tiny-qwen2. */
+const WANT = CHECKPOINTS.map((name) => EXPECTED.checkpoints[name]);
+
+const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-chat-"));
+/** The total length of both answers: joint candidates rarely tie, so every round has pairs. */
+const byLength = (c: string[][]) => c[0]!.map((a, j) => a.length + c[1]![j]!.length);
+
+const ARGS = {
+  num_agents: 2,
+  num_iterations: 1,
+  preference_num_candidates: 3,
+  max_new_tokens: 4,
+  temperature: 1.0,
+  top_p: 1.0,
+  comparator_policy: "current",
+  train_batch_size: 4,
+  eval_interval: 0,
+  agent_learning_rate: 1e-3,
+  seed: 5,
+  verbose: false,
+};
+
+describe("a MADPO-iter run on a conversational JSONL dataset", () => {
+  it("trains on the chat-templated prompts: the round file's prompt ids are transformers' apply_chat_template ids, per agent", async () => {
+    expect(WANT.map((rows) => rows.map((r) => r.id))).toEqual([ITEMS.map((i) => i["id"]), ITEMS.map((i) => i["id"])]);
+    const out = tmp();
+    const seen: (readonly string[])[] = [];
+    const trainer = new MADPOIterTrainer({
+      agents: CHECKPOINTS.map((name) => path.join(MODELS, name)),
+      trainDataset: ITEMS,
+      evalDataset: ITEMS.slice(0, 2),
+      rewardFunc: (c, ctx) => (seen.push(ctx.prompts), byLength(c)),
+      args: { ...ARGS, eval_interval: 1, eval_num_samples: 2, output_dir: out },
+    });
+    const r = await trainer.train();
+    expect(r.rounds).toHaveLength(1);
+
+    // The reward saw each agent's prompt as its chat template rendered it, never "".
+    for (const prompts of seen) {
+      const k = WANT[0]!.findIndex((row) => row.text === prompts[0]);
+      expect(k).toBeGreaterThanOrEqual(0);
+      expect(prompts).toEqual(WANT.map((rows) => rows[k]!.text));
+    }
+    const round = await readRoundFile(path.join(out, "preference_replay", "iteration_0001.json"));
+    expect(round.pairs.length).toBeGreaterThan(0);
+    const items = new Set<number>();
+    for (const pair of round.pairs) {
+      expect(pair.prompts.every((p) => p.trim() !== "")).toBe(true);
+      const k = WANT[0]!.findIndex((row) => row.text === pair.prompts[0]);
+      expect(k, `round-file prompt ${JSON.stringify(pair.prompts[0])} is not tiny-llama's rendering of any item`).toBeGreaterThanOrEqual(0);
+      items.add(k);
+      expect(pair.prompts).toEqual(WANT.map((rows) => rows[k]!.text));
+      expect(pair.prompt_token_ids).toEqual(WANT.map((rows) => rows[k]!.ids));
+    }
+    expect(items.size).toBeGreaterThan(1);
+
+    // Evaluation renders the same way.
+    expect(r.evalAfter!.samples.map((s) => s.prompts)).toEqual([0, 1].map((k) => WANT.map((rows) => rows[k]!.text)));
+    trainer.dispose();
+  });
+
+  it("with a checkpoint whose tokenizer has no chat template stops before writing anything: a ChatTemplateError naming the agent, the item and the fix", async () => {
+    const bare = path.join(tmp(), "tiny-llama-no-template");
+    cpSync(path.join(MODELS, "tiny-llama"), bare, { recursive: true });
+    const config = JSON.parse(readFileSync(path.join(bare, "tokenizer_config.json"), "utf8")) as Record<string, unknown>;
+    delete config["chat_template"];
+    writeFileSync(path.join(bare, "tokenizer_config.json"), JSON.stringify(config));
+    const out = path.join(tmp(), "run");
+    const trainer = new MADPOIterTrainer({ agents: [bare, path.join(MODELS, "tiny-qwen2")], trainDataset: ITEMS, rewardFunc: byLength, args: { ...ARGS, output_dir: out } });
+    const err = await trainer.train().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChatTemplateError);
+    expect(err).toMatchObject({ agent: 0, itemIndex: 0 });
+    expect((err as Error).message).toMatch(/^item 0 \(id "c0"\): agent 0's prompt is a list of chat messages, but agent 0's tokenizer has no chat template .*; pass a formatter that returns the prompt as a string, or use a checkpoint whose tokenizer has a chat template$/);
+    expect(existsSync(out)).toBe(false);
+    trainer.dispose();
+  });
+
+  it("with an empty prompt stops before writing anything: a FormatterError naming the item and the agent", async () => {
+    const out = path.join(tmp(), "run");
+    const items = [...ITEMS, { id: "blank", prompt: [{ role: "user", content: "" }] }];
+    const trainer = new MADPOIterTrainer({ agents: CHECKPOINTS.map((name) => path.join(MODELS, name)), trainDataset: items, rewardFunc: byLength, args: { ...ARGS, output_dir: out } });
+    const err = await trainer.train().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FormatterError);
+    expect((err as Error).message).toMatch(/^agent 0's prompt for item 4 \(id "blank"\) is empty: with no formatter the prompt is the item's "prompt" field/);
+    expect(existsSync(out)).toBe(false);
+    trainer.dispose();
+  });
+});
+
+describe("chat prompts before a run", () => {
+  it("the memory and context checks measure the chat-templated prompt in each agent's tokens", async () => {
+    const agents = await Promise.all(CHECKPOINTS.map(async (name) => ({ tokenizer: await Tokenizer.fromDir(path.join(MODELS, name)) }) as unknown as ResolvedAgent));
+    const longest = Math.max(...WANT.flatMap((rows) => rows.map((r) => r.ids.length)));
+    expect(longestPromptTokens(agents, taskSetup({ collaborationMode: "decentralized", numAgents: 2, formatters: undefined, rewardFunc: () => [], adapter: undefined, scoreLastToken: false }).formatters, ITEMS)).toBe(longest);
+  });
+
+  it("MARLHF, whose RL stage takes text prompts only, refuses chat prompts when the run starts", async () => {
+    const agents = [{ tokenizer: await Tokenizer.fromDir(path.join(MODELS, "tiny-llama")) } as unknown as ResolvedAgent];
+    const formatters = taskSetup({ collaborationMode: "decentralized", numAgents: 1, formatters: undefined, rewardFunc: () => [], adapter: undefined, scoreLastToken: false }).formatters;
+    expect(() => checkRunMemory("marlhf_iter", {} as RunMemoryArgs, agents, formatters, ITEMS)).toThrow(FormatterError);
+    expect(() => checkRunMemory("marlhf_iter", {} as RunMemoryArgs, agents, formatters, ITEMS)).toThrow(
+      /^marlhf_iter: agent 0's prompt for item 0 \(id "c0"\) is a list of chat messages, but the MARLHF RL stage takes text prompts only; pass a formatter that returns the prompt as a string/,
+    );
+  });
+
+  it("centralized: role messages become text in the joint prompt, which is one user message for the actor's chat template", async () => {
+    const roles = [(x: TaskItem) => x["prompt"] as ChatMessage[], (x: TaskItem) => [{ role: "user", content: `Continue: ${String(x["id"])}` }]];
+    const prompts: (readonly string[])[] = [];
+    const t = taskSetup({ collaborationMode: "centralized", numAgents: 2, formatters: roles, rewardFunc: (c, ctx) => (prompts.push(ctx.prompts), c[0]!.map(() => 0)), adapter: undefined, scoreLastToken: false });
+    const joint = t.formatters[0]!(ITEMS[1]!);
+    expect(joint).toEqual([{ role: "user", content: expect.stringContaining("Agent 0 original prompt:\nsystem: Answer in one word.\n\nuser: We drink\n\nAgent 1 original prompt:\nContinue: c1") }]);
+    await t.rewardFunc([["<agent_0>a</agent_0><agent_1>b</agent_1>"]], { item: ITEMS[1]!, itemIndex: 1, prompts: [] });
+    expect(prompts).toEqual([["system: Answer in one word.\n\nuser: We drink", "Continue: c1"]]);
+    expect(rolePromptText("text")).toBe("text");
+    // Text roles still make a text joint prompt.
+    const text = taskSetup({ collaborationMode: "centralized", numAgents: 2, formatters: [() => "a", () => "b"], rewardFunc: () => [], adapter: undefined, scoreLastToken: false });
+    expect(typeof text.formatters[0]!(ITEMS[0]!)).toBe("string");
+  });
+});
