@@ -9,8 +9,17 @@ type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; o
 
 /** Parses `--flag value` options strictly; unknown flags name the closest known one. */
 export function parseFlags<O extends Options>(argv: string[], options: O, command: string): Parsed<O> {
+  return withFlagErrors(command, options, () => parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
+}
+
+/** parseFlags for commands that also take positional arguments, before or after the flags. */
+export function parseFlagsAndArgs<O extends Options>(argv: string[], options: O, command: string): { values: Parsed<O>["values"]; positionals: string[] } {
+  return withFlagErrors(command, options, () => parseArgs({ args: argv, options, strict: true, allowPositionals: true }));
+}
+
+function withFlagErrors<T>(command: string, options: Options, parse: () => T): T {
   try {
-    return parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+    return parse();
   } catch (err) {
     const msg = (err as Error).message;
     const unknown = /Unknown option '--?([^']+)'/.exec(msg)?.[1];

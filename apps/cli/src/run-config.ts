@@ -1,7 +1,7 @@
 /**
  * The run file of `pbrl train`: a YAML or JSON object holding the trainer name, the agents, the
  * data, the formatters, the reward, and any config field of the trainer, all at top level, with
- * `key=value` overrides from the command line (values are YAML scalars or flow lists).
+ * `key=value` overrides from the command line (read as the key's schema says: overrides.ts).
  */
 import { existsSync } from "node:fs";
 import * as path from "node:path";
@@ -28,7 +28,9 @@ import {
 } from "@pbrl/trainers";
 import YAML from "yaml";
 import { BUILTIN_TASKS } from "./builtins.js";
+import { DATASET_RUN_KEYS, datasetRequest, datasetSourceForRun, loadDataset } from "./datasets/index.js";
 import { UsageError } from "./io.js";
+import { overrideValue, splitOverride } from "./overrides.js";
 import { userFrame } from "./reward/frames.js";
 import { moduleLoadError } from "./reward/module-errors.js";
 import { startWorkerRewards } from "./reward/worker-rewards.js";
@@ -37,8 +39,8 @@ import { readUtf8File } from "./text-file.js";
 export const TRAINERS = ["madpo", "madpo_iter", "marlhf", "marlhf_iter"] as const;
 export type TrainerName = (typeof TRAINERS)[number];
 
-/** Keys of a run file besides the trainer's config fields. */
-const RUN_KEYS = ["trainer", "agent_model", "agents", "train_dataset", "eval_dataset", "formatters", "reward_func", "reward_processor"] as const;
+/** Keys of a run file besides the trainer's config fields (run-keys.ts describes each). */
+export const RUN_KEYS = ["trainer", "agent_model", "agents", "train_dataset", "eval_dataset", ...DATASET_RUN_KEYS, "formatters", "reward_func", "reward_processor"] as const;
 
 export interface RunFile {
   /** The merged values; paths in them are absolute (see `absolutizePaths`). */
@@ -55,7 +57,8 @@ const isModulePath = (s: string) => /\.(m?js|cjs)$/.test(s);
 function absolutizePaths(values: Record<string, unknown>, baseDir: string): void {
   const abs = (p: string) => (path.isAbsolute(p) ? p : path.resolve(baseDir, p));
   const maybeLocal = (p: string) => (p.startsWith(".") || p.startsWith("/") || existsSync(abs(p)) ? abs(p) : p);
-  for (const key of ["output_dir", "train_dataset", "eval_dataset"]) if (typeof values[key] === "string") values[key] = abs(values[key] as string);
+  if (typeof values["output_dir"] === "string") values["output_dir"] = abs(values["output_dir"]);
+  for (const key of ["train_dataset", "eval_dataset"]) if (typeof values[key] === "string") values[key] = datasetSourceForRun(values[key] as string, baseDir);
   for (const key of ["reward_func", "reward_processor", "formatters"]) if (typeof values[key] === "string" && isModulePath(values[key] as string)) values[key] = abs(values[key] as string);
   if (typeof values["agent_model"] === "string") values["agent_model"] = maybeLocal(values["agent_model"]);
   if (Array.isArray(values["agents"])) values["agents"] = values["agents"].map((a) => (typeof a === "string" ? maybeLocal(a) : a));
@@ -78,38 +81,28 @@ export function readRunFile(file: string | undefined, overrides: readonly string
   }
   const given: Record<string, unknown> = {};
   for (const o of overrides) {
-    const eq = o.indexOf("=");
-    if (eq <= 0) throw new UsageError(`override ${JSON.stringify(o)} is not of the form key=value`);
-    const key = o.slice(0, eq).trim();
-    const raw = o.slice(eq + 1);
-    let value: unknown;
-    try {
-      value = YAML.parse(raw);
-    } catch {
-      value = raw;
-    }
-    // An empty value or "None" (Python spelling) means null, as in the seed's key=value examples.
-    given[key] = raw === "" || raw === "None" ? null : value;
+    const kv = splitOverride(o);
+    if (kv === undefined) throw new UsageError(`override ${JSON.stringify(o)} is not of the form key=value`);
+    given[kv.key] = overrideValue(kv.key, kv.raw);
   }
   absolutizePaths(given, process.cwd());
   return { values: { ...values, ...given } };
 }
 
-/** Splits a run file into the trainer's config fields and the run keys; unknown keys are errors. */
-export function splitRunFile(values: Record<string, unknown>, trainer: TrainerName): { config: Record<string, unknown>; run: Record<string, unknown> } {
-  const fields = Object.keys({ madpo: MADPO_FIELDS, madpo_iter: MADPO_ITER_FIELDS, marlhf: MARLHF_FIELDS, marlhf_iter: MARLHF_ITER_FIELDS }[trainer]);
+const TRAINER_FIELDS = { madpo: MADPO_FIELDS, madpo_iter: MADPO_ITER_FIELDS, marlhf: MARLHF_FIELDS, marlhf_iter: MARLHF_ITER_FIELDS } as const;
+
+/**
+ * Splits a run file into the trainer's config and the run keys. Unknown keys stay in `config`:
+ * buildTrainerConfig reports them together with every other problem, rather than alone first
+ * (so the split no longer depends on the trainer; the parameter stays for the callers).
+ */
+export function splitRunFile(values: Record<string, unknown>, _trainer: TrainerName): { config: Record<string, unknown>; run: Record<string, unknown> } {
   const config: Record<string, unknown> = {};
   const run: Record<string, unknown> = {};
-  const unknown: string[] = [];
   for (const [k, v] of Object.entries(values)) {
     if ((RUN_KEYS as readonly string[]).includes(k)) run[k] = v;
-    else if (fields.includes(k)) config[k] = v;
-    else {
-      const near = closestName(k, [...fields, ...RUN_KEYS]);
-      unknown.push(`${k}: unknown key for trainer ${trainer}${near ? ` (did you mean "${near}"?)` : ""}`);
-    }
+    else config[k] = v;
   }
-  if (unknown.length > 0) throw new ConfigError(`${trainer} run configuration`, unknown);
   return { config, run };
 }
 
@@ -127,7 +120,31 @@ export type TrainerConfig =
   | { trainer: "marlhf"; args: MARLHFConfig }
   | { trainer: "marlhf_iter"; args: MARLHFIterConfig };
 
+/** Builds the trainer's config; unknown keys (named with the closest key) and every field's and rule's problem, all in one ConfigError. */
 export function buildTrainerConfig(trainer: TrainerName, config: Record<string, unknown>): TrainerConfig {
+  const fields = TRAINER_FIELDS[trainer];
+  const known: Record<string, unknown> = {};
+  const unknown: string[] = [];
+  for (const [k, v] of Object.entries(config)) {
+    if (Object.hasOwn(fields, k)) {
+      known[k] = v;
+      continue;
+    }
+    const near = closestName(k, [...Object.keys(fields), ...RUN_KEYS]);
+    unknown.push(`${k}: unknown key for trainer ${trainer}${near ? ` (did you mean "${near}"?)` : ""}`);
+  }
+  let built: TrainerConfig;
+  try {
+    built = buildKnown(trainer, known);
+  } catch (e) {
+    if (e instanceof ConfigError && unknown.length > 0) throw new ConfigError(`${trainer} run configuration`, [...unknown, ...e.problems]);
+    throw e;
+  }
+  if (unknown.length > 0) throw new ConfigError(`${trainer} run configuration`, unknown);
+  return built;
+}
+
+function buildKnown(trainer: TrainerName, config: Record<string, unknown>): TrainerConfig {
   switch (trainer) {
     case "madpo":
       return { trainer, args: MADPOConfig(config as MADPOConfigInput) };
@@ -138,33 +155,6 @@ export function buildTrainerConfig(trainer: TrainerName, config: Record<string, 
     case "marlhf_iter":
       return { trainer, args: MARLHFIterConfig(config as MARLHFIterConfigInput) };
   }
-}
-
-/** A dataset file: JSONL (one object per line) or JSON (an array of objects). */
-export function readDataset(file: string, key: string): TaskItem[] {
-  const text = readUtf8File(file, `${key} file`);
-  const items: unknown[] = [];
-  const trimmed = text.trim();
-  if (trimmed.startsWith("[")) {
-    try {
-      items.push(...(JSON.parse(trimmed) as unknown[]));
-    } catch (err) {
-      throw new UsageError(`${key}: ${file} is not valid JSON: ${(err as Error).message}`);
-    }
-  } else {
-    trimmed.split("\n").forEach((line, i) => {
-      if (line.trim() === "") return;
-      try {
-        items.push(JSON.parse(line));
-      } catch (err) {
-        throw new UsageError(`${key}: ${file} line ${i + 1} is not valid JSON: ${(err as Error).message}`);
-      }
-    });
-  }
-  items.forEach((it, i) => {
-    if (it === null || typeof it !== "object" || Array.isArray(it)) throw new UsageError(`${key}: item ${i} of ${file} is not a JSON object`);
-  });
-  return items as TaskItem[];
 }
 
 /** A `{field}` template as a formatter; `{{` and `}}` are literal braces. */
@@ -205,6 +195,8 @@ export interface ResolvedRun {
 export interface ResolveOptions {
   /** reward_timeout_s of the trainer's config: how long one call of a reward module may take. */
   rewardTimeoutS: number | null;
+  /** Where dataset downloads and cache fallbacks are reported (default: stderr). */
+  log?: (line: string) => void;
 }
 
 /**
@@ -247,11 +239,13 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
   } else if (fSpec !== undefined && fSpec !== null) {
     throw new UsageError(`formatters: expected a template string, a list of templates, or a module path; got ${JSON.stringify(fSpec)}`);
   }
-  const trainPath = str("train_dataset");
-  const evalPath = str("eval_dataset");
-  const trainDataset = trainPath !== undefined ? readDataset(trainPath, "train_dataset") : builtinData?.train;
-  if (trainDataset === undefined) throw new UsageError("train_dataset is required (a JSONL or JSON file)");
-  const evalDataset = evalPath !== undefined ? readDataset(evalPath, "eval_dataset") : trainPath === undefined ? builtinData?.eval : undefined;
+  // Datasets: files, folders or hub ids with their split/config/revision keys (datasets/).
+  const trainReq = datasetRequest(run, "train_dataset");
+  const evalReq = datasetRequest(run, "eval_dataset");
+  const log = options.log !== undefined ? { log: options.log } : {};
+  const trainDataset = trainReq !== undefined ? await loadDataset(trainReq, log) : builtinData?.train;
+  if (trainDataset === undefined) throw new UsageError("train_dataset is required: a .jsonl, .json, .csv or .parquet file, a dataset folder, or a hub dataset id org/name (see docs/datasets.md)");
+  const evalDataset = evalReq !== undefined ? await loadDataset(evalReq, log) : trainReq === undefined ? builtinData?.eval : undefined;
   const agentModel = str("agent_model");
   const agentsRaw = run["agents"];
   if (agentsRaw !== undefined && agentsRaw !== null && !(Array.isArray(agentsRaw) && agentsRaw.every((a) => typeof a === "string" && a !== ""))) {

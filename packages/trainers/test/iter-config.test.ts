@@ -71,9 +71,9 @@ describe("MADPOIterConfig", () => {
     [{ preference_replay_mode: "lambda_decay", preference_replay_lambda: -0.1 }, /^preference_replay_lambda: got -0.1/],
     [{ preference_replay_mode: "lambda_decay", preference_replay_lambda: Number.NaN }, /^preference_replay_lambda: got NaN; expected a number in \[0, 1\], or null$/],
     [{ preference_replay_mode: "lambda_decay", preference_replay_lambda: 0.5, preference_replay_k: 3 }, /^preference_replay_k: got 3; .*only valid with preference_replay_mode="nearest_k"$/],
-    [{ preference_replay_mode: "nearset_k" }, /^preference_replay_mode: got "nearset_k"; expected one of "current", "nearest_k", "all_history", "lambda_decay", "latest"/],
+    [{ preference_replay_mode: "nearset_k" }, /^preference_replay_mode: got "nearset_k"; did you mean "nearest_k"\? \(one of "current", "nearest_k", "all_history", "lambda_decay", "latest"/],
     // comparator
-    [{ comparator_policy: "mdoel" }, /^comparator_policy: got "mdoel"; expected one of "current", "current_copy", "model", "history", "api"/],
+    [{ comparator_policy: "mdoel" }, /^comparator_policy: got "mdoel"; did you mean "model"\? \(one of "current", "current_copy", "model", "history", "api"/],
     [{ comparator_policy: "model" }, /^comparator_model_name: comparator_policy="model" needs comparator_model_name or comparator_agents$/],
     [{ comparator_model_name: "m" }, /^comparator_model_name: comparator_model_name and comparator_agents are only valid with comparator_policy="model" \(got comparator_policy="current"\)$/],
     [{ comparator_policy: "history", comparator_agents: ["a", "b"] }, /^comparator_model_name: .*only valid with comparator_policy="model"/],

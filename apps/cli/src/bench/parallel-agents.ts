@@ -72,6 +72,8 @@ async function timeUpdates(agents: MadpoAgents, batches: readonly AgentPairToken
 
 /** Random token ids as text: a tokenizer of one character per id, so prompts round-trip exactly. */
 const idTokenizer = {
+  // no special tokens: the ids are the text
+  specialTokens: {},
   encode: (text: string) => Array.from(text, (c) => c.codePointAt(0)! - 0x100),
   decode: (ids: readonly number[]) => String.fromCodePoint(...ids.map((i) => i + 0x100)),
 };

@@ -18,7 +18,9 @@ The checkpoint is assembled in a temporary folder beside DIR and renamed into pl
 
   --dtype D            float32 (default), bfloat16 or float16
   --max_shard_bytes N  split the weights into shards of at most N bytes
-  --backend B          native, libtorch, wasm, cpu or tensorflow (default: native when built, else wasm)
+  --backend B          native, libtorch, wasm, cpu or tensorflow (default: $PBRL_BACKEND, else
+                       native when built, else wasm; work too big for the 4 GB heap of native and
+                       wasm then runs again on libtorch when that is built)
 `;
 
 const DTYPES: readonly SaveDtype[] = ["float32", "bfloat16", "float16"];

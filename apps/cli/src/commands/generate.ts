@@ -20,7 +20,9 @@ Generates a continuation of TEXT with a checkpoint folder (or hub id).
                        memory cannot hold stops first with exit code 2 (docs/memory.md)
   --chat               wrap TEXT as a user message with the chat template
   --json               print token ids and text as JSON
-  --backend B          native, libtorch, wasm, cpu or tensorflow (default: native when built, else wasm)
+  --backend B          native, libtorch, wasm, cpu or tensorflow (default: $PBRL_BACKEND, else
+                       native when built, else wasm; work too big for the 4 GB heap of native and
+                       wasm then runs again on libtorch when that is built)
 `;
 
 /** Counts (tokens, sequences) must be exact integers: 1e20 is an integer but not a safe one. */

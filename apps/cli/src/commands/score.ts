@@ -10,7 +10,9 @@ model's tokenizer does by default (special tokens added), the completion without
 
   --add_eos     append the EOS token (generation_config.json's first) to the completion
   --json        print token ids, per-token log-probs and their sum as JSON
-  --backend B   native, libtorch, wasm, cpu or tensorflow (default: native when built, else wasm)
+  --backend B   native, libtorch, wasm, cpu or tensorflow (default: $PBRL_BACKEND, else
+                native when built, else wasm; work too big for the 4 GB heap of native and
+                wasm then runs again on libtorch when that is built)
 `;
 
 export async function scoreCommand(argv: string[], io: CliIO): Promise<number> {

@@ -10,8 +10,10 @@ Trains with a run file (YAML or JSON) whose keys are:
                    (rounds against a comparator); marlhf* fit a joint reward model and run RL
   agent_model      one checkpoint folder or hub id for every agent, or
   agents           a list with one per agent
-  train_dataset    JSONL or JSON file of task items (objects)
-  eval_dataset     the same, for evaluation
+  train_dataset    task items: a .jsonl, .json, .csv or .parquet file, a dataset folder, or a hub
+                   dataset id org/name (with train_dataset_split/_config/_revision); a prompt
+                   may be a list of chat messages (docs/datasets.md, docs/chat-prompts.md)
+  eval_dataset     the same, for evaluation (eval_dataset_split, default "test")
   formatters       a template with {field} placeholders, a list (one per agent), or a .mjs module
                    exporting \`formatters\`
   reward_func      a built-in name (summary_expansion) or a .mjs module exporting \`reward_func\`
@@ -21,7 +23,10 @@ Trains with a run file (YAML or JSON) whose keys are:
                    plain objects); a call longer than reward_timeout_s (default 300) stops the run
 and any field of the trainer's config (MADPOConfig, MADPOIterConfig, MARLHFConfig or
 MARLHFIterConfig: num_train_epochs, dpo_beta, seed, output_dir, num_iterations, comparator_policy,
-preference_replay_mode, rl_algorithm, num_generations, reward_learning_rate, …). key=value arguments override the file, e.g. num_train_epochs=3 top_k=null.
+preference_replay_mode, rl_algorithm, num_generations, reward_learning_rate, …; pbrl config fields
+TRAINER lists them with their defaults). key=value arguments override the file, e.g.
+num_train_epochs=3 top_k=null: numbers, true/false, null and [flow, lists] where the key takes
+them, otherwise the text as written (formatters=Text: {txt} is the template "Text: {txt}").
 Relative paths in the file are resolved against the file's folder, relative paths in key=value
 arguments against the current directory. Files must be UTF-8.
 

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { closestName } from "./closest.js";
-import { acceptsOf } from "./fields.js";
+import { problemOf } from "./fields.js";
 
 /** Every problem of a config at once, each naming the field, the bad value and what is accepted. */
 export class ConfigError extends Error {
@@ -61,7 +61,7 @@ export function buildConfig<F extends Fields>(name: string, fields: F, rules: re
     if (r.success) {
       out[key] = r.data;
     } else {
-      problems.push(`${key}: got ${SECRET_FIELD.test(key) ? "a value (not shown)" : show(given[key])}; expected ${acceptsOf(schema)}`);
+      problems.push(SECRET_FIELD.test(key) ? problemOf(key, schema, undefined, "a value (not shown)") : problemOf(key, schema, given[key], show(given[key])));
       invalid.add(key);
       out[key] = schema.parse(undefined);
     }

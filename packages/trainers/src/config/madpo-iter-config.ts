@@ -5,13 +5,11 @@
  */
 import { z } from "zod";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
-import { bool, choice, devices, int, intOrNull, positive, text, textOrNull } from "./fields.js";
+import { accepting, bool, choice, devices, int, intOrNull, positive, text, textOrNull } from "./fields.js";
 import { MADPO_FIELDS, madpoRules } from "./madpo-config.js";
 
-const describe = <T extends z.ZodType>(schema: T, accepts: string): T => schema.meta({ accepts });
-
 export const ITERATIVE_FIELDS = {
-  num_iterations: int(1, 6),
+  num_iterations: int(1, 6).describe("Rounds; each samples the agents and the comparator, turns the comparisons into preference pairs and trains."),
   preference_replay_mode: choice(["current", "nearest_k", "all_history", "lambda_decay"], "current", {
     latest: "current",
     new: "current",
@@ -21,13 +19,15 @@ export const ITERATIVE_FIELDS = {
     lambda: "lambda_decay",
     td_lambda: "lambda_decay",
     "td-lambda": "lambda_decay",
-  }),
-  preference_replay_k: intOrNull(1, null),
-  preference_replay_lambda: describe(z.number().min(0).max(1).nullable().default(null), "a number in [0, 1], or null"),
-  preference_replay_sample_size: intOrNull(1, null),
-  preference_replay_dir: textOrNull(null),
-  log_reward_distribution: bool(false),
-  policy_checkpoint_dir: textOrNull(null),
+  }).describe("Which rounds' pairs train each round: current (this round's), nearest_k (the k latest rounds), all_history, or lambda_decay (older rounds weighted down by λ)."),
+  preference_replay_k: intOrNull(1, null).describe("Number of latest non-empty rounds replayed with nearest_k (required there); current accepts only null or 1."),
+  preference_replay_lambda: accepting(z.number().min(0).max(1).nullable().default(null), "a number in [0, 1], or null", "number in [0, 1] | null").describe(
+    "λ of lambda_decay (required there): a round a rounds older than the newest is drawn with weight ∝ (1−λ)·λ^a; 1: all rounds alike, 0: the newest only.",
+  ),
+  preference_replay_sample_size: intOrNull(1, null).describe("Pairs drawn from the replayed rounds each round (not with current); null: this round's pair count, else the latest non-empty round's."),
+  preference_replay_dir: textOrNull(null).describe("Folder of the per-round preference-pair files; null: output_dir/preference_replay."),
+  log_reward_distribution: bool(false).describe("Write per-round histograms of agent and comparator rewards (reward_func needs a reward_range)."),
+  policy_checkpoint_dir: textOrNull(null).describe("Folder of the per-round policy checkpoints (comparator_policy=history reads them); null: output_dir/checkpoints."),
   comparator_policy: choice(["current", "current_copy", "model", "history", "api"], "current", {
     self: "current",
     online: "current",
@@ -44,7 +44,7 @@ export const ITERATIVE_FIELDS = {
     previous_iteration: "history",
     http: "api",
     endpoint: "api",
-  }),
+  }).describe("What the agents are compared against: current (their own samples), current_copy (a frozen copy of the round's start), model, history (an earlier round's checkpoint) or api."),
   comparator_generation_mode: choice(["decentralized", "centralized"], "decentralized", {
     decentralised: "decentralized",
     multi_agent: "decentralized",
@@ -52,14 +52,16 @@ export const ITERATIVE_FIELDS = {
     centralised: "centralized",
     single_agent: "centralized",
     "single-agent": "centralized",
-  }),
-  comparator_centralized_agent_index: int(0, 0),
-  comparator_model_name: textOrNull(null),
-  comparator_agents: describe(z.array(z.string().min(1)).min(1).nullable().default(null), "null, or a non-empty list of checkpoint folders or hub ids"),
-  comparator_devices: devices(),
-  comparator_num_candidates: intOrNull(1, null),
-  comparator_history_k: intOrNull(1, null),
-  comparator_api_url: textOrNull(null),
+  }).describe("decentralized: the comparator answers each agent's own prompt; centralized: one model answers all roles in one joint completion."),
+  comparator_centralized_agent_index: int(0, 0).describe("The agent whose model and tokenizer generate for a centralized comparator."),
+  comparator_model_name: textOrNull(null).describe("Checkpoint folder or hub id of the comparator model for every agent (comparator_policy=model)."),
+  comparator_agents: accepting(z.array(z.string().min(1)).min(1).nullable().default(null), "null, or a non-empty list of checkpoint folders or hub ids", "string[] | null").describe(
+    "One comparator checkpoint folder or hub id per agent (comparator_policy=model).",
+  ),
+  comparator_devices: devices().describe("Device of the comparator models: null (the agents' devices), one for all, or one per agent."),
+  comparator_num_candidates: intOrNull(1, null).describe("Comparator candidates per item (compared index by index with the agents'); null: preference_num_candidates."),
+  comparator_history_k: intOrNull(1, null).describe("comparator_policy=history: compare with the weights the round k rounds back started from (1: the previous round's); null: 1."),
+  comparator_api_url: textOrNull(null).describe("Full endpoint URL of the API comparator (required with comparator_policy=api)."),
   comparator_api_format: choice(["generic", "openai", "anthropic", "openai_responses"], "generic", {
     openai_chat: "openai",
     chat: "openai",
@@ -67,34 +69,45 @@ export const ITERATIVE_FIELDS = {
     messages: "anthropic",
     responses: "openai_responses",
     codex: "openai_responses",
-  }),
-  comparator_api_model: textOrNull(null),
-  comparator_api_max_n_per_request: intOrNull(1, null),
-  comparator_api_timeout: positive(120),
-  comparator_api_headers: describe(z.record(z.string(), z.string()).nullable().default(null), "null, or a mapping of header names to string values"),
-  comparator_api_key: describe(z.null().default(null), "null: pbrl reads API keys only from the environment variable named by comparator_api_key_env"),
-  comparator_api_key_env: textOrNull(null),
-  comparator_api_key_header: text("Authorization"),
-  comparator_api_key_prefix: describe(z.string().default("Bearer"), "a string (may be empty)"),
-  comparator_api_response_field: text("completions"),
-  comparator_api_extra_body: describe(z.record(z.string(), z.unknown()).nullable().default(null), "null, or a JSON object merged into every request body"),
-  comparator_api_max_concurrency: int(1, 4),
-  comparator_api_max_retries: int(0, 5),
-  comparator_api_allow_partial: bool(false),
-  /** Largest response body read from the API (bytes); a larger one is an error, never buffered whole. */
-  comparator_api_max_response_bytes: int(1024, 8 * 1024 * 1024),
-  resume_from_checkpoint: describe(z.union([z.string().min(1), z.boolean()]).nullable().default(null), "null, true (the latest checkpoint of output_dir), or a checkpoint path"),
+  }).describe("API request and response format: generic (your service), openai (Chat Completions), anthropic (Messages) or openai_responses (docs/api-comparators.md)."),
+  comparator_api_model: textOrNull(null).describe("Model name sent to the API (required by openai, anthropic and openai_responses)."),
+  comparator_api_max_n_per_request: intOrNull(1, null).describe("Most completions asked for in one request (openai's n, generic's num_return_sequences); null: known provider limits only."),
+  comparator_api_timeout: positive(120).describe("Seconds one HTTP request may take."),
+  comparator_api_headers: accepting(z.record(z.string(), z.string()).nullable().default(null), "null, or a mapping of header names to string values", "{string: string} | null").describe(
+    "Extra HTTP headers sent with every request.",
+  ),
+  // A key written into a config ends up in config.json, logs and shell history: pbrl takes keys only from the environment.
+  comparator_api_key: accepting(z.null().default(null), "null: pbrl reads API keys only from the environment variable named by comparator_api_key_env", "null").describe(
+    "Must stay null: name the environment variable that holds the key in comparator_api_key_env instead.",
+  ),
+  comparator_api_key_env: textOrNull(null).describe("Name of the environment variable holding the API key; null: OPENAI_API_KEY or ANTHROPIC_API_KEY for those formats, no key for generic."),
+  comparator_api_key_header: text("Authorization").describe("HTTP header that carries the key."),
+  comparator_api_key_prefix: accepting(z.string().default("Bearer"), "a string (may be empty)", "string").describe("Text before the key in its header; empty: the bare key."),
+  comparator_api_response_field: text("completions").describe("Dotted path of the completions in a generic-format response (e.g. data.0.outputs)."),
+  comparator_api_extra_body: accepting(z.record(z.string(), z.unknown()).nullable().default(null), "null, or a JSON object merged into every request body", "object | null").describe(
+    "JSON object merged into every request body (a null value removes that field).",
+  ),
+  comparator_api_max_concurrency: int(1, 4).describe("API requests in flight at once."),
+  comparator_api_max_retries: int(0, 5).describe("Retries of a failed API request after its first attempt."),
+  comparator_api_allow_partial: bool(false).describe("Accept fewer completions than asked for instead of stopping with an error."),
+  // A larger body is an error, never buffered whole: a misbehaving server cannot exhaust memory.
+  comparator_api_max_response_bytes: int(1024, 8 * 1024 * 1024).describe("Largest API response body read, in bytes; a larger one is an error."),
+  resume_from_checkpoint: accepting(z.union([z.string().min(1), z.boolean()]).nullable().default(null), "null, true (the latest checkpoint of output_dir), or a checkpoint path", "bool | string | null").describe(
+    "Resume a stopped run: true (the latest checkpoint in output_dir) or a checkpoint path; null or false: a fresh run.",
+  ),
 };
 
 /** The API comparator's fields: set only with comparator_policy="api". */
 const API_FIELDS = Object.keys(ITERATIVE_FIELDS).filter((f) => f.startsWith("comparator_api_") && f !== "comparator_api_key");
 
-/** Iterative defaults that differ from MADPOConfig's. */
+/** Iterative defaults that differ from MADPOConfig's (the meaning stays: so do the descriptions). */
 const ITERATIVE_DEFAULTS = {
-  num_train_epochs: int(1, 1),
-  preference_num_candidates: int(2, 20),
-  preference_pairs_per_sample: intOrNull(1, 4),
-  pair_selection: choice(["reward_gap", "all", "random", "comparator_reward"], "comparator_reward"),
+  num_train_epochs: int(1, 1).describe(MADPO_FIELDS.num_train_epochs.description!),
+  preference_num_candidates: int(2, 20).describe(MADPO_FIELDS.preference_num_candidates.description!),
+  preference_pairs_per_sample: intOrNull(1, 4).describe(MADPO_FIELDS.preference_pairs_per_sample.description!),
+  pair_selection: choice(["reward_gap", "all", "random", "comparator_reward"], "comparator_reward").describe(
+    "Which agent-vs-comparator pairs an item keeps: comparator_reward (the strongest comparator samples first), reward_gap, all or random.",
+  ),
 };
 
 export const MADPO_ITER_FIELDS = { ...MADPO_FIELDS, ...ITERATIVE_DEFAULTS, ...ITERATIVE_FIELDS };

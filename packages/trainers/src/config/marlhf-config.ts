@@ -5,11 +5,9 @@
  */
 import { z } from "zod";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
-import { bool, choice, devices, int, intOrNull, positive, textOrNull } from "./fields.js";
+import { accepting, bool, choice, devices, int, intOrNull, positive, textOrNull } from "./fields.js";
 import { finishIterative, iterativeRules, MADPO_ITER_FIELDS } from "./madpo-iter-config.js";
 import { MADPO_FIELDS, madpoRules } from "./madpo-config.js";
-
-const describe = <T extends z.ZodType>(schema: T, accepts: string): T => schema.meta({ accepts });
 
 export const RL_ALGORITHMS = ["magrpo", "mareinforce", "maremax", "marloo", "maac", "iac"] as const;
 export type RlAlgorithm = (typeof RL_ALGORITHMS)[number];
@@ -17,25 +15,31 @@ export type RlAlgorithm = (typeof RL_ALGORITHMS)[number];
 export const ADVANTAGE_MODE: Partial<Record<RlAlgorithm, "mean" | "raw" | "max" | "rloo">> = { magrpo: "mean", mareinforce: "raw", maremax: "max", marloo: "rloo" };
 const isActorCritic = (a: RlAlgorithm) => a === "maac" || a === "iac";
 
+const REWARD_EPOCHS = "Passes of reward-model fitting over the preference pairs (iterative: each round's).";
+
 export const MARLHF_ONLY_FIELDS = {
-  rl_algorithm: choice(RL_ALGORITHMS, "magrpo", { mareforce: "mareinforce" }),
-  num_generations: int(1, 4),
-  reward_model_name: textOrNull(null),
-  reward_model_device: textOrNull(null),
-  reward_learning_rate: positive(1.0e-5),
-  reward_num_train_epochs: int(1, 1),
-  reward_train_batch_size: int(1, 1),
-  reward_max_length: intOrNull(1, null),
-  reward_freeze_backbone: bool(false),
-  critic_model_name: textOrNull(null),
-  critic_learning_rate: describe(z.number().gt(0).refine(Number.isFinite).nullable().default(null), "a finite number > 0, or null (the agent learning rate)"),
-  critic_devices: devices(),
-  use_separate_critic: bool(true),
-  critic_type: choice(["v", "q"], "v"),
-  value_loss_coef: positive(0.6),
-  value_clip_range: describe(z.number().gt(0).refine(Number.isFinite).nullable().default(0.2), "a finite number > 0, or null"),
-  critic_value_head_hidden_dim: intOrNull(1, null),
-  value_head_hidden_dim: intOrNull(1, null),
+  rl_algorithm: choice(RL_ALGORITHMS, "magrpo", { mareforce: "mareinforce" }).describe("RL algorithm trained against the learned reward: magrpo, mareinforce, maremax, marloo (REINFORCE family) or maac, iac (actor-critic)."),
+  num_generations: int(1, 4).describe("Samples per agent per item in the RL stage (≥ 2 for the REINFORCE family, which compares them)."),
+  reward_model_name: textOrNull(null).describe("Checkpoint folder or hub id of the joint reward model's backbone and tokenizer; null: the agents' model."),
+  reward_model_device: textOrNull(null).describe("Device of the reward model; null: agent 0's device."),
+  reward_learning_rate: positive(1.0e-5).describe("AdamW learning rate of the reward model."),
+  reward_num_train_epochs: int(1, 1).describe(REWARD_EPOCHS),
+  reward_train_batch_size: int(1, 1).describe("Preference pairs per reward-model step."),
+  reward_max_length: intOrNull(1, null).describe("Tokens of a joint text the reward model reads (longer ones are truncated); null: the model's context."),
+  reward_freeze_backbone: bool(false).describe("Train only the reward model's head; its backbone stays frozen."),
+  critic_model_name: textOrNull(null).describe("Checkpoint folder or hub id of the critics (maac, iac with use_separate_critic); null: the agents' model."),
+  critic_learning_rate: accepting(z.number().gt(0).refine(Number.isFinite).nullable().default(null), "a finite number > 0, or null (the agent learning rate)", "number > 0 | null").describe(
+    "AdamW learning rate of the critics; null: agent_learning_rate.",
+  ),
+  critic_devices: devices().describe("Device of the critics: null (the agents' devices), one for all, or one per agent."),
+  use_separate_critic: bool(true).describe("iac: each agent gets a critic model of its own; false: a value head on the agent's own model."),
+  critic_type: choice(["v", "q"], "v").describe("What the critic estimates: v, the value of the prompt; q, the value of the prompt with the response."),
+  value_loss_coef: positive(0.6).describe("Weight of the value loss in the actor-critic update."),
+  value_clip_range: accepting(z.number().gt(0).refine(Number.isFinite).nullable().default(0.2), "a finite number > 0, or null", "number > 0 | null").describe(
+    "iac with a value head on the agent: how far a value may move from its old estimate in one update; null: no clipping.",
+  ),
+  critic_value_head_hidden_dim: intOrNull(1, null).describe("Hidden size of the separate critics' value head; null: a linear head."),
+  value_head_hidden_dim: intOrNull(1, null).describe("Hidden size of the value head on the agents (iac without a separate critic); null: a linear head."),
 };
 
 export const MARLHF_FIELDS = { ...MADPO_FIELDS, ...MARLHF_ONLY_FIELDS };
@@ -43,9 +47,11 @@ export const MARLHF_FIELDS = { ...MADPO_FIELDS, ...MARLHF_ONLY_FIELDS };
 export const MARLHF_ITER_FIELDS = {
   ...MADPO_ITER_FIELDS,
   ...MARLHF_ONLY_FIELDS,
-  num_train_epochs: int(1, 2),
-  reward_num_train_epochs: int(1, 2),
-  preference_scoring_reward: choice(["task", "reward_model"], "task", { oracle: "task", environment: "task", env: "task", model: "reward_model", learned: "reward_model" }),
+  num_train_epochs: int(1, 2).describe(MADPO_FIELDS.num_train_epochs.description!),
+  reward_num_train_epochs: int(1, 2).describe(REWARD_EPOCHS),
+  preference_scoring_reward: choice(["task", "reward_model"], "task", { oracle: "task", environment: "task", env: "task", model: "reward_model", learned: "reward_model" }).describe(
+    "What scores each round's candidates into preference pairs: task (reward_func) or reward_model (the previous round's reward model; reward_func in round 1).",
+  ),
 };
 
 type MarlhfFields = ConfigOf<typeof MARLHF_FIELDS>;

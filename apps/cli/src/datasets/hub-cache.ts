@@ -1,0 +1,211 @@
+/**
+ * Dataset repositories in the Hugging Face cache, in huggingface_hub's layout, so files that
+ * Python's `datasets`/huggingface_hub downloaded are found, and files pbrl downloads are found by them:
+ *   {cache}/datasets--org--name/refs/{revision}          the commit a branch or tag pointed to
+ *   {cache}/datasets--org--name/trees/{commit}.json      the repository's file list at that commit
+ *   {cache}/datasets--org--name/blobs/{etag}             file contents (etag: LFS sha256 or git blob id)
+ *   {cache}/datasets--org--name/snapshots/{commit}/{path} links to the blobs
+ * where {cache} is HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
+ */
+import { randomBytes } from "node:crypto";
+import { createWriteStream, existsSync, promises as fs } from "node:fs";
+import * as path from "node:path";
+import { Readable, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { writeFileAtomic } from "@pbrl/core-tensor";
+import { hubCacheDir } from "@pbrl/models";
+import { DatasetSourceError } from "./errors.js";
+import { endpoint, hubGet, hubHttpError, HubUnreachable, stallTimeoutMs } from "./hub-http.js";
+
+/** One file of a repository at a commit, as the /tree API and huggingface_hub's trees/{commit}.json give it. */
+export interface TreeEntry {
+  size: number;
+  blob_id: string;
+  lfs_sha256?: string;
+  lfs_size?: number;
+  xet_hash?: string;
+}
+
+/** A repository at one commit: its files, and a way to get a local copy of one. */
+export interface RepoView {
+  commit: string;
+  files: string[];
+  /** The local path of `file`: from the snapshot, else downloaded; undefined when it is not cached and cannot be downloaded. */
+  local(file: string): Promise<string | undefined>;
+}
+
+export const datasetCacheDir = (repo: string): string => path.join(hubCacheDir(), `datasets--${repo.split("/").join("--")}`);
+
+const COMMIT = /^[0-9a-f]{40}$/;
+// Names that become path parts in the cache: no "..", no absolute paths, nothing odd.
+const safeRevision = (r: string) => /^[\w.-]+(\/[\w.-]+)*$/.test(r) && !r.split("/").some((p) => p === "." || p === "..");
+const safeFile = (f: string) => f !== "" && !f.startsWith("/") && !f.includes("\\") && !f.split("/").some((p) => p === "" || p === "." || p === "..");
+
+export function checkRevision(revision: string, key: string): void {
+  if (!safeRevision(revision)) throw new DatasetSourceError(`${key}: ${JSON.stringify(revision)} is not a branch, tag or commit name`);
+}
+
+const fmtBytes = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${Math.round(n / 1e3)} kB` : `${n} B`);
+
+/** The commit a revision points to on the hub, or undefined when the repository has no such revision and `missingOk`. */
+export async function hubCommit(repo: string, revision: string, what: string, missingOk = false): Promise<string | undefined> {
+  const res = await hubGet(`${endpoint()}/api/datasets/${repo}/revision/${encodeURIComponent(revision)}`, { timeoutMs: 60_000 });
+  if (!res.ok) {
+    if (missingOk && res.status === 404 && res.headers.get("x-error-code") === "RevisionNotFound") return undefined;
+    throw await hubHttpError(res, what, repo, revision);
+  }
+  const sha = ((await res.json()) as { sha?: unknown }).sha;
+  if (typeof sha !== "string" || !COMMIT.test(sha)) throw new DatasetSourceError(`${what}: ${endpoint()} gave no commit for revision ${revision} (sha ${JSON.stringify(sha)})`);
+  return sha;
+}
+
+interface ApiTreeItem {
+  type?: unknown;
+  path?: unknown;
+  oid?: unknown;
+  size?: unknown;
+  lfs?: { oid?: unknown; size?: unknown } | null;
+  xetHash?: unknown;
+}
+
+/** The file list of a commit: from trees/{commit}.json when cached (a commit never changes), else the /tree API, then cached. */
+async function treeAt(repo: string, commit: string, what: string): Promise<Map<string, TreeEntry>> {
+  const cached = await cachedTree(repo, commit);
+  if (cached !== undefined) return cached;
+  const tree = new Map<string, TreeEntry>();
+  let url: string | undefined = `${endpoint()}/api/datasets/${repo}/tree/${commit}?recursive=true&expand=false`;
+  while (url !== undefined) {
+    const res = await hubGet(url, { timeoutMs: 60_000 });
+    if (!res.ok) throw await hubHttpError(res, what, repo, commit);
+    for (const item of (await res.json()) as ApiTreeItem[]) {
+      if (item.type !== "file" || typeof item.path !== "string" || typeof item.oid !== "string" || typeof item.size !== "number") continue;
+      const e: TreeEntry = { size: item.size, blob_id: item.oid };
+      if (item.lfs && typeof item.lfs.oid === "string" && typeof item.lfs.size === "number") Object.assign(e, { lfs_sha256: item.lfs.oid, lfs_size: item.lfs.size });
+      if (typeof item.xetHash === "string") e.xet_hash = item.xetHash;
+      tree.set(item.path, e);
+    }
+    // Large listings come in pages: Link: <url>; rel="next"
+    const next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get("link") ?? "")?.[1];
+    url = next === undefined ? undefined : new URL(next, url).href;
+  }
+  const files = Object.fromEntries([...tree.keys()].sort().map((k) => [k, tree.get(k)!]));
+  await writeFileAtomic(path.join(datasetCacheDir(repo), "trees", `${commit}.json`), JSON.stringify({ format_version: 1, files }, null, 1));
+  return tree;
+}
+
+async function cachedTree(repo: string, commit: string): Promise<Map<string, TreeEntry> | undefined> {
+  try {
+    const data = JSON.parse(await fs.readFile(path.join(datasetCacheDir(repo), "trees", `${commit}.json`), "utf8")) as { format_version?: unknown; files?: Record<string, TreeEntry> };
+    if (data.format_version !== 1 || data.files === undefined || data.files === null || typeof data.files !== "object") return undefined;
+    return new Map(Object.entries(data.files));
+  } catch {
+    return undefined; // absent or unreadable: list again (or, offline, walk the snapshot)
+  }
+}
+
+/**
+ * Streams `url` into `blob` through a uniquely named partial file (two runs fetching one dataset
+ * never write into the same file), checked against the listed size. A connection that sends
+ * nothing for HF_HUB_DOWNLOAD_TIMEOUT seconds is dropped rather than left to hang the run.
+ */
+async function fetchBlob(url: string, blob: string, size: number, file: string, what: string, repo: string, commit: string): Promise<void> {
+  const stallMs = stallTimeoutMs();
+  const stall = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const touch = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => stall.abort(), stallMs);
+  };
+  const part = `${blob}.${process.pid}.${randomBytes(4).toString("hex")}.incomplete`;
+  touch();
+  try {
+    const res = await hubGet(url, { signal: stall.signal });
+    if (!res.ok || res.body === null) throw await hubHttpError(res, what, repo, commit);
+    await fs.mkdir(path.dirname(blob), { recursive: true });
+    const progress = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        touch();
+        done(null, chunk);
+      },
+    });
+    await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), progress, createWriteStream(part));
+    const got = (await fs.stat(part)).size;
+    if (got !== size) throw new DatasetSourceError(`${what}: downloading ${file} gave ${got} bytes, the hub lists ${size}; the transfer was cut short, run again`);
+    await fs.rename(part, blob);
+  } catch (err) {
+    await fs.rm(part, { force: true });
+    if (stall.signal.aborted) throw new HubUnreachable(`no data from ${endpoint()} for ${stallMs / 1000} s while downloading ${file} (HF_HUB_DOWNLOAD_TIMEOUT)`);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Downloads one file into blobs/ and links it from the snapshot, as hf_hub_download does. */
+async function download(repo: string, commit: string, file: string, entry: TreeEntry, what: string, log: (line: string) => void): Promise<string> {
+  const root = datasetCacheDir(repo);
+  const target = path.join(root, "snapshots", commit, file);
+  if (existsSync(target)) return target;
+  const etag = entry.lfs_sha256 ?? entry.blob_id;
+  if (!/^[0-9a-f]{40,64}$/i.test(etag)) throw new DatasetSourceError(`${what}: ${endpoint()} listed ${file} with an unusable id ${JSON.stringify(etag)}`);
+  const size = entry.lfs_size ?? entry.size;
+  const blob = path.join(root, "blobs", etag);
+  if (!existsSync(blob)) {
+    log(`pbrl: ${what}: downloading ${file} (${fmtBytes(size)}) from ${endpoint()}`);
+    await fetchBlob(`${endpoint()}/datasets/${repo}/resolve/${commit}/${file.split("/").map(encodeURIComponent).join("/")}`, blob, size, file, what, repo, commit);
+  }
+  await fs.mkdir(path.dirname(target), { recursive: true });
+  try {
+    await fs.symlink(path.relative(path.dirname(target), blob), target);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // Another run linked it first; or no symlinks here (huggingface_hub then keeps a copy in the snapshot).
+    if (code !== "EEXIST") await fs.copyFile(blob, target);
+  }
+  return target;
+}
+
+/** The repository at `commit`, online: listed through the API, files downloaded when not cached; the revision's ref is recorded. */
+export async function onlineView(repo: string, revision: string, commit: string, what: string, log: (line: string) => void): Promise<RepoView> {
+  const tree = await treeAt(repo, commit, what);
+  if (revision !== commit) await writeFileAtomic(path.join(datasetCacheDir(repo), "refs", revision), commit);
+  const files = [...tree.keys()].filter(safeFile).sort();
+  return { commit, files, local: (file) => download(repo, commit, file, tree.get(file)!, what, log) };
+}
+
+async function walk(dir: string, prefix = ""): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await fs.readdir(dir, { withFileTypes: true })) {
+    const rel = prefix + e.name;
+    if (e.isDirectory()) out.push(...(await walk(path.join(dir, e.name), `${rel}/`)));
+    else out.push(rel);
+  }
+  return out;
+}
+
+/** The cached repository at a revision (a branch, tag or commit), or undefined when the cache has no snapshot of it. */
+export async function cachedView(repo: string, revision: string): Promise<RepoView | undefined> {
+  const root = datasetCacheDir(repo);
+  let commit = revision;
+  if (!COMMIT.test(revision)) {
+    try {
+      commit = (await fs.readFile(path.join(root, "refs", revision), "utf8")).trim();
+    } catch {
+      return undefined;
+    }
+  }
+  const snapshot = path.join(root, "snapshots", commit);
+  if (!COMMIT.test(commit) || !existsSync(snapshot)) return undefined;
+  // The full listing when pbrl or huggingface_hub >= 1.x saved it, else what the snapshot holds.
+  const tree = await cachedTree(repo, commit);
+  const files = (tree !== undefined ? [...tree.keys()] : await walk(snapshot)).filter(safeFile).sort();
+  return {
+    commit,
+    files,
+    local: async (file) => {
+      const p = path.join(snapshot, file);
+      return existsSync(p) ? p : undefined;
+    },
+  };
+}

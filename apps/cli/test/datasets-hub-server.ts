@@ -1,0 +1,114 @@
+// A loopback stand-in for the Hugging Face Hub, speaking the part of its API that dataset
+// downloads use: /api/datasets/{id}/revision/{rev} (the commit), /api/datasets/{id}/tree/{commit}
+// (the file list, in pages linked by a Link header), and /datasets/{id}/resolve/{commit}/{path}
+// (the bytes; LFS files redirect to a second server, as the hub redirects to its CDN).
+import { createHash } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface HubRevision {
+  sha: string;
+  files: Record<string, Uint8Array | string>;
+}
+
+export interface HubRepo {
+  id: string;
+  /** Branch and tag names to their commit; refs/convert/parquet for the Parquet conversion. */
+  revisions: Record<string, HubRevision>;
+  /** A gated dataset: every request without the token "Bearer good-token" gets 403. */
+  gated?: boolean;
+}
+
+export interface SeenRequest {
+  server: "hub" | "cdn";
+  path: string;
+  authorization: string | undefined;
+}
+
+export interface LoopbackHub {
+  url: string;
+  requests: SeenRequest[];
+  close(): Promise<void>;
+}
+
+const bytes = (b: Uint8Array | string) => (typeof b === "string" ? new TextEncoder().encode(b) : b);
+const gitBlobId = (b: Uint8Array) => createHash("sha1").update(`blob ${b.length}\0`).update(b).digest("hex");
+const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+// As on the hub, binary data files live in LFS (their etag is a sha256); small text files in git.
+const isLfs = (file: string) => file.endsWith(".parquet");
+
+export const commitOf = (seed: string): string => createHash("sha1").update(seed).digest("hex");
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers });
+  res.end(JSON.stringify(body));
+}
+
+/** pageSize: entries per page of a tree listing; stallCdn: the CDN sends headers and half a file, then nothing. */
+export async function startHub(repos: HubRepo[], options: { pageSize?: number; stallCdn?: boolean } = {}): Promise<LoopbackHub> {
+  const requests: SeenRequest[] = [];
+  const blobs = new Map<string, Uint8Array>();
+  const pageSize = options.pageSize ?? 1000;
+  const cdn = createServer((req, res) => {
+    requests.push({ server: "cdn", path: req.url ?? "", authorization: req.headers.authorization });
+    const body = blobs.get((req.url ?? "").replace(/^\/blob\//, ""));
+    if (body === undefined) return json(res, 404, { error: "no such blob" });
+    res.writeHead(200, { "content-length": body.length });
+    if (options.stallCdn) res.write(body.subarray(0, body.length >> 1));
+    else res.end(body);
+  });
+  const cdnUrl = await listen(cdn);
+  const hub = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? "/", "http://x");
+    requests.push({ server: "hub", path: url.pathname + url.search, authorization: req.headers.authorization });
+    const m = /^\/(?:api\/)?datasets\/([^/]+\/[^/]+)\/(revision|tree|resolve)\/([^/]+)(?:\/(.*))?$/.exec(url.pathname);
+    const repo = m ? repos.find((r) => r.id === m[1]) : undefined;
+    if (!m || !repo) return json(res, 401, { error: "Repository not found" }, { "x-error-code": "RepoNotFound" });
+    if (repo.gated && req.headers.authorization !== "Bearer good-token") return json(res, 403, { error: "Access to dataset is restricted" }, { "x-error-code": "GatedRepo" });
+    const rev = decodeURIComponent(m[3]!);
+    const at = repo.revisions[rev] ?? Object.values(repo.revisions).find((r) => r.sha === rev);
+    if (at === undefined) return json(res, 404, { error: `Revision Not Found for url ${req.url}` }, { "x-error-code": "RevisionNotFound" });
+    const names = Object.keys(at.files).sort();
+    if (m[2] === "revision") return json(res, 200, { id: repo.id, sha: at.sha, siblings: names.map((rfilename) => ({ rfilename })) });
+    if (m[2] === "tree") {
+      const dirs = [...new Set(names.flatMap((n) => n.split("/").slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join("/"))))];
+      const entries = [
+        ...dirs.map((p) => ({ type: "directory", oid: commitOf(p), size: 0, path: p })),
+        ...names.map((p) => {
+          const b = bytes(at.files[p]!);
+          return { type: "file", oid: gitBlobId(b), size: isLfs(p) ? 134 : b.length, path: p, ...(isLfs(p) ? { lfs: { oid: sha256(b), size: b.length, pointerSize: 134 } } : {}) };
+        }),
+      ];
+      const cursor = Number(url.searchParams.get("cursor") ?? "0");
+      const next = cursor + pageSize < entries.length ? `<${url.pathname}?recursive=true&expand=false&cursor=${cursor + pageSize}>; rel="next"` : undefined;
+      return json(res, 200, entries.slice(cursor, cursor + pageSize), next ? { link: next } : {});
+    }
+    const file = decodeURIComponent(m[4] ?? "");
+    const body = at.files[file];
+    if (body === undefined) return json(res, 404, { error: "Entry not found" }, { "x-error-code": "EntryNotFound" });
+    const b = bytes(body);
+    if (isLfs(file)) {
+      blobs.set(sha256(b), b);
+      res.writeHead(302, { location: `${cdnUrl}/blob/${sha256(b)}`, "x-repo-commit": at.sha, "x-linked-etag": `"${sha256(b)}"` });
+      return res.end();
+    }
+    res.writeHead(200, { "content-length": b.length, "x-repo-commit": at.sha, etag: `"${gitBlobId(b)}"` });
+    res.end(b);
+  });
+  const url = await listen(hub);
+  const stop = (s: Server) => new Promise<void>((resolve) => s.close(() => resolve()));
+  return {
+    url,
+    requests,
+    close: async () => {
+      hub.closeAllConnections();
+      cdn.closeAllConnections();
+      await Promise.all([stop(hub), stop(cdn)]);
+    },
+  };
+}
