@@ -28,6 +28,7 @@ import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { checkRunMemory } from "./run-memory.js";
 import { checkContextRoom } from "./context-room.js";
+import { checkPushReady, hubBaseModel, pushAgents } from "./push-agents.js";
 import { declaredRewardRange, distributionFile, NUM_BINS } from "./reward-distribution.js";
 import { openTensorBoard, pairsMarkdown, type TensorBoardLog } from "./tensorboard-log.js";
 import { rewardDistributionSvg } from "@pbrl/report";
@@ -189,6 +190,7 @@ export class MADPOIterTrainer {
     const distDir = path.join(outputDir, "reward_distributions");
     // Everything is read and checked before output_dir is touched: a run that cannot start leaves it as it was.
     checkDataset(this.configName, this.options.trainDataset);
+    checkPushReady(this.configName, a);
     const dirOptions: RunDirOptions = { outputDir, extraDirs: [a.policy_checkpoint_dir, a.preference_replay_dir].filter((d): d is string => d !== null), resumeLatest: a.resume_from_checkpoint === true, checkpointsDir: ckptRoot, overwrite: a.overwrite_output_dir, trainer: this.trainerName, log: this.log };
     const resumeSpec = a.resume_from_checkpoint;
     const plan: RunDirPlan = typeof resumeSpec === "string" ? (planRunDir({ ...dirOptions, resumeLatest: false, overwrite: true }), { resume: true, replace: [] }) : planRunDir(dirOptions);
@@ -382,6 +384,7 @@ export class MADPOIterTrainer {
       const dir = path.join(outputDir, "agents");
       await saveAgents(dir, agents, this.args.save_dtype);
       this.log(`pbrl: ${counters.updates} updates over ${a.num_iterations} rounds; agents saved under ${dir}`);
+      if (a.push_to_hub) await pushAgents({ agentsDir: dir, repo: a.hub_model_id!, private: a.hub_private_repo, trainer: this.trainerName, record: o.record, evalAfter: result.evalAfter, baseModel: hubBaseModel(this.options.agentModel), log: this.log });
     }
     return result;
   }

@@ -27,6 +27,7 @@ import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { checkRunMemory } from "./run-memory.js";
 import { checkContextRoom } from "./context-room.js";
+import { checkPushReady, hubBaseModel, pushAgents } from "./push-agents.js";
 
 export interface MADPOTrainerOptions {
   /** One source per agent: checkpoint folders, hub ids, built models or loaded checkpoints. */
@@ -148,6 +149,7 @@ export class MADPOTrainer {
     const a = this.args;
     // Everything is read and checked before output_dir is touched: a run that cannot start leaves it as it was.
     checkDataset(this.configName, this.options.trainDataset);
+    checkPushReady(this.configName, a);
     const dirOptions: RunDirOptions = { outputDir: a.output_dir, resumeLatest: false, overwrite: a.overwrite_output_dir, trainer: this.trainerName, log: this.log };
     const plan = planRunDir(dirOptions);
     const agents = await this.agents();
@@ -245,6 +247,7 @@ export class MADPOTrainer {
     // 3. The trained agents, as Hugging Face checkpoints.
     await this.saveModel(path.join(outputDir, "agents"));
     this.log(`pbrl: ${result.updates} updates; agents saved under ${path.join(outputDir, "agents")}`);
+    if (a.push_to_hub) await pushAgents({ agentsDir: path.join(outputDir, "agents"), repo: a.hub_model_id!, private: a.hub_private_repo, trainer: this.trainerName, record: runConfigRecord(this.trainerName, a), evalAfter: result.evalAfter, baseModel: hubBaseModel(this.options.agentModel), log: this.log });
     return result;
   }
 

@@ -33,6 +33,9 @@ export const RESUMABLE_FIELDS: ReadonlySet<string> = new Set([
   "eval_batch_size",
   "save_dtype",
   "report_to",
+  "push_to_hub",
+  "hub_model_id",
+  "hub_private_repo",
 ]);
 
 // Where the run's folder is and how this start was requested: not part of what the run is, so

@@ -6,7 +6,7 @@
  */
 import { BACKEND_NAMES } from "@pbrl/core-tensor";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
-import { bool, choice, devices, finite, finiteOrNull, int, intOrNull, nonNegative, positive, positiveOrNull, text, unitInterval } from "./fields.js";
+import { bool, choice, devices, finite, finiteOrNull, int, intOrNull, nonNegative, positive, positiveOrNull, text, textOrNull, unitInterval } from "./fields.js";
 
 export const MADPO_FIELDS = {
   num_train_epochs: int(1, 20).describe("Passes over the preference pairs (iterative trainers: each round's; MARLHF: epochs of the RL stage)."),
@@ -61,6 +61,10 @@ export const MADPO_FIELDS = {
   // TRL's name
   overwrite_output_dir: bool(false).describe("Let a fresh run write into an output_dir that holds an earlier run's files (which it replaces)."),
   generation_batch_size: int(1, 64).describe("Most sequences generated in one batch (several items' candidates share a batch)."),
+  // TRL's names
+  push_to_hub: bool(false).describe("At the end of training, upload the trained agents (output_dir/agents, with a model card holding the run's config and final eval) to the Hugging Face hub repo hub_model_id; the token comes from HF_TOKEN."),
+  hub_model_id: textOrNull(null).describe("The hub repo push_to_hub uploads to, as org/name (created if missing)."),
+  hub_private_repo: bool(false).describe("Create the push_to_hub repo private (an existing repo keeps its visibility)."),
 };
 
 type Fields = ConfigOf<typeof MADPO_FIELDS>;
@@ -92,6 +96,7 @@ export function madpoRules<C extends Fields>(): ConfigRule<C>[] {
           : undefined,
     },
     { field: "agent_devices", uses: ["parallel_training"], check: (c) => (c.parallel_training === "mp" && c.agent_devices === null ? 'parallel_training="mp" needs explicit agent_devices (one device, or one per agent)' : undefined) },
+    { field: "hub_model_id", uses: ["push_to_hub"], check: (c) => (c.push_to_hub && c.hub_model_id === null ? "is required with push_to_hub=true: the hub repo to upload the agents to, as org/name" : c.hub_model_id !== null && !/^[\w.-]+\/[\w.-]+$/.test(c.hub_model_id) ? `got ${JSON.stringify(c.hub_model_id)}; expected a hub repo id org/name` : undefined) },
     deviceRule<C>("agent_devices"),
     deviceRule<C>("reference_devices"),
   ];
