@@ -1,7 +1,8 @@
 // The cache is shared with Python's huggingface_hub both ways: what pbrl downloads, Python finds
 // offline (snapshot_download/hf_hub_download with local_files_only=True), and what Python
-// downloads, pbrl finds offline. Runs with $PBRL_PYTHON or the repository's .venv-ref; skipped
-// (with the reason) when neither has huggingface_hub.
+// downloads, pbrl finds offline. Runs with $PBRL_FIXTURE_PYTHON (CI sets it), $PBRL_PYTHON or the
+// repository's .venv-ref; skipped (with the reason) when none has huggingface_hub, unless
+// PBRL_REQUIRE_FIXTURE_PYTHON=1 (then that is a failure).
 import { execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
@@ -19,7 +20,7 @@ const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 const gitSha1 = (b: Buffer) => createHash("sha1").update(`blob ${b.length}\0`).update(b).digest("hex");
 
 function findPython(): { python: string } | { reason: string } {
-  const candidates = [process.env["PBRL_PYTHON"], path.resolve(import.meta.dirname, "../../../.venv-ref/bin/python")].filter((p): p is string => !!p);
+  const candidates = [process.env["PBRL_FIXTURE_PYTHON"], process.env["PBRL_PYTHON"], path.resolve(import.meta.dirname, "../../../.venv-ref/bin/python")].filter((p): p is string => !!p);
   for (const python of candidates) {
     if (!existsSync(python) && python.includes("/")) continue;
     try {
@@ -58,7 +59,10 @@ async function python(args: string[], env: Record<string, string>): Promise<Reco
 
 describe("the cache is shared with Python's huggingface_hub", () => {
   it("Python finds offline what pbrl downloaded, byte for byte, through blobs named by ETag", async (ctx) => {
-    if (!("python" in py)) ctx.skip(py.reason);
+    if (!("python" in py)) {
+      if (process.env["PBRL_REQUIRE_FIXTURE_PYTHON"] === "1") throw new Error(`PBRL_REQUIRE_FIXTURE_PYTHON=1 but ${py.reason}`);
+      ctx.skip(py.reason);
+    }
     const cache = mkdtempSync(path.join(tmpdir(), "pbrl-hubpy-"));
     const files = fixtureFiles();
     const repo = addRepo(hub, "acme/to-python", files);
@@ -84,7 +88,10 @@ describe("the cache is shared with Python's huggingface_hub", () => {
   });
 
   it("pbrl finds offline what Python downloaded", async (ctx) => {
-    if (!("python" in py)) ctx.skip(py.reason);
+    if (!("python" in py)) {
+      if (process.env["PBRL_REQUIRE_FIXTURE_PYTHON"] === "1") throw new Error(`PBRL_REQUIRE_FIXTURE_PYTHON=1 but ${py.reason}`);
+      ctx.skip(py.reason);
+    }
     const cache = mkdtempSync(path.join(tmpdir(), "pbrl-hubpy-"));
     const repo = addRepo(hub, "acme/from-python", fixtureFiles());
     const got = (await python(["download", cache, "acme/from-python"], { HF_ENDPOINT: hub.hubUrl })) as { snapshot: string };

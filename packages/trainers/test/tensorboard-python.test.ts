@@ -1,10 +1,10 @@
 // TensorBoard's own Python loader (EventAccumulator) reads a run folder written by
 // TensorBoardWriter, across a crash-and-resume restart, and must see every scalar, text and
 // histogram as written; each record must also re-serialize byte-for-byte with Python protobuf.
-// Needs a Python with the `tensorboard` package: $PBRL_TENSORBOARD_PYTHON (CI sets it), else
+// Needs a Python with the `tensorboard` package: $PBRL_FIXTURE_PYTHON (CI sets it), else
 // $PBRL_PYTHON, else <repo>/.venv-ref/bin/python, the first that can import it. Without one the test is skipped and says why (CI's PBRL_PYTHON
 // venv has torch only, so it skips there unless tensorboard is installed into it), unless
-// PBRL_REQUIRE_TENSORBOARD=1, which makes a missing Python a failure.
+// PBRL_REQUIRE_FIXTURE_PYTHON=1, which makes a missing Python a failure.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,7 +21,7 @@ const repoRoot = path.resolve(here, "..", "..", "..");
 const script = path.join(here, "fixtures", "tensorboard_read.py");
 
 function findTensorBoardPython(): { python: string } | { skipped: string } {
-  const candidates = [process.env["PBRL_TENSORBOARD_PYTHON"], process.env["PBRL_PYTHON"], path.join(repoRoot, ".venv-ref", "bin", "python")].filter((p): p is string => p !== undefined && p !== "");
+  const candidates = [process.env["PBRL_FIXTURE_PYTHON"], process.env["PBRL_PYTHON"], path.join(repoRoot, ".venv-ref", "bin", "python")].filter((p): p is string => p !== undefined && p !== "");
   const problems: string[] = [];
   for (const python of candidates) {
     if (path.isAbsolute(python) && !existsSync(python)) {
@@ -36,7 +36,7 @@ function findTensorBoardPython(): { python: string } | { skipped: string } {
 }
 
 const found = findTensorBoardPython();
-const required = process.env["PBRL_REQUIRE_TENSORBOARD"] === "1";
+const required = process.env["PBRL_REQUIRE_FIXTURE_PYTHON"] === "1";
 if ("skipped" in found) console.warn(`tensorboard-python.test.ts skipped: ${found.skipped}`);
 
 type Num = number | string;
@@ -67,7 +67,7 @@ describe("TensorBoard's Python loader reads pbrl's event files", () => {
   });
 
   it.skipIf("skipped" in found && !required)(`sees every scalar, text and histogram across a resume${"skipped" in found ? ` (skipped: ${found.skipped})` : ""}`, () => {
-    if (!("python" in found)) throw new Error(`PBRL_REQUIRE_TENSORBOARD=1 but ${found.skipped}`);
+    if (!("python" in found)) throw new Error(`PBRL_REQUIRE_FIXTURE_PYTHON=1 but ${found.skipped}`);
     const root = mkdtempSync(path.join(tmpdir(), "pbrl-tb-py-"));
     dirs.push(root);
     const dir = path.join(root, "tensorboard");
@@ -147,7 +147,7 @@ describe("TensorBoard's Python loader reads pbrl's event files", () => {
   });
 
   it.skipIf("skipped" in found && !required)(`sees every scalar tag and step of a real run's metrics.jsonl${"skipped" in found ? ` (skipped: ${found.skipped})` : ""}`, async () => {
-    if (!("python" in found)) throw new Error(`PBRL_REQUIRE_TENSORBOARD=1 but ${found.skipped}`);
+    if (!("python" in found)) throw new Error(`PBRL_REQUIRE_FIXTURE_PYTHON=1 but ${found.skipped}`);
     const out = mkdtempSync(path.join(tmpdir(), "pbrl-tb-run-"));
     dirs.push(out);
     const t = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, num_iterations: 2, output_dir: out, verbose: false, report_to: "tensorboard" } });
