@@ -1,5 +1,5 @@
 import pLimit from "p-limit";
-import { formatPrompts, scoreJointCandidates, type CandidateSampler, type Formatter, type RewardContext, type RewardProcessor, type TaskItem } from "@pbrl/preference-data";
+import { formatAgentPrompts, promptTexts, scoreJointCandidates, type CandidateSampler, type Formatter, type RewardContext, type RewardProcessor, type TaskItem } from "@pbrl/preference-data";
 
 /**
  * The joint reward of an item's G joint responses, one finite number per generation index:
@@ -60,8 +60,11 @@ export async function collectRollouts(o: CollectRolloutsOptions): Promise<Rollou
   const indices = o.itemIndices ?? o.items.map((_, k) => k);
   if (indices.length !== o.items.length) throw new RangeError(`itemIndices has ${indices.length} entries for ${o.items.length} items`);
   if (o.items.length === 0) return [];
-  const prompts = o.items.map((item, k) => formatPrompts(o.formatters, item, indices[k]!));
-  const samples = await o.sampler.sample(prompts, g, indices);
+  // Chat-message prompts are rendered by the sampler with each agent's template; rewards and
+  // rollouts get the text it rendered.
+  const given = o.items.map((item, k) => formatAgentPrompts(o.formatters, item, indices[k]!));
+  const samples = await o.sampler.sample(given, g, indices);
+  const prompts = promptTexts(given, samples, indices);
   const numAgents = o.formatters.length;
   samples.forEach((perAgent, k) => {
     if (perAgent.length !== numAgents) throw new RangeError(`the sampler returned ${perAgent.length} agent(s) for item ${indices[k]}; expected ${numAgents}`);

@@ -20,7 +20,7 @@ import {
   type MemoryEstimate,
   type MemoryItem,
 } from "@pbrl/models";
-import { describeItem, encodePrompt, formatAgentPrompts, FormatterError, isChatPrompt, type Formatter, type TaskItem } from "@pbrl/preference-data";
+import { encodePrompt, formatAgentPrompts, type Formatter, type TaskItem } from "@pbrl/preference-data";
 import type { ResolvedAgent } from "./agents.js";
 
 /** The run's shape, as far as memory goes (every count per agent unless said otherwise). */
@@ -173,16 +173,6 @@ export function longestPromptTokens(agents: readonly ResolvedAgent[], formatters
  * MARLHF's RL stage (rl-backends' rollouts) encodes prompts as text and cannot render a chat
  * template: chat prompts are refused when the run starts, not after its first collection.
  */
-function refuseChatPrompts(trainer: string, formatters: readonly Formatter[], items: readonly TaskItem[]): void {
-  items.forEach((item, k) => {
-    const agent = formatAgentPrompts(formatters, item, k).findIndex(isChatPrompt);
-    if (agent < 0) return;
-    throw new FormatterError(
-      `${trainer}: agent ${agent}'s prompt for ${describeItem({ item, itemIndex: k })} is a list of chat messages, but the MARLHF RL stage takes text prompts only; pass a formatter that returns the prompt as a string (chat prompts work with madpo and madpo_iter)`,
-    );
-  });
-}
-
 const RUN_ADVICE: Record<string, string> = {
   generation: "generate fewer rows at once (generation_batch_size, preference_num_candidates), fewer max_new_tokens, a comparator that keeps no copy of the agents (comparator_policy=current or api), fewer agents or a smaller model",
   "training step": "train on fewer sequences at once (train_batch_size: each MADPO pair is two sequences; MARLHF: × num_generations), shorter completions (max_new_tokens) or prompts, fewer agents or a smaller model",
@@ -194,7 +184,6 @@ const RUN_ADVICE: Record<string, string> = {
  * tensor memory. The agents are loaded already: their weights are not needed again.
  */
 export function checkRunMemory(trainer: string, args: RunMemoryArgs, agents: readonly ResolvedAgent[], formatters: readonly Formatter[], items: readonly TaskItem[]): void {
-  if (trainer.startsWith("marlhf")) refuseChatPrompts(trainer, formatters, items);
   const configs = agents.map((ag) => ag.model.config);
   const plan = runMemoryPlan(trainer, args, {
     agents: configs,

@@ -10,9 +10,9 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { Tokenizer } from "@pbrl/models";
 import { ChatTemplateError, FormatterError, readRoundFile, type ChatMessage, type TaskItem } from "@pbrl/preference-data";
-import { MADPOIterTrainer } from "../src/index.js";
+import { MADPOIterTrainer, MARLHFIterTrainer } from "../src/index.js";
 import { rolePromptText, taskSetup } from "../src/collaboration.js";
-import { checkRunMemory, longestPromptTokens, type RunMemoryArgs } from "../src/run-memory.js";
+import { longestPromptTokens } from "../src/run-memory.js";
 import type { ResolvedAgent } from "../src/agents.js";
 
 const FIXTURES = path.join(import.meta.dirname, "fixtures");
@@ -119,13 +119,27 @@ describe("chat prompts before a run", () => {
     expect(longestPromptTokens(agents, taskSetup({ collaborationMode: "decentralized", numAgents: 2, formatters: undefined, rewardFunc: () => [], adapter: undefined, scoreLastToken: false }).formatters, ITEMS)).toBe(longest);
   });
 
-  it("MARLHF, whose RL stage takes text prompts only, refuses chat prompts when the run starts", async () => {
-    const agents = [{ tokenizer: await Tokenizer.fromDir(path.join(MODELS, "tiny-llama")) } as unknown as ResolvedAgent];
-    const formatters = taskSetup({ collaborationMode: "decentralized", numAgents: 1, formatters: undefined, rewardFunc: () => [], adapter: undefined, scoreLastToken: false }).formatters;
-    expect(() => checkRunMemory("marlhf_iter", {} as RunMemoryArgs, agents, formatters, ITEMS)).toThrow(FormatterError);
-    expect(() => checkRunMemory("marlhf_iter", {} as RunMemoryArgs, agents, formatters, ITEMS)).toThrow(
-      /^marlhf_iter: agent 0's prompt for item 0 \(id "c0"\) is a list of chat messages, but the MARLHF RL stage takes text prompts only; pass a formatter that returns the prompt as a string/,
-    );
+  it("MARLHF-iter trains on the same chat-templated prompts: collection and the RL stage's rollouts", async () => {
+    const out = tmp();
+    const rewardPrompts: (readonly string[])[] = [];
+    const trainer = new MARLHFIterTrainer({
+      agents: CHECKPOINTS.map((name) => path.join(MODELS, name)),
+      trainDataset: ITEMS,
+      rewardFunc: (c, ctx) => (rewardPrompts.push(ctx.prompts), byLength(c)),
+      args: { ...ARGS, output_dir: out, num_generations: 2, reward_train_batch_size: 2, reward_num_train_epochs: 1, logging_steps: 1 },
+    });
+    const r = await trainer.train();
+    trainer.dispose();
+    expect(r.updates).toBeGreaterThan(0);
+    const round = await readRoundFile(path.join(out, "preference_replay", "iteration_0001.json"));
+    for (const p of round.pairs) {
+      const k = ITEMS.findIndex((i) => i["id"] === WANT[0]!.find((w) => w.text === p.prompts[0])?.id);
+      expect(k, p.prompts[0]).toBeGreaterThanOrEqual(0);
+      expect(p.prompt_token_ids).toEqual([WANT[0]![k]!.ids, WANT[1]![k]!.ids]);
+    }
+    // the task reward saw the rendered text; the RL stage (updates > 0) sampled from the rendered ids
+    expect(rewardPrompts.length).toBeGreaterThan(0);
+    expect(rewardPrompts.every((ps) => ps.every((t) => t.length > 0))).toBe(true);
   });
 
   it("centralized: role messages become text in the joint prompt, which is one user message for the actor's chat template", async () => {
