@@ -5,6 +5,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { hubProgressPrinter, onHubProgress } from "@pbrl/models";
 import { pushCommand } from "../src/commands/push.js";
 import type { CliIO } from "../src/io.js";
 import { startHubDouble, type HubDouble } from "../../../packages/models/test/fixtures/hub-server.js";
@@ -28,8 +29,14 @@ async function push(argv: string[]): Promise<{ code: number; out: string; err: s
   let out = "";
   let err = "";
   const io: CliIO = { out: (t) => void (out += t), err: (t) => void (err += t), isTTY: false };
-  const code = await pushCommand(argv, io);
-  return { code, out, err };
+  // main() prints hub progress on stderr for every command, as here
+  const stop = onHubProgress(hubProgressPrinter(io.err, { isTTY: false }));
+  try {
+    const code = await pushCommand(argv, io);
+    return { code, out, err };
+  } finally {
+    stop();
+  }
 }
 
 function workspace(): { root: string; model: string } {
