@@ -23,6 +23,7 @@ export { readRun } from "./read/read-run.js";
 export type { ReadRunOptions } from "./read/read-run.js";
 export { parseMetrics } from "./read/metrics-file.js";
 export { runStatus } from "./read/run-status.js";
+export { isProcessAlive } from "./read/run-lock.js";
 export type { StatusFacts } from "./read/run-status.js";
 export { TRAINERS, METRIC_KINDS } from "./run-data.js";
 export type { RunData, RunStatus, RunState, MetricsData, MetricsRecord, MetricValue, MetricKind, PairSet, PairSample, LockInfo, TrainerName } from "./run-data.js";

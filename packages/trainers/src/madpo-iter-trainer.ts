@@ -13,9 +13,8 @@ import {
   type RewardProcessor,
 } from "@pbrl/preference-data";
 import { OnDiskReplayBuffer } from "@pbrl/replay";
-import { disposeAgents, resolveAgents, saveAgents, type ResolvedAgent } from "./agents.js";
+import { disposeAgents, saveAgents, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
-import { startRunAgents } from "./compute.js";
 import { buildComparator } from "./comparator-factory.js";
 import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
@@ -27,7 +26,8 @@ import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { checkRunMemory } from "./run-memory.js";
-import { checkContextRoom } from "./context-room.js";
+import { checkContextRoom, runPromptTokens } from "./prompt-room.js";
+import { loadTrainerAgents } from "./trainer-agents.js";
 import { checkPushReady, hubBaseModel, pushAgents } from "./push-agents.js";
 import { declaredRewardRange, distributionFile, NUM_BINS } from "./reward-distribution.js";
 import { openTensorBoard, pairsMarkdown, type TensorBoardLog } from "./tensorboard-log.js";
@@ -138,16 +138,7 @@ export class MADPOIterTrainer {
 
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      if (this.args.verbose) this.log(`pbrl: loading ${this.task.actors} agent model${this.task.actors === 1 ? "" : "s"}${this.options.agentModel !== undefined ? ` from ${this.options.agentModel}` : ""}`);
-      const { compute, agents } = await startRunAgents({
-        configName: this.configName,
-        args: this.args,
-        actors: this.task.actors,
-        resolve: (devices) => resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized", devices }),
-        fits: (loaded) => checkRunMemory(this.trainerName, this.args, loaded, this.task.formatters, this.options.trainDataset),
-        log: this.log,
-      });
-      if (this.args.verbose) this.log(`pbrl: ${compute.backend.description}${this.args.bf16 ? ", bf16 matrix products" : ""}`);
+      const { agents } = await loadTrainerAgents({ trainerName: this.trainerName, configName: this.configName, args: this.args, task: this.task, sources: this.options, log: this.log });
       this.resolved = agents;
       this.checkAgents(agents);
       return agents;
@@ -195,8 +186,9 @@ export class MADPOIterTrainer {
     const resumeSpec = a.resume_from_checkpoint;
     const plan: RunDirPlan = typeof resumeSpec === "string" ? (planRunDir({ ...dirOptions, resumeLatest: false, overwrite: true }), { resume: true, replace: [] }) : planRunDir(dirOptions);
     const agents = await this.agents();
-    checkRunMemory(this.trainerName, a, agents, this.task.formatters, this.options.trainDataset);
-    checkContextRoom(agents, this.task.formatters, this.options.trainDataset, a);
+    const promptTokens = runPromptTokens(agents, this.task.formatters, this.options.trainDataset, a);
+    checkRunMemory(this.trainerName, a, agents, promptTokens, this.options.trainDataset.length);
+    checkContextRoom(agents, promptTokens, a);
     const record = runConfigRecord(this.trainerName, a);
     const ckpt = plan.resume ? await loadTrainingCheckpoint(typeof resumeSpec === "string" ? resumeSpec : true, ckptRoot) : undefined;
     let changes: ConfigChange[] = [];

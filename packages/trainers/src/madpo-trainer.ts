@@ -11,9 +11,8 @@ import {
   type RewardProcessor,
   type TaskItem,
 } from "@pbrl/preference-data";
-import { disposeAgents, resolveAgents, saveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
+import { disposeAgents, saveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
-import { startRunAgents } from "./compute.js";
 import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
 import type { LearnContext } from "./learn-context.js";
@@ -26,7 +25,8 @@ import { openRunDir, planRunDir, type RunDirOptions } from "./run-dir.js";
 import { ProgressBar } from "./progress.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { checkRunMemory } from "./run-memory.js";
-import { checkContextRoom } from "./context-room.js";
+import { checkContextRoom, runPromptTokens } from "./prompt-room.js";
+import { loadTrainerAgents } from "./trainer-agents.js";
 import { checkPushReady, hubBaseModel, pushAgents } from "./push-agents.js";
 
 export interface MADPOTrainerOptions {
@@ -97,17 +97,8 @@ export class MADPOTrainer {
   /** The agents, loaded on first use (after the backend is chosen). */
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      if (this.args.verbose) this.log(`pbrl: loading ${this.task.actors} agent model${this.task.actors === 1 ? "" : "s"}${this.options.agentModel !== undefined ? ` from ${this.options.agentModel}` : ""}`);
-      const { compute, agents } = await startRunAgents({
-        configName: this.configName,
-        args: this.args,
-        actors: this.task.actors,
-        resolve: (devices) => resolveAgents({ agents: this.options.agents, agentModel: this.options.agentModel, tokenizer: this.options.tokenizer, numAgents: this.task.actors, centralized: this.args.collaboration_mode === "centralized", devices }),
-        fits: (loaded) => checkRunMemory(this.trainerName, this.args, loaded, this.task.formatters, this.options.trainDataset),
-        log: this.log,
-      });
+      const { compute, agents } = await loadTrainerAgents({ trainerName: this.trainerName, configName: this.configName, args: this.args, task: this.task, sources: this.options, log: this.log });
       this.backend = compute.backend;
-      if (this.args.verbose) this.log(`pbrl: ${this.backend.description}${this.args.bf16 ? ", bf16 matrix products" : ""}`);
       if (this.args.reference_kl_enabled && this.trainerName === "madpo") this.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
       this.resolved = agents;
       this.checkAgents(agents);
@@ -153,8 +144,9 @@ export class MADPOTrainer {
     const dirOptions: RunDirOptions = { outputDir: a.output_dir, resumeLatest: false, overwrite: a.overwrite_output_dir, trainer: this.trainerName, log: this.log };
     const plan = planRunDir(dirOptions);
     const agents = await this.agents();
-    checkRunMemory(this.trainerName, a, agents, this.task.formatters, this.options.trainDataset);
-    checkContextRoom(agents, this.task.formatters, this.options.trainDataset, a);
+    const promptTokens = runPromptTokens(agents, this.task.formatters, this.options.trainDataset, a);
+    checkRunMemory(this.trainerName, a, agents, promptTokens, this.options.trainDataset.length);
+    checkContextRoom(agents, promptTokens, a);
     const release = openRunDir(dirOptions, plan);
     try {
       return await this.runWith(agents);

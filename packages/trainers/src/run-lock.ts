@@ -6,6 +6,7 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import * as path from "node:path";
+import { isProcessAlive } from "@pbrl/report";
 
 export const LOCK_FILE = "run.lock";
 
@@ -17,16 +18,6 @@ interface LockOwner {
   pid: number;
   host: string;
   started: string;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: the process exists but belongs to another user.
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 function readOwner(file: string): LockOwner | undefined {
@@ -70,7 +61,7 @@ export function acquireRunLock(dir: string, log: (line: string) => void = () => 
     if (owner !== undefined && owner.host !== me.host) {
       throw new RunLockError(`${dir} is locked by a pbrl run on host ${owner.host} (pid ${owner.pid}, started ${owner.started}); wait for it to finish, or choose another output_dir. If no run is using the folder any more, delete ${file}`);
     }
-    if (owner !== undefined && isAlive(owner.pid)) {
+    if (owner !== undefined && isProcessAlive(owner.pid)) {
       throw new RunLockError(`${dir} is in use by another pbrl run (pid ${owner.pid}, started ${owner.started}); two runs writing one output_dir would mix their metrics and checkpoints. Wait for it to finish, or choose another output_dir`);
     }
     log(`pbrl: ${file} was left by a run that is no longer running (pid ${owner?.pid ?? "unknown"}); taking it over`);

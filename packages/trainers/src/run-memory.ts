@@ -182,13 +182,14 @@ const RUN_ADVICE: Record<string, string> = {
 /**
  * Stops a trainer before it writes anything when the run's peak does not fit in the backend's
  * tensor memory. The agents are loaded already: their weights are not needed again.
+ * `promptTokens`: the longest prompt the run samples from (runPromptTokens).
  */
-export function checkRunMemory(trainer: string, args: RunMemoryArgs, agents: readonly ResolvedAgent[], formatters: readonly Formatter[], items: readonly TaskItem[]): void {
+export function checkRunMemory(trainer: string, args: RunMemoryArgs, agents: readonly ResolvedAgent[], promptTokens: number, items: number): void {
   const configs = agents.map((ag) => ag.model.config);
   const plan = runMemoryPlan(trainer, args, {
     agents: configs,
-    promptTokens: longestPromptTokens(agents, formatters, items),
-    items: items.length,
+    promptTokens,
+    items,
     kernels: activeKernelFamily(),
     nativeDecode: tf.getBackend() === "native",
   });

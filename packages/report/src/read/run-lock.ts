@@ -6,7 +6,8 @@ import { promises as fs } from "node:fs";
 import { hostname } from "node:os";
 import type { LockInfo } from "../run-data.js";
 
-function isAlive(pid: number): boolean {
+/** Whether process `pid` runs on this host (the trainers' run lock asks the same). */
+export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -32,6 +33,6 @@ export async function readRunLock(file: string): Promise<LockInfo | null> {
   const pid = typeof o.pid === "number" && Number.isInteger(o.pid) && o.pid > 0 ? o.pid : null;
   const host = typeof o.host === "string" ? o.host : null;
   const started = typeof o.started === "string" ? o.started : null;
-  const alive = pid === null ? false : host !== null && host !== hostname() ? null : isAlive(pid);
+  const alive = pid === null ? false : host !== null && host !== hostname() ? null : isProcessAlive(pid);
   return { pid, host, started, alive };
 }

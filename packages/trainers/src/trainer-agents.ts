@@ -1,0 +1,33 @@
+import type { Tokenizer } from "@pbrl/models";
+import type { TaskItem } from "@pbrl/preference-data";
+import { resolveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
+import type { TaskSetup } from "./collaboration.js";
+import { startRunAgents, type Compute, type ComputeArgs } from "./compute.js";
+import { runPromptTokens } from "./prompt-room.js";
+import { checkRunMemory, type RunMemoryArgs } from "./run-memory.js";
+
+/**
+ * A trainer's agents, loaded once its backend is chosen (and moved to libtorch by backend="auto"
+ * when the run does not fit the first backend's memory), with the lines that say so.
+ */
+export async function loadTrainerAgents(o: {
+  trainerName: string;
+  configName: string;
+  args: ComputeArgs & RunMemoryArgs & { verbose: boolean; collaboration_mode: string; max_prompt_length: number | null };
+  task: TaskSetup;
+  sources: { agents?: readonly AgentSource[] | undefined; agentModel?: string | undefined; tokenizer?: Tokenizer | readonly Tokenizer[] | undefined; trainDataset: readonly TaskItem[] };
+  log: (line: string) => void;
+}): Promise<{ compute: Compute; agents: ResolvedAgent[] }> {
+  const { args: a, task, sources: s } = o;
+  if (a.verbose) o.log(`pbrl: loading ${task.actors} agent model${task.actors === 1 ? "" : "s"}${s.agentModel !== undefined ? ` from ${s.agentModel}` : ""}`);
+  const loaded = await startRunAgents({
+    configName: o.configName,
+    args: a,
+    actors: task.actors,
+    resolve: (devices) => resolveAgents({ agents: s.agents, agentModel: s.agentModel, tokenizer: s.tokenizer, numAgents: task.actors, centralized: a.collaboration_mode === "centralized", devices }),
+    fits: (agents) => checkRunMemory(o.trainerName, a, agents, runPromptTokens(agents, task.formatters, s.trainDataset, a), s.trainDataset.length),
+    log: o.log,
+  });
+  if (a.verbose) o.log(`pbrl: ${loaded.compute.backend.description}${a.bf16 ? ", bf16 matrix products" : ""}`);
+  return loaded;
+}
