@@ -1,4 +1,5 @@
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { writeFileAtomic } from "@pbrl/core-tensor";
 import * as path from "node:path";
 import { ConfigError, TRAINER_CONFIGS, fieldDocs } from "@pbrl/trainers";
 import { closest, parseFlagsAndArgs } from "../args.js";
@@ -110,24 +111,42 @@ async function fields(argv: string[], io: CliIO): Promise<number> {
   return 0;
 }
 
-function writeOrPrint(text: string, out: string | undefined, what: string, io: CliIO): number {
+/**
+ * Prints `text`, or writes it to `out` atomically. An existing file is replaced only when an earlier
+ * run of the same command wrote it (`madeByUs` recognises it); any other file is the user's.
+ */
+async function writeOrPrint(text: string, out: string | undefined, what: string, madeByUs: (existing: string) => boolean, io: CliIO): Promise<number> {
   if (out === undefined) {
     io.out(text);
     return 0;
   }
-  writeFileSync(path.resolve(out), text);
+  const file = path.resolve(out);
+  if (existsSync(file)) {
+    const existing = statSync(file).isFile() ? readFileSync(file, "utf8") : undefined;
+    if (existing === undefined || !madeByUs(existing)) throw new UsageError(`pbrl config: --out ${out} already exists and was not written by this command; it is not replaced. Choose another path, or remove it yourself`);
+  }
+  await writeFileAtomic(file, text);
   io.err(`${what} written to ${out}\n`);
   return 0;
+}
+
+/** A JSON Schema this command wrote: its title names a pbrl run file. */
+function isRunFileSchema(text: string): boolean {
+  try {
+    return /^pbrl \w+ run file$/.test(String((JSON.parse(text) as { title?: unknown }).title));
+  } catch {
+    return false;
+  }
 }
 
 async function schema(argv: string[], io: CliIO): Promise<number> {
   const { values, positionals } = parseFlagsAndArgs(argv, { out: { type: "string" } }, "config schema");
   const trainer = trainerName(onePositional(positionals, "pbrl config schema TRAINER [--out FILE]", false));
-  return writeOrPrint(JSON.stringify(runFileSchema(trainer), null, 2) + "\n", values.out, "JSON Schema", io);
+  return writeOrPrint(JSON.stringify(runFileSchema(trainer), null, 2) + "\n", values.out, "JSON Schema", isRunFileSchema, io);
 }
 
 async function reference(argv: string[], io: CliIO): Promise<number> {
   const { values, positionals } = parseFlagsAndArgs(argv, { out: { type: "string" } }, "config reference");
   if (positionals.length > 0) throw new UsageError(`usage: pbrl config reference [--out FILE]; got ${positionals.join(" ")}`);
-  return writeOrPrint(configReferenceMarkdown(), values.out, "configuration reference", io);
+  return writeOrPrint(configReferenceMarkdown(), values.out, "configuration reference", (t) => t.includes("Generated from the config schemas by `pbrl config reference`"), io);
 }
