@@ -3,7 +3,7 @@
 //
 //   pnpm build && node scripts/bench/profile_train_step.mjs [--backend native|wasm|cpu|libtorch]
 //                                                          [--preset default|tiny|smollm2-135m|qwen2.5-0.5b]
-//                                                          [--batch 8] [--seq 128] [--top 15]
+//                                                          [--batch 8] [--seq 128] [--top 15] [--bf16]
 //
 // Same model and step as `pbrl bench` (random init, mean next-token NLL via completionLogProbs,
 // tf.variableGrads, AdamW). After one warm-up step it times the phases of a step separately
@@ -13,7 +13,7 @@
 // on their own: the per-kernel times add up to more than the step.
 /* global console, performance */
 import { parseArgs } from "node:util";
-import { AdamW, RngStream, tf, useBackend } from "../../packages/core-tensor/dist/index.js";
+import { AdamW, RngStream, setComputePrecision, tf, useBackend } from "../../packages/core-tensor/dist/index.js";
 import { buildScoringBatch, CausalLM, completionLogProbs, parseModelConfig } from "../../packages/models/dist/index.js";
 import { fastRandomModel } from "../../apps/cli/dist/bench/fast-init.js";
 import { presetConfigJson, REAL_SIZE_PRESETS } from "../../apps/cli/dist/bench/presets.js";
@@ -25,6 +25,7 @@ const { values } = parseArgs({
     batch: { type: "string", default: "8" },
     seq: { type: "string", default: "128" },
     top: { type: "string", default: "15" },
+    bf16: { type: "boolean", default: false },
   },
 });
 const B = Number(values.batch);
@@ -33,6 +34,7 @@ const top = Number(values.top);
 
 const info = await useBackend(values.backend);
 console.log(info.description);
+if (values.bf16) setComputePrecision("bf16");
 // Per-kernel timing would otherwise also read every output back to check for NaNs.
 tf.env().set("CHECK_COMPUTATION_FOR_ERRORS", false);
 const config = parseModelConfig(presetConfigJson(values.preset));

@@ -29,7 +29,8 @@ napi_value Attention(const Args& a) {
   const at::Tensor scores = Matmul(Grouped(q, kv), k.unsqueeze(2).transpose(-1, -2)).mul_(scale);
   const at::Tensor masked = at::where(Allowed(keyMask, t, s), scores, at::scalar_tensor(std::numeric_limits<float>::lowest(), scores.options()));
   const at::Tensor probs = at::softmax(masked, -1);
-  const at::Tensor out = Matmul(probs, v.unsqueeze(2)).reshape({b, h, t, d}).permute({0, 2, 1, 3}).contiguous();
+  // bf16 projections in, a bf16 output for the output projection (see Matmul).
+  const at::Tensor out = Matmul(probs, v.unsqueeze(2), q.scalar_type() == at::kBFloat16).reshape({b, h, t, d}).permute({0, 2, 1, 3}).contiguous();
   return Refs(a.env(), {out, probs.reshape({b, h, t, s})});
 }
 

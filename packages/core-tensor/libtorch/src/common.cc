@@ -5,15 +5,16 @@
 
 namespace pbrl {
 
-uint32_t TensorTable::Put(at::Tensor t) {
+uint32_t TensorTable::Put(at::Tensor t, at::Tensor bf16) {
   if (!free_.empty()) {
     const uint32_t id = free_.back();
     free_.pop_back();
     slots_[id] = std::move(t);
+    bf16_[id] = std::move(bf16);
     return id;
   }
   slots_.push_back(std::move(t));
-  bf16_.emplace_back();
+  bf16_.push_back(std::move(bf16));
   return static_cast<uint32_t>(slots_.size() - 1);
 }
 
@@ -67,6 +68,7 @@ at::ScalarType ScalarTypeOf(int64_t code) {
 int DtypeCode(at::ScalarType t) {
   switch (t) {
     case at::kFloat:
+    case at::kBFloat16:  // an activation of a bf16 computation (see Matmul): float32 to tfjs
       return 0;
     case at::kInt:
       return 1;
@@ -80,6 +82,7 @@ int DtypeCode(at::ScalarType t) {
 at::Tensor AsTfjsDtype(const at::Tensor& t) {
   switch (t.scalar_type()) {
     case at::kFloat:
+    case at::kBFloat16:
     case at::kInt:
     case at::kBool:
       return t;
@@ -181,6 +184,12 @@ std::vector<at::Tensor> Args::Ts(std::initializer_list<size_t> indices) const {
   return Colocate(std::move(out));
 }
 
+std::vector<at::Tensor> Args::Wides(std::initializer_list<size_t> indices) const {
+  std::vector<at::Tensor> out = Ts(indices);
+  for (at::Tensor& t : out) t = Widened(t);
+  return out;
+}
+
 std::vector<at::Tensor> Colocate(std::vector<at::Tensor> ts) {
   const at::Tensor* away = nullptr;
   for (const at::Tensor& t : ts)
@@ -198,14 +207,14 @@ std::vector<at::Tensor> Colocate(std::vector<at::Tensor> ts) {
   return ts;
 }
 
-napi_value Ref(napi_env env, at::Tensor t) {
+napi_value Ref(napi_env env, at::Tensor t, at::Tensor bf16) {
   t = AsTfjsDtype(t);
   const int code = DtypeCode(t.scalar_type());
   napi_value arr, v;
   napi_create_array_with_length(env, 2 + t.dim(), &arr);
   const int64_t dim = t.dim();
   std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
-  napi_create_uint32(env, Table().Put(std::move(t)), &v);
+  napi_create_uint32(env, Table().Put(std::move(t), std::move(bf16)), &v);
   napi_set_element(env, arr, 0, v);
   napi_create_int32(env, code, &v);
   napi_set_element(env, arr, 1, v);

@@ -26,12 +26,14 @@ struct ArgError : std::runtime_error {
 
 class TensorTable {
  public:
-  uint32_t Put(at::Tensor t);
+  // Stores t (with its bfloat16 copy, when the caller made one already).
+  uint32_t Put(at::Tensor t, at::Tensor bf16 = at::Tensor());
   const at::Tensor& Get(int64_t id) const;
   void Free(int64_t id);
   size_t Live() const { return slots_.size() - free_.size(); }
   // A bfloat16 copy of tensor `id`, made on first use and kept until the id is freed: a weight is
-  // cast once per training step (its id changes with every update) instead of at every product.
+  // cast once per training step (its id changes with every update) instead of at every product,
+  // an activation once for all the products it meets.
   const at::Tensor& Bf16Copy(int64_t id);
 
  private:
@@ -54,6 +56,9 @@ int DtypeCode(at::ScalarType t);
 // A tensor as tfjs may hold it: float32, int32 or bool (others are cast: int64 → int32, float64/16 → float32).
 at::Tensor AsTfjsDtype(const at::Tensor& t);
 
+// t as float32 when it is bfloat16, else t itself.
+inline at::Tensor Widened(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.to(at::kFloat) : t; }
+
 class Args {
  public:
   Args(napi_env env, napi_callback_info info);
@@ -67,8 +72,12 @@ class Args {
   bool IsNullish(size_t i) const;
   // The tensor of the id at argument i.
   const at::Tensor& T(size_t i) const { return Table().Get(Int(i)); }
-  // The tensors at several arguments, on one device (see Colocate).
+  // The same, a bfloat16 activation (see Matmul) widened to float32: for kernels that compute in
+  // float32 as tfjs's do (elementwise ops, reductions, the loss, the optimizer).
+  at::Tensor Wide(size_t i) const { return Widened(T(i)); }
+  // The tensors at several arguments, on one device (see Colocate); Wides widens them as Wide does.
   std::vector<at::Tensor> Ts(std::initializer_list<size_t> indices) const;
+  std::vector<at::Tensor> Wides(std::initializer_list<size_t> indices) const;
   std::vector<int64_t> Ints(size_t i) const;      // a JS array of numbers, or an Int32Array
   std::vector<at::Tensor> Tensors(size_t i) const;  // a JS array of ids
   // Float32Array / Int32Array / Uint8Array contents.
@@ -84,8 +93,9 @@ class Args {
 // model on CUDA meets token ids, masks and rotary tables made on the host).
 std::vector<at::Tensor> Colocate(std::vector<at::Tensor> ts);
 
-// The reference JavaScript gets for a new tensor: [id, dtype code, ...shape].
-napi_value Ref(napi_env env, at::Tensor t);
+// The reference JavaScript gets for a new tensor: [id, dtype code, ...shape]; bf16 is its
+// bfloat16 copy (see TensorTable::Bf16Copy) when the kernel wrote one.
+napi_value Ref(napi_env env, at::Tensor t, at::Tensor bf16 = at::Tensor());
 // Several tensors: an array of refs.
 napi_value Refs(napi_env env, const std::vector<at::Tensor>& ts);
 napi_value Undefined(napi_env env);
@@ -114,8 +124,9 @@ void RegisterBlas(napi_env env, napi_value exports);
 void InstallCpuAllocator();
 size_t CpuCacheBytes();
 
-// Matrix product of float tensors honouring Bf16Compute(): bfloat16 inside, float32 out.
-at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b);
+// Matrix product of float tensors honouring Bf16Compute(): bfloat16 inside, float32 out unless
+// halfOut (then bfloat16, for consumers that compute in bfloat16 anyway).
+at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b, bool halfOut = false);
 // at::matmul, or OpenBLAS's sgemm for two 2-D float32 CPU tensors when chosen (blas.cc).
 at::Tensor CpuFloatMatmul(const at::Tensor& a, const at::Tensor& b);
 

@@ -59,6 +59,7 @@ napi_value Write(const Args& a) {
 // read(id): the values as a Float32Array / Int32Array / Uint8Array (bool) copy.
 napi_value Read(const Args& a) {
   at::Tensor t = a.T(0).to(at::kCPU).contiguous();
+  if (t.scalar_type() == at::kBFloat16) t = t.to(at::kFloat);
   napi_typedarray_type type;
   switch (t.scalar_type()) {
     case at::kFloat:

@@ -92,7 +92,7 @@ napi_value UnaryOp(const Args& a) {
   const std::string name = a.Str(0);
   const auto it = UnaryOps().find(name);
   if (it == UnaryOps().end()) throw ArgError("no unary kernel " + name);
-  return Ref(a.env(), it->second(a.T(1)));
+  return Ref(a.env(), it->second(a.Wide(1)));
 }
 
 // binary(name, a, b, outDtype): broadcasting as numpy; the result cast to the dtype tfjs expects.
@@ -100,7 +100,7 @@ napi_value BinaryOp(const Args& a) {
   const std::string name = a.Str(0);
   const auto it = BinaryOps().find(name);
   if (it == BinaryOps().end()) throw ArgError("no binary kernel " + name);
-  const std::vector<at::Tensor> t = a.Ts({1, 2});
+  const std::vector<at::Tensor> t = a.Wides({1, 2});
   at::Tensor out = it->second(t[0], t[1]);
   const at::ScalarType want = ScalarTypeOf(a.Int(3));
   return Ref(a.env(), out.scalar_type() == want ? out : out.to(want));
@@ -108,7 +108,8 @@ napi_value BinaryOp(const Args& a) {
 
 // addN(ids): their sum (tfjs's AddN; same shapes and dtype).
 napi_value AddN(const Args& a) {
-  const std::vector<at::Tensor> xs = a.Tensors(0);
+  std::vector<at::Tensor> xs = a.Tensors(0);
+  for (at::Tensor& x : xs) x = Widened(x);
   if (xs.empty()) throw ArgError("addN of no tensors");
   at::Tensor out = xs[0].clone();
   for (size_t i = 1; i < xs.size(); i++) out.add_(xs[i]);
@@ -117,30 +118,30 @@ napi_value AddN(const Args& a) {
 
 // cast(id, dtype): float → int truncates toward zero, as tfjs does; to bool is x != 0.
 napi_value Cast(const Args& a) {
-  const at::Tensor& x = a.T(0);
+  const at::Tensor x = a.Wide(0);
   const at::ScalarType want = ScalarTypeOf(a.Int(1));
   return Ref(a.env(), x.scalar_type() == want ? x : x.to(want));
 }
 
 // clip(id, min, max)
-napi_value Clip(const Args& a) { return Ref(a.env(), at::clamp(a.T(0), a.Num(1), a.Num(2))); }
+napi_value Clip(const Args& a) { return Ref(a.env(), at::clamp(a.Wide(0), a.Num(1), a.Num(2))); }
 
 // leakyRelu(id, alpha)
 napi_value LeakyRelu(const Args& a) {
-  const at::Tensor& x = a.T(0);
+  const at::Tensor x = a.Wide(0);
   return Ref(a.env(), at::where(at::ge(x, 0), x, at::mul(x, a.Num(1))));
 }
 
 // step(id, alpha): 1 where x > 0, alpha elsewhere (NaN stays NaN).
 napi_value Step(const Args& a) {
-  const at::Tensor x = F(a.T(0));
+  const at::Tensor x = F(a.Wide(0));
   at::Tensor out = at::where(at::gt(x, 0), at::ones_like(x), at::full_like(x, a.Num(1)));
   return Ref(a.env(), at::where(at::isnan(x), x, out));
 }
 
 // select(condition, a, b): where(condition, a, b) with broadcasting.
 napi_value Select(const Args& a) {
-  const std::vector<at::Tensor> t = a.Ts({0, 1, 2});
+  const std::vector<at::Tensor> t = a.Wides({0, 1, 2});
   const at::Tensor& c = t[0];
   return Ref(a.env(), at::where(c.scalar_type() == at::kBool ? c : at::ne(c, 0), t[1], t[2]));
 }
@@ -153,7 +154,7 @@ napi_value Fill(const Args& a) {
 
 // fillLike(id, value, dtype): a full tensor of x's shape on x's device (ZerosLike, OnesLike).
 napi_value FillLike(const Args& a) {
-  const at::Tensor& x = a.T(0);
+  const at::Tensor x = a.Wide(0);
   return Ref(a.env(), at::full(x.sizes(), a.Num(1), at::TensorOptions().dtype(ScalarTypeOf(a.Int(2))).device(x.device())));
 }
 
@@ -167,7 +168,7 @@ napi_value Range(const Args& a) {
 
 // oneHot(indices, depth, onValue, offValue, dtype): out-of-range indices give an all-off row.
 napi_value OneHot(const Args& a) {
-  const at::Tensor idx = a.T(0).to(at::kLong);
+  const at::Tensor idx = a.Wide(0).to(at::kLong);
   const int64_t depth = a.Int(1);
   const at::ScalarType t = ScalarTypeOf(a.Int(4));
   at::Tensor hit = at::eq(idx.unsqueeze(-1), at::arange(depth, idx.options()));

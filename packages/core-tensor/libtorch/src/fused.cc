@@ -20,7 +20,7 @@ namespace {
 
 // rmsnorm(x [rows, cols], w [cols], eps) → [y, rstd [rows]]: y = w ⊙ x · rstd, rstd = 1/√(mean(x²) + eps).
 napi_value RmsNorm(const Args& a) {
-  const std::vector<at::Tensor> t = a.Ts({0, 1});
+  const std::vector<at::Tensor> t = a.Wides({0, 1});
   const at::Tensor& x = t[0];
   const at::Tensor rstd = at::rsqrt(at::mean(at::square(x), -1, true).add_(a.Num(2)));
   return Refs(a.env(), {at::mul(t[1], at::mul(x, rstd)), rstd.squeeze(-1)});
@@ -28,7 +28,7 @@ napi_value RmsNorm(const Args& a) {
 
 // rmsnormGrad(x, w, rstd, dy) → [dx, dw]
 napi_value RmsNormGrad(const Args& a) {
-  const std::vector<at::Tensor> t = a.Ts({0, 1, 2, 3});
+  const std::vector<at::Tensor> t = a.Wides({0, 1, 2, 3});
   const at::Tensor &x = t[0], &w = t[1], &dy = t[3];
   const at::Tensor rstd = t[2].unsqueeze(-1);
   const at::Tensor xhat = at::mul(x, rstd);
@@ -58,7 +58,8 @@ napi_value SwigluGrad(const Args& a) {
 // (−x2, x1); backward applies the transpose, dy·cos + rotᵀ(dy·sin) with rotᵀ(z1, z2) = (z2, −z1).
 napi_value Rope(const Args& a) {
   const std::vector<at::Tensor> t = a.Ts({0, 1, 2});
-  const at::Tensor &x = t[0], &cos = t[1], &sin = t[2];
+  // In x's precision: a bf16 projection's output is rotated in bfloat16, as under torch.autocast.
+  const at::Tensor &x = t[0], cos = t[1].to(x.scalar_type()), sin = t[2].to(x.scalar_type());
   const int64_t half = x.size(-1) / 2;
   if (!a.Bool(3)) {
     const at::Tensor rot = at::cat({at::neg(x.narrow(-1, half, half)), x.narrow(-1, 0, half)}, -1);
@@ -99,7 +100,7 @@ PBRL_CLONES void NegSoftmaxTimes(const float* __restrict row, float* __restrict 
 // value = x[i, targets[i]] − logsumexp(x[i, :]). On the CPU one pass per row (max, then the sum
 // of exps), instead of ATen's logsumexp and its temporaries.
 napi_value LogSoftmaxSelect(const Args& a) {
-  const std::vector<at::Tensor> in = a.Ts({0, 1});
+  const std::vector<at::Tensor> in = a.Wides({0, 1});
   const at::Tensor& x = in[0];
   const at::Tensor t = in[1].to(at::kLong);
   if (!CpuFloat(x)) {
@@ -125,7 +126,7 @@ napi_value LogSoftmaxSelect(const Args& a) {
 
 // logsoftmaxGrad(x, lse [rows, 1], targets, dy [rows]): dy[i] · (onehot(targets)[i, j] − softmax(x)[i, j]).
 napi_value LogSoftmaxGrad(const Args& a) {
-  const std::vector<at::Tensor> in = a.Ts({0, 1, 2, 3});
+  const std::vector<at::Tensor> in = a.Wides({0, 1, 2, 3});
   const at::Tensor &x = in[0], &lse = in[1];
   const at::Tensor t = in[2].to(at::kLong).unsqueeze(1);
   const at::Tensor dy = in[3].reshape({-1, 1}).to(x.scalar_type());
@@ -150,7 +151,7 @@ napi_value LogSoftmaxGrad(const Args& a) {
 
 // scatterAddRows(dy [count, cols], indices [count], rows): zeros [rows, cols] with dy's rows added in.
 napi_value ScatterAddRows(const Args& a) {
-  const std::vector<at::Tensor> t = a.Ts({0, 1});
+  const std::vector<at::Tensor> t = a.Wides({0, 1});
   const at::Tensor& dy = t[0];
   const at::Tensor idx = t[1].to(at::kLong);
   at::Tensor out = at::zeros({a.Int(2), dy.size(1)}, dy.options());
@@ -185,6 +186,11 @@ PBRL_CLONES void AdamWInPlace(float* __restrict p, const float* __restrict g, fl
   for (int64_t i = lo; i < hi; i++) AdamWElement(p[i], g[i], m[i], v[i], k, p[i], m[i], v[i]);
 }
 
+// The bfloat16 copy of elements [lo, hi) of a weight just updated, while they are in cache.
+PBRL_CLONES void ToBf16(const float* __restrict x, c10::BFloat16* __restrict y, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; i++) y[i] = c10::BFloat16(x[i]);
+}
+
 PBRL_CLONES void AdamWInto(const float* __restrict p, const float* __restrict g, const float* __restrict m, const float* __restrict v, float* __restrict po,
                            float* __restrict mo, float* __restrict vo, int64_t lo, int64_t hi, AdamWScalars k) {
   for (int64_t i = lo; i < hi; i++) AdamWElement(p[i], g[i], m[i], v[i], k, po[i], mo[i], vo[i]);
@@ -195,9 +201,11 @@ PBRL_CLONES void AdamWInto(const float* __restrict p, const float* __restrict g,
 // v' = b2·v + c2·g². On the CPU one pass over the four tensors, in place when nothing else holds
 // p, m and v (the usual case: a weight and its moments, replaced by the step's results, which
 // JavaScript vouches for with mayOverwrite: no other tfjs tensor has their data ids), so a step
-// neither allocates nor first-touches three copies of the model; elsewhere ATen ops.
+// neither allocates nor first-touches three copies of the model; elsewhere ATen ops. In bf16 the
+// pass also writes a matrix's bfloat16 copy, which the next step's products read (Bf16Copy),
+// instead of reading the whole model once more to cast it.
 napi_value AdamW(const Args& a) {
-  const at::Tensor &p = a.T(0), &g = a.T(1), &m = a.T(2), &v = a.T(3);
+  const at::Tensor &p = a.T(0), g = a.Wide(1), &m = a.T(2), &v = a.T(3);
   const double decay = a.Num(4), c1 = a.Num(6), b2 = a.Num(7), c2 = a.Num(8), bc2Sqrt = a.Num(9), eps = a.Num(10), stepSize = a.Num(11);
   const bool cpu = p.device().is_cpu() && g.device().is_cpu() && m.device().is_cpu() && v.device().is_cpu();
   if (cpu && g.scalar_type() == at::kFloat && g.is_contiguous() && p.scalar_type() == at::kFloat && m.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat) {
@@ -209,11 +217,19 @@ napi_value AdamW(const Args& a) {
     const float *pi = pc.data_ptr<float>(), *gi = g.data_ptr<float>(), *mi = mc.data_ptr<float>(), *vi = vc.data_ptr<float>();
     float *po = p2.data_ptr<float>(), *mo = m2.data_ptr<float>(), *vo = v2.data_ptr<float>();
     const AdamWScalars k{static_cast<float>(decay), static_cast<float>(c1), static_cast<float>(b2), static_cast<float>(c2), static_cast<float>(bc2Sqrt), static_cast<float>(eps), static_cast<float>(stepSize)};
+    const at::Tensor half = Bf16Compute() && p.dim() >= 2 ? at::empty(p.sizes(), p.options().dtype(at::kBFloat16)) : at::Tensor();
+    c10::BFloat16* ho = half.defined() ? half.data_ptr<c10::BFloat16>() : nullptr;
     at::parallel_for(0, p.numel(), 1 << 14, [&](int64_t lo, int64_t hi) {
       if (inPlace) AdamWInPlace(po, gi, mo, vo, lo, hi, k);
       else AdamWInto(pi, gi, mi, vi, po, mo, vo, lo, hi, k);
+      if (ho != nullptr) ToBf16(po, ho, lo, hi);
     });
-    return Refs(a.env(), {p2, m2, v2});
+    napi_value out;
+    napi_create_array_with_length(a.env(), 3, &out);
+    napi_set_element(a.env(), out, 0, Ref(a.env(), p2, half));
+    napi_set_element(a.env(), out, 1, Ref(a.env(), m2));
+    napi_set_element(a.env(), out, 2, Ref(a.env(), v2));
+    return out;
   }
   const std::vector<at::Tensor> t = Colocate({p, g, m, v});
   const at::Tensor m2 = at::lerp(t[2], t[1], c1);

@@ -5,12 +5,13 @@
 
 namespace pbrl {
 
-at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b, bool halfOut) {
   const auto half = [](const at::Tensor& t) { return t.scalar_type() == at::kBFloat16; };
   if (Bf16Compute() && (a.scalar_type() == at::kFloat || half(a)) && (b.scalar_type() == at::kFloat || half(b))) {
-    return at::matmul(half(a) ? a : a.to(at::kBFloat16), half(b) ? b : b.to(at::kBFloat16)).to(at::kFloat);
+    at::Tensor y = at::matmul(half(a) ? a : a.to(at::kBFloat16), half(b) ? b : b.to(at::kBFloat16));
+    return halfOut ? y : y.to(at::kFloat);
   }
-  return CpuFloatMatmul(a, b);
+  return CpuFloatMatmul(half(a) ? a.to(at::kFloat) : a, half(b) ? b.to(at::kFloat) : b);
 }
 
 namespace {
@@ -26,25 +27,31 @@ at::Tensor Activate(const at::Tensor& y, const std::string& activation, double a
   throw ArgError("fused matmul: unsupported activation " + activation);
 }
 
-// An operand of a bf16 product: its cached bfloat16 copy when JavaScript marks it as a weight
-// (`keep`), else the tensor itself (Matmul casts it).
-at::Tensor Operand(const Args& a, size_t i, bool keep) {
+// An operand of a bf16 product: its bfloat16 copy, made once per tensor and kept while the tensor
+// lives. A weight meets several products in a step, and so does an activation: the input of the
+// q, k and v projections, a layer's input again in the backward pass, an output gradient in both
+// of its products.
+at::Tensor Operand(const Args& a, size_t i) {
   const at::Tensor& t = a.T(i);
-  return keep && Bf16Compute() && t.scalar_type() == at::kFloat ? Table().Bf16Copy(a.Int(i)) : t;
+  return Bf16Compute() && t.scalar_type() == at::kFloat ? Table().Bf16Copy(a.Int(i)) : t;
 }
 
 // matmul(a, b, transposeA, transposeB, bias | null, activation, alpha, prelu weights | null,
-// keepA, keepB): batch axes broadcast; keepA/keepB mark weights whose bf16 copies are kept.
+// weightA, weightB): batch axes broadcast. In bf16, a product with a weight operand (a linear
+// layer's output, or its input gradient) stays bfloat16, as under torch.autocast: its consumers
+// (attention, the MLP's activation, other products, the residual sum) take it as it is, and no
+// float32 copy is written and read back. A weight gradient (no weight operand) is float32, the
+// optimizer's dtype (its values rounded to bfloat16, as torch.autocast's are).
 napi_value MatMul(const Args& a) {
-  const bool keepA = a.size() > 8 && a.Bool(8), keepB = a.size() > 9 && a.Bool(9);
-  std::vector<at::Tensor> t = {Operand(a, 0, keepA), Operand(a, 1, keepB)};
+  const bool weightA = a.size() > 8 && a.Bool(8), weightB = a.size() > 9 && a.Bool(9);
+  std::vector<at::Tensor> t = {Operand(a, 0), Operand(a, 1)};
   const bool bias = !a.IsNullish(4), prelu = a.size() > 7 && !a.IsNullish(7);
   if (bias) t.push_back(a.T(4));
   if (prelu) t.push_back(a.T(7));
   t = Colocate(std::move(t));
   const at::Tensor x = a.Bool(2) ? t[0].transpose(-1, -2) : t[0];
   const at::Tensor w = a.Bool(3) ? t[1].transpose(-1, -2) : t[1];
-  at::Tensor y = Matmul(x, w);
+  at::Tensor y = Matmul(x, w, weightA || weightB);
   if (bias) y = at::add(y, t[2]);
   if (a.size() <= 5) return Ref(a.env(), y);
   return Ref(a.env(), Activate(y, a.Str(5), a.Num(6), prelu ? &t.back() : nullptr));

@@ -7,7 +7,7 @@ namespace {
 // reduce(name, id, axes, keepDims): Sum, Mean, Max, Min, Prod, All, Any over the given axes.
 napi_value Reduce(const Args& a) {
   const std::string name = a.Str(0);
-  const at::Tensor& x = a.T(1);
+  const at::Tensor x = a.Wide(1);
   const std::vector<int64_t> axes = a.Ints(2);
   const bool keep = a.Bool(3);
   if (axes.empty()) return Ref(a.env(), x);
@@ -31,17 +31,17 @@ napi_value Reduce(const Args& a) {
 
 // argExtreme(isMax, id, axis): int32 indices of the first maximum (minimum), as tfjs.
 napi_value ArgExtreme(const Args& a) {
-  const at::Tensor& x = a.T(1);
+  const at::Tensor x = a.Wide(1);
   const int64_t axis = a.Int(2);
   return Ref(a.env(), a.Bool(0) ? at::argmax(x, axis) : at::argmin(x, axis));
 }
 
-napi_value Softmax(const Args& a) { return Ref(a.env(), at::softmax(a.T(0), a.Int(1))); }
+napi_value Softmax(const Args& a) { return Ref(a.env(), at::softmax(a.Wide(0), a.Int(1))); }
 
 // cumulative(isProduct, id, axis, exclusive, reverse)
 napi_value Cumulative(const Args& a) {
   const bool product = a.Bool(0);
-  at::Tensor x = a.T(1);
+  at::Tensor x = a.Wide(1);
   const int64_t axis = a.Int(2);
   const bool exclusive = a.Bool(3), reverse = a.Bool(4);
   if (reverse) x = at::flip(x, {axis});
@@ -58,7 +58,7 @@ napi_value Cumulative(const Args& a) {
 
 // topk(id, k, sorted): values and int32 indices of the k largest along the last axis.
 napi_value TopK(const Args& a) {
-  auto [values, indices] = at::topk(a.T(0), a.Int(1), -1, true, a.Bool(2));
+  auto [values, indices] = at::topk(a.Wide(0), a.Int(1), -1, true, a.Bool(2));
   return Refs(a.env(), {values, indices});
 }
 

@@ -31,7 +31,7 @@ at::Tensor Distribution(const at::Tensor& logits, double temperature, int64_t to
 // sampleRows(logits, uniforms (Float64Array, one per row; < 0 skips the row), greedy, temperature,
 // topK, topP) → Int32Array of tokens (0 for skipped rows).
 napi_value SampleRows(const Args& a) {
-  const at::Tensor& logits = a.T(0);
+  const at::Tensor logits = a.Wide(0);
   napi_typedarray_type type;
   size_t n;
   const double* u = static_cast<const double*>(a.Typed(1, &type, &n));

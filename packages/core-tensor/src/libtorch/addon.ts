@@ -105,8 +105,8 @@ export interface LibtorchAddon {
   cumulative(isProduct: boolean, x: number, axis: number, exclusive: boolean, reverse: boolean): TensorRef;
   topk(x: number, k: number, sorted: boolean): TensorRef[];
 
-  /** keepA/keepB: the operand is a weight, whose bfloat16 copy the addon keeps (bf16 only). */
-  matmul(a: number, b: number, transposeA: boolean, transposeB: boolean, bias: number | null, activation?: string, alpha?: number, prelu?: number | null, keepA?: boolean, keepB?: boolean): TensorRef;
+  /** weightA/weightB: the operand is a weight; in bf16 such a product returns a bfloat16 activation. */
+  matmul(a: number, b: number, transposeA: boolean, transposeB: boolean, bias: number | null, activation?: string, alpha?: number, prelu?: number | null, weightA?: boolean, weightB?: boolean): TensorRef;
 
   rmsnorm(x: number, weight: number, eps: number): TensorRef[];
   rmsnormGrad(x: number, weight: number, rstd: number, dy: number): TensorRef[];

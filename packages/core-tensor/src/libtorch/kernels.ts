@@ -63,9 +63,10 @@ const matMul: Kernel = (a) => {
   const { bias, preluActivationWeights: prelu } = inputs;
   const activation = String(attrs["activation"] ?? "linear");
   const opt = (t: TensorInfo | undefined): number | null => (t === undefined ? null : id(a, t));
-  // In bf16 a weight's bfloat16 copy is kept for the step (forward and backward products).
+  // In bf16 a product with a weight operand returns a bfloat16 activation (as torch.autocast's
+  // linear layers do); one without (a weight's gradient) returns float32.
   const weights = backend.addon.bf16() ? variableDataIds() : undefined;
-  const keep = (t: TensorInfo): boolean => weights?.has(t.dataId) === true;
+  const isWeight = (t: TensorInfo): boolean => weights?.has(t.dataId) === true;
   return backend.out(
     backend.addon.matmul(
       id(a, inputs["a"]!),
@@ -76,8 +77,8 @@ const matMul: Kernel = (a) => {
       activation,
       Number(attrs["leakyreluAlpha"] ?? 0),
       opt(prelu),
-      keep(inputs["a"]!),
-      keep(inputs["b"]!),
+      isWeight(inputs["a"]!),
+      isWeight(inputs["b"]!),
     ),
   );
 };
