@@ -3,6 +3,7 @@
 // float32 value is exactly a bfloat16 one when its low 16 bits are zero.
 import { afterEach, describe, expect, it } from "vitest";
 import { AdamW, loadLibtorchAddon, nativeThreads, setComputePrecision, tf, useBackend } from "../src/index.js";
+import { logSoftmaxSelect, logSoftmaxSelectGrad } from "../src/fused-ops.js";
 
 const load = loadLibtorchAddon(nativeThreads());
 const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
@@ -58,6 +59,30 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
     expect(Array.from(after)).not.toEqual(Array.from(before));
     opt.dispose();
     tf.dispose([w, x, g, copy]);
+  });
+
+  it("bfloat16 logits: log-probabilities and their gradient as from the same logits in float32", async () => {
+    await useBackend("libtorch");
+    setComputePrecision("bf16");
+    const w = tf.variable(tf.randomNormal([1000, 32], 0, 1, "float32", 4));
+    const h = tf.randomNormal([6, 32], 0, 1, "float32", 5);
+    const targets = Int32Array.from([3, 999, 0, 500, 7, 3]);
+    const head = (): tf.Tensor2D => tf.matMul(h, w, false, true); // a bfloat16 activation
+    // The same values as a float32 tensor (an elementwise op widens them), down the float32 loops.
+    const wide = (): tf.Tensor2D => tf.mul(head(), 1);
+    const run = (logits: () => tf.Tensor2D): { value: Float32Array; grad: Float32Array } => {
+      const x = logits();
+      const { value, lse } = logSoftmaxSelect(x, targets);
+      const grad = logSoftmaxSelectGrad(x, lse, targets, tf.tensor1d([1, 2, 3, 4, 5, 6])).dataSync() as Float32Array;
+      return { value: value.dataSync() as Float32Array, grad };
+    };
+    const half = run(head);
+    const full = run(wide);
+    expect(Array.from(half.value)).toEqual(Array.from(full.value));
+    // The gradient is rounded to bfloat16 once (relative 2⁻⁸ per element).
+    expect(bf16Exact(half.grad)).toBe(half.grad.length);
+    for (let i = 0; i < full.grad.length; i++) expect(Math.abs(half.grad[i]! - full.grad[i]!)).toBeLessThanOrEqual(Math.abs(full.grad[i]!) / 256 + 1e-30);
+    tf.dispose([w, h]);
   });
 
   it("float32 keeps every result in float32", async () => {

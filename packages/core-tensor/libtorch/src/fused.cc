@@ -73,6 +73,27 @@ napi_value Rope(const Args& a) {
 // Whether x is float32, contiguous and on the CPU: the fused loops below read it directly.
 bool CpuFloat(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type() == at::kFloat && x.is_contiguous(); }
 
+// The same for bf16's logits (a product's bfloat16 output, see Matmul): the loops widen a row at a
+// time into a float32 buffer that stays in cache, instead of a float32 copy of all the logits.
+bool CpuBf16(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type() == at::kBFloat16 && x.is_contiguous(); }
+
+PBRL_CLONES void Widen(const c10::BFloat16* __restrict x, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = static_cast<float>(x[i]);
+}
+
+PBRL_CLONES void Narrow(const float* __restrict x, c10::BFloat16* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = c10::BFloat16(x[i]);
+}
+
+// Row r of a [rows, cols] float32 or bfloat16 matrix as float32: in place, or widened into buf.
+const float* RowOf(const at::Tensor& x, int64_t r, std::vector<float>& buf) {
+  const int64_t cols = x.size(1);
+  if (x.scalar_type() == at::kFloat) return x.data_ptr<float>() + r * cols;
+  buf.resize(cols);
+  Widen(x.data_ptr<c10::BFloat16>() + r * cols, buf.data(), cols);
+  return buf.data();
+}
+
 // Σ exp(row[i] − shift) over a row, in 16 partial sums so that gcc vectorises it.
 PBRL_CLONES float SumExp(const float* __restrict row, int64_t n, float shift) {
   float acc[16] = {0};
@@ -100,21 +121,23 @@ PBRL_CLONES void NegSoftmaxTimes(const float* __restrict row, float* __restrict 
 // value = x[i, targets[i]] − logsumexp(x[i, :]). On the CPU one pass per row (max, then the sum
 // of exps), instead of ATen's logsumexp and its temporaries.
 napi_value LogSoftmaxSelect(const Args& a) {
-  const std::vector<at::Tensor> in = a.Wides({0, 1});
+  const std::vector<at::Tensor> in = a.Ts({0, 1});
   const at::Tensor& x = in[0];
   const at::Tensor t = in[1].to(at::kLong);
-  if (!CpuFloat(x)) {
-    const at::Tensor lse = at::logsumexp(x, 1, true);
-    return Refs(a.env(), {at::sub(x.gather(1, t.unsqueeze(1)), lse).squeeze(1), lse});
+  if (!CpuFloat(x) && !CpuBf16(x)) {
+    const at::Tensor wide = Widened(x);
+    const at::Tensor lse = at::logsumexp(wide, 1, true);
+    return Refs(a.env(), {at::sub(wide.gather(1, t.unsqueeze(1)), lse).squeeze(1), lse});
   }
   const int64_t rows = x.size(0), cols = x.size(1);
-  at::Tensor value = at::empty({rows}, x.options()), lse = at::empty({rows, 1}, x.options());
-  const float* xs = x.data_ptr<float>();
+  const auto opts = x.options().dtype(at::kFloat);
+  at::Tensor value = at::empty({rows}, opts), lse = at::empty({rows, 1}, opts);
   const int64_t* ts = t.data_ptr<int64_t>();
   float *vs = value.data_ptr<float>(), *ls = lse.data_ptr<float>();
   at::parallel_for(0, rows, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<float> buf;
     for (int64_t r = lo; r < hi; r++) {
-      const float* row = xs + r * cols;
+      const float* row = RowOf(x, r, buf);
       const float mx = RowMax(row, cols);
       const float l = std::isinf(mx) ? mx : mx + std::log(SumExp(row, cols, mx));
       ls[r] = l;
@@ -124,26 +147,32 @@ napi_value LogSoftmaxSelect(const Args& a) {
   return Refs(a.env(), {value, lse});
 }
 
-// logsoftmaxGrad(x, lse [rows, 1], targets, dy [rows]): dy[i] · (onehot(targets)[i, j] − softmax(x)[i, j]).
+// logsoftmaxGrad(x, lse [rows, 1], targets, dy [rows]): dy[i] · (onehot(targets)[i, j] − softmax(x)[i, j]),
+// in x's dtype: bfloat16 logits get a bfloat16 gradient, which the vocabulary product takes as it is.
 napi_value LogSoftmaxGrad(const Args& a) {
-  const std::vector<at::Tensor> in = a.Wides({0, 1, 2, 3});
-  const at::Tensor &x = in[0], &lse = in[1];
-  const at::Tensor t = in[2].to(at::kLong).unsqueeze(1);
-  const at::Tensor dy = in[3].reshape({-1, 1}).to(x.scalar_type());
-  if (!CpuFloat(x) || !CpuFloat(lse) || !CpuFloat(dy)) {
-    at::Tensor out = at::exp(at::sub(x, lse)).mul_(dy).neg_();
-    out.scatter_add_(1, t, dy);
+  const std::vector<at::Tensor> in = a.Wides({1, 2, 3});
+  const at::Tensor& x = a.T(0);
+  const at::Tensor& lse = in[0];
+  const at::Tensor t = in[1].to(at::kLong).unsqueeze(1);
+  const at::Tensor dy = in[2].reshape({-1, 1}).to(at::kFloat);
+  if ((!CpuFloat(x) && !CpuBf16(x)) || !CpuFloat(lse) || !CpuFloat(dy)) {
+    const std::vector<at::Tensor> on = Colocate({Widened(x), lse, dy, t});
+    at::Tensor out = at::exp(at::sub(on[0], on[1])).mul_(on[2]).neg_();
+    out.scatter_add_(1, on[3], on[2]);
     return Ref(a.env(), out);
   }
   const int64_t rows = x.size(0), cols = x.size(1);
   at::Tensor out = at::empty_like(x);
-  const float *xs = x.data_ptr<float>(), *ls = lse.data_ptr<float>(), *ds = dy.data_ptr<float>();
+  const float *ls = lse.data_ptr<float>(), *ds = dy.data_ptr<float>();
   const int64_t* ts = t.data_ptr<int64_t>();
-  float* os = out.data_ptr<float>();
+  const bool half = x.scalar_type() == at::kBFloat16;
   at::parallel_for(0, rows, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<float> buf, grad(half ? cols : 0);
     for (int64_t r = lo; r < hi; r++) {
-      NegSoftmaxTimes(xs + r * cols, os + r * cols, cols, ls[r], ds[r]);
-      os[r * cols + ts[r]] += ds[r];
+      float* o = half ? grad.data() : out.data_ptr<float>() + r * cols;
+      NegSoftmaxTimes(RowOf(x, r, buf), o, cols, ls[r], ds[r]);
+      o[ts[r]] += ds[r];
+      if (half) Narrow(o, out.data_ptr<c10::BFloat16>() + r * cols, cols);
     }
   });
   return Ref(a.env(), out);
@@ -186,11 +215,6 @@ PBRL_CLONES void AdamWInPlace(float* __restrict p, const float* __restrict g, fl
   for (int64_t i = lo; i < hi; i++) AdamWElement(p[i], g[i], m[i], v[i], k, p[i], m[i], v[i]);
 }
 
-// The bfloat16 copy of elements [lo, hi) of a weight just updated, while they are in cache.
-PBRL_CLONES void ToBf16(const float* __restrict x, c10::BFloat16* __restrict y, int64_t lo, int64_t hi) {
-  for (int64_t i = lo; i < hi; i++) y[i] = c10::BFloat16(x[i]);
-}
-
 PBRL_CLONES void AdamWInto(const float* __restrict p, const float* __restrict g, const float* __restrict m, const float* __restrict v, float* __restrict po,
                            float* __restrict mo, float* __restrict vo, int64_t lo, int64_t hi, AdamWScalars k) {
   for (int64_t i = lo; i < hi; i++) AdamWElement(p[i], g[i], m[i], v[i], k, po[i], mo[i], vo[i]);
@@ -222,7 +246,7 @@ napi_value AdamW(const Args& a) {
     at::parallel_for(0, p.numel(), 1 << 14, [&](int64_t lo, int64_t hi) {
       if (inPlace) AdamWInPlace(po, gi, mo, vo, lo, hi, k);
       else AdamWInto(pi, gi, mi, vi, po, mo, vo, lo, hi, k);
-      if (ho != nullptr) ToBf16(po, ho, lo, hi);
+      if (ho != nullptr) Narrow(po + lo, ho + lo, hi - lo);  // while the updated elements are in cache
     });
     napi_value out;
     napi_create_array_with_length(a.env(), 3, &out);
