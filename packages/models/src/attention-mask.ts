@@ -9,9 +9,11 @@ export const MASKED = -1e9;
 
 /**
  * Bias of shape [B or 1, 1, repeat·T, S] for T queries that follow `past` cached positions
- * (S = past + T): a query sees keys at or before its own position whose `keyMask` entry is 1.
- * The query block is repeated `repeat` times so grouped-query attention can score every query
- * head of a key/value group in one matrix product.
+ * (S = past + T): a query sees keys at or before its own position whose `keyMask` entry is 1,
+ * and with a `window` only the last `window` of them, itself included (transformers'
+ * sliding_window_overlay: key index > query index − window, counted in cache positions, padding
+ * included). The query block is repeated `repeat` times so grouped-query attention can score every
+ * query head of a key/value group in one matrix product.
  */
 export function attentionBias(opts: {
   batch: number;
@@ -20,6 +22,8 @@ export function attentionBias(opts: {
   repeat: number;
   /** [B, past + T], 1 for a real token, 0 for padding; omitted means no padding. */
   keyMask?: ArrayLike<number>;
+  /** Sliding-window length; omitted means every earlier position. */
+  window?: number;
 }): { data: Float32Array; shape: [number, number, number, number] } {
   const { queries: t, past, repeat } = opts;
   const s = past + t;
@@ -32,7 +36,7 @@ export function attentionBias(opts: {
     for (let q = 0; q < t; q++) {
       const base = ((b * repeat) * t + q) * s;
       for (let k = 0; k < s; k++) {
-        const visible = k <= past + q && (opts.keyMask === undefined || opts.keyMask[b * s + k] === 1);
+        const visible = k <= past + q && (opts.window === undefined || k > past + q - opts.window) && (opts.keyMask === undefined || opts.keyMask[b * s + k] === 1);
         if (!visible) data[base + k] = MASKED;
       }
     }
@@ -58,5 +62,19 @@ export function positionsFromMask(mask: ArrayLike<number>, batch: number, length
       if (real) seen++;
     }
   }
+  return out;
+}
+
+/**
+ * The key mask [B, S] of one query per row at the last position S − 1 with a sliding `window`:
+ * `keyMask` with the keys before the window cleared. For a single query this is the whole
+ * sliding-window rule, so the fused kernels and decoders, which take a key mask and add the
+ * causal rule themselves, can run sliding-window layers one token at a time.
+ */
+export function windowedKeyMask<T extends Uint8Array | Int32Array>(keyMask: T, batch: number, window: number | undefined): T {
+  const s = keyMask.length / batch;
+  if (window === undefined || s <= window) return keyMask;
+  const out = keyMask.slice() as T;
+  for (let b = 0; b < batch; b++) out.fill(0, b * s, b * s + s - window);
   return out;
 }

@@ -1,11 +1,12 @@
 /**
- * Causal grouped-query attention of one forward call, for every layer: on the native and libtorch
- * backends core-tensor's fused kernel (which builds the causal mask itself from a key mask), elsewhere tfjs
- * ops with an additive bias. The constants (key mask or bias) are built once per call, on the host
- * and outside any tape (see attention-mask.ts).
+ * Causal grouped-query attention of one forward call, for every layer that shares its window: on
+ * the native and libtorch backends core-tensor's fused kernel (which builds the causal mask itself
+ * from a key mask), elsewhere — and for a sliding window over several queries, which that kernel
+ * cannot express — tfjs ops with an additive bias. The constants (key mask
+ * or bias) are built once per call, on the host and outside any tape (see attention-mask.ts).
  */
 import { fusedAttention, fusedKernelsActive, tf } from "@pbrl/core-tensor";
-import { attentionBias } from "./attention-mask.js";
+import { attentionBias, windowedKeyMask } from "./attention-mask.js";
 import { matMul } from "./ops.js";
 
 export interface AttentionShape {
@@ -19,6 +20,10 @@ export interface AttentionShape {
   headDim: number;
   /** [batch, past + queries], 1 for a real token, 0 for padding; omitted means no padding. */
   keyMask?: ArrayLike<number>;
+  /** Multiplier of q·kᵀ (default 1/√headDim). */
+  scale?: number;
+  /** A query sees only the last `window` positions, itself included; omitted: every earlier one. */
+  window?: number;
 }
 
 export class CausalAttention {
@@ -28,17 +33,21 @@ export class CausalAttention {
   private readonly fused: boolean;
 
   constructor(private readonly shape: AttentionShape) {
-    const { batch: b, queries: t, past, heads, kvHeads, headDim } = shape;
-    this.scale = 1 / Math.sqrt(headDim);
-    this.fused = fusedKernelsActive();
+    const { batch: b, queries: t, past, heads, kvHeads, headDim, window } = shape;
+    this.scale = shape.scale ?? 1 / Math.sqrt(headDim);
     const s = past + t;
     if (shape.keyMask !== undefined && shape.keyMask.length !== b * s) {
       throw new RangeError(`attention mask has ${shape.keyMask.length} entries, expected batch ${b} × ${s} positions`);
     }
+    // The fused kernel applies the causal rule to a per-row key mask: a window fits in that mask
+    // when it hides nothing (s ≤ window) or when there is a single query.
+    const windowFits = window === undefined || s <= window || t === 1;
+    this.fused = fusedKernelsActive() && windowFits;
     if (this.fused) {
-      this.mask = tf.tensor2d(shape.keyMask === undefined ? new Int32Array(b * s).fill(1) : Int32Array.from(shape.keyMask, (m) => (m === 1 ? 1 : 0)), [b, s], "int32");
+      const keys = shape.keyMask === undefined ? new Int32Array(b * s).fill(1) : Int32Array.from(shape.keyMask, (m) => (m === 1 ? 1 : 0));
+      this.mask = tf.tensor2d(windowedKeyMask(keys, b, window), [b, s], "int32");
     } else {
-      const bias = attentionBias({ batch: b, queries: t, past, repeat: heads / kvHeads, ...(shape.keyMask !== undefined ? { keyMask: shape.keyMask } : {}) });
+      const bias = attentionBias({ batch: b, queries: t, past, repeat: heads / kvHeads, ...(shape.keyMask !== undefined ? { keyMask: shape.keyMask } : {}), ...(window !== undefined ? { window } : {}) });
       this.mask = tf.tensor4d(bias.data, bias.shape);
     }
   }

@@ -1,11 +1,13 @@
 import type { RngStream} from "@pbrl/core-tensor";
-import { deviceOf, rmsNorm, rotary, swiglu, tf, toDevice, transposesAreFree, variableFrom, type DecodeWeights, type HostTensor } from "@pbrl/core-tensor";
+import { deviceOf, tf, toDevice, transposesAreFree, variableFrom, type DecodeWeights, type HostTensor } from "@pbrl/core-tensor";
 import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
+import { decoderLayer, norm, type BlockWeights, type CallConstants, type RotaryTables } from "./decoder-layer.js";
+import { fusedDecodeSupport } from "./fused-decode.js";
 import { gatherRows, matMul } from "./ops.js";
 import { checkFiniteWeight } from "./finite-weights.js";
 import { isIgnorableCheckpointEntry, parameterSpecs, type ParameterSpec } from "./parameters.js";
-import { ropeInvFreq, ropeTables } from "./rope.js";
+import { RotaryEmbedding } from "./rope.js";
 import { WeightLoadError } from "./weight-load-error.js";
 
 export { WeightLoadError };
@@ -27,27 +29,37 @@ export interface ForwardInput {
   keyMask?: ArrayLike<number>;
   /** Attention state of earlier positions; extended in place with this call's keys and values. */
   cache?: KVCache;
+  /**
+   * Each row's real length, padding excluded (scoring passes it). Only longrope (Phi-3) reads it:
+   * it then picks short or long factors per row, as if each sequence ran alone, so a sequence
+   * scores the same in any batch. Without it the call picks once, by its largest position, as
+   * transformers' forward and generate do.
+   */
+  sequenceLengths?: ArrayLike<number>;
 }
 
 let nextModelId = 0;
 
 /**
- * A Llama/Qwen2-family causal language model on TensorFlow.js, computing in float32 with the
- * same operation order as transformers' eager implementation. Weights are tf.Variables keyed by
- * their Hugging Face names.
+ * A causal language model of one of the supported families (families.ts) on TensorFlow.js,
+ * computing in float32 with the same operation order as transformers' eager implementation.
+ * Weights are tf.Variables keyed by their Hugging Face names.
  */
 export class CausalLM {
   readonly params: Map<string, tf.Variable>;
-  private readonly invFreq: Float32Array;
+  private readonly rope: RotaryEmbedding;
+  private readonly localRope: RotaryEmbedding | undefined;
   private readonly id = nextModelId++;
   private disposed = false;
   private transposed: Map<string, tf.Tensor> | undefined;
+  private readonly blockWeights: BlockWeights = { get: (name) => this.w(name), linear: (x, prefix, bias) => this.linear(x, prefix, bias) };
 
   private constructor(
     readonly config: CausalLMConfig,
     weights: Map<string, tf.Tensor>,
   ) {
-    this.invFreq = ropeInvFreq(config);
+    this.rope = new RotaryEmbedding({ theta: config.ropeTheta, scaling: config.ropeScaling }, config.rotaryDim);
+    this.localRope = config.localRope === undefined ? undefined : new RotaryEmbedding(config.localRope, config.rotaryDim);
     this.params = new Map();
     for (const [name, t] of weights) this.params.set(name, variableFrom(t, true, `m${this.id}/${name}`));
   }
@@ -86,7 +98,8 @@ export class CausalLM {
 
   /**
    * Fresh weights as transformers initialises them: normal(0, initializer_range) for linears
-   * and embeddings, ones for norms, zeros for biases; drawn from `rng`.
+   * and embeddings, ones for norms (zeros for Gemma's 1 + weight norms), zeros for biases; drawn
+   * from `rng`.
    */
   static randomInit(config: CausalLMConfig, rng: RngStream): CausalLM {
     const std = typeof config.raw["initializer_range"] === "number" ? (config.raw["initializer_range"] as number) : 0.02;
@@ -132,13 +145,14 @@ export class CausalLM {
     return bias ? (tf.add(y, this.w(`${prefix}.bias`)) as tf.Tensor2D) : y;
   }
 
-  private rmsNorm(x: tf.Tensor2D, weight: string): tf.Tensor2D {
-    return rmsNorm(x, this.w(weight) as tf.Tensor1D, this.config.rmsNormEps);
-  }
-
-  /** The weights {@link nativeDecodeStep} reads, by role. */
+  /**
+   * The weights core-tensor's fused decoders (nativeDecodeStep, LibtorchDecoder) read, by role.
+   * Only for a Llama-layout model: see {@link fusedDecodeSupport}, which says why not otherwise.
+   */
   decodeWeights(): DecodeWeights {
     const c = this.config;
+    const support = fusedDecodeSupport(c);
+    if (!support.ok) throw new Error(`decodeWeights: the fused decoders cannot run this ${c.modelType} model: ${support.reason}`);
     const opt = (name: string, present: boolean): tf.Variable | undefined => (present ? this.w(name) : undefined);
     return {
       embed: this.w("model.embed_tokens.weight"),
@@ -168,14 +182,9 @@ export class CausalLM {
     };
   }
 
-  /** Rotary cos and sin tables [positions, headDim] of the given positions. */
+  /** Rotary cos and sin tables [positions, rotary_dim] of the given positions (the global layers' embedding). */
   rotaryTables(positions: ArrayLike<number>): { cos: Float32Array; sin: Float32Array } {
-    return ropeTables(this.invFreq, positions);
-  }
-
-  /** The output projection: the embedding matrix when tied, else lm_head. Shape [vocab, hidden]. */
-  lmHeadWeight(): tf.Variable {
-    return this.w(this.config.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+    return this.rope.tables(positions);
   }
 
   /** Final hidden states (after the last norm), shape [batch·length, hidden]. */
@@ -187,41 +196,21 @@ export class CausalLM {
     for (const id of input.ids) if (id < 0 || id >= c.vocabSize) throw new RangeError(`token id ${id} outside the vocabulary [0, ${c.vocabSize})`);
     const past = input.cache?.length ?? 0;
     const positions = input.positions ?? defaultPositions(b, t, past);
-    const d = c.headDim;
-    // Constants built outside any tape: rotary tables and the attention mask.
-    const rope = ropeTables(this.invFreq, positions);
-    const cos = tf.tensor4d(rope.cos, [b, 1, t, d]);
-    const sin = tf.tensor4d(rope.sin, [b, 1, t, d]);
-    const attention = new CausalAttention({ batch: b, queries: t, past, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: d, ...(input.keyMask !== undefined ? { keyMask: input.keyMask } : {}) });
+    if (input.sequenceLengths !== undefined && input.sequenceLengths.length !== b) throw new RangeError(`sequenceLengths has ${input.sequenceLengths.length} entries for a batch of ${b}`);
+    // Constants built outside any tape: rotary tables and attention masks.
+    const k = this.callConstants(b, t, past, positions, input.keyMask, input.sequenceLengths);
     const newCache: { k: tf.Tensor4D; v: tf.Tensor4D }[] = [];
-
     const out = tf.tidy(() => {
-      const heads = (x: tf.Tensor2D, n: number): tf.Tensor4D => tf.transpose(tf.reshape(x, [b, t, n, d]), [0, 2, 1, 3]);
-
       let h = gatherRows(this.w("model.embed_tokens.weight") as tf.Tensor2D, input.ids);
+      if (c.arch.embedScale !== undefined) h = tf.mul(h, c.arch.embedScale);
       for (let i = 0; i < c.numLayers; i++) {
-        const p = `model.layers.${i}`;
-        const x = this.rmsNorm(h, `${p}.input_layernorm.weight`);
-        const q = rotary(heads(this.linear(x, `${p}.self_attn.q_proj`, c.qkvBias), c.numHeads), cos, sin);
-        let k = rotary(heads(this.linear(x, `${p}.self_attn.k_proj`, c.qkvBias), c.numKvHeads), cos, sin);
-        let v = heads(this.linear(x, `${p}.self_attn.v_proj`, c.qkvBias), c.numKvHeads);
-        const cached = input.cache?.layers[i];
-        if (cached !== undefined) {
-          k = tf.concat([cached.k, k], 2);
-          v = tf.concat([cached.v, v], 2);
-        }
-        if (input.cache !== undefined) newCache.push({ k: tf.keep(k), v: tf.keep(v) });
-        h = tf.add(h, this.linear(attention.apply(q, k, v), `${p}.self_attn.o_proj`, c.oBias)) as tf.Tensor2D;
-        const y = this.rmsNorm(h, `${p}.post_attention_layernorm.weight`);
-        const gate = this.linear(y, `${p}.mlp.gate_proj`, c.mlpBias);
-        const up = this.linear(y, `${p}.mlp.up_proj`, c.mlpBias);
-        const act = swiglu(gate, up);
-        h = tf.add(h, this.linear(act, `${p}.mlp.down_proj`, c.mlpBias)) as tf.Tensor2D;
+        const layer = decoderLayer(c, this.blockWeights, k, i, h, input.cache?.layers[i]);
+        h = layer.h;
+        if (input.cache !== undefined) newCache.push({ k: tf.keep(layer.k), v: tf.keep(layer.v) });
       }
-      return this.rmsNorm(h, "model.norm.weight");
+      return norm(c, this.blockWeights, h, "model.norm.weight");
     });
-    tf.dispose([cos, sin]);
-    attention.dispose();
+    disposeCallConstants(k);
     if (input.cache !== undefined) {
       for (const l of input.cache.layers) tf.dispose([l.k, l.v]);
       input.cache.layers = newCache;
@@ -230,9 +219,41 @@ export class CausalLM {
     return out;
   }
 
-  /** Logits for hidden states [N, hidden] → [N, vocab]. */
+  /** Rotary tables and one attention (mask) per distinct layer window, for one forward call. */
+  private callConstants(b: number, t: number, past: number, positions: Int32Array, keyMask: ArrayLike<number> | undefined, lengths: ArrayLike<number> | undefined): CallConstants {
+    const c = this.config;
+    const tables = (rope: RotaryEmbedding): RotaryTables => {
+      const { cos, sin } = rope.tables(positions, lengths);
+      return { cos: tf.tensor4d(cos, [b, 1, t, c.rotaryDim]), sin: tf.tensor4d(sin, [b, 1, t, c.rotaryDim]) };
+    };
+    const byWindow = new Map<number | undefined, CausalAttention>();
+    const attention = c.layers.map((layer) => {
+      let a = byWindow.get(layer.window);
+      if (a === undefined) {
+        a = new CausalAttention({
+          batch: b, queries: t, past, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, scale: c.arch.attentionScale,
+          ...(keyMask !== undefined ? { keyMask } : {}),
+          ...(layer.window !== undefined ? { window: layer.window } : {}),
+        });
+        byWindow.set(layer.window, a);
+      }
+      return a;
+    });
+    const usesLocal = c.layers.some((l) => l.rope === "local");
+    return { batch: b, length: t, rotary: { global: tables(this.rope), local: usesLocal ? tables(this.localRope!) : undefined }, attention };
+  }
+
+  /** The output projection: the embedding matrix when tied, else lm_head. Shape [vocab, hidden]. */
+  lmHeadWeight(): tf.Variable {
+    return this.w(this.config.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+  }
+
+  /** Logits for hidden states [N, hidden] → [N, vocab], soft-capped when the family says so (Gemma's final_logit_softcapping). */
   logits(hidden: tf.Tensor2D): tf.Tensor2D {
-    return this.project(hidden, this.config.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+    const weight = this.config.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    const cap = this.config.arch.finalLogitSoftcap;
+    if (cap === undefined) return this.project(hidden, weight);
+    return tf.tidy(() => tf.mul(tf.tanh(tf.div(this.project(hidden, weight), cap)), cap) as tf.Tensor2D);
   }
 
   /** Logits for every position, [batch·length, vocab]. */
@@ -315,10 +336,16 @@ function defaultPositions(b: number, t: number, past: number): Int32Array {
   return out;
 }
 
+function disposeCallConstants(k: CallConstants): void {
+  const { global, local } = k.rotary;
+  tf.dispose([global.cos, global.sin, ...(local !== undefined ? [local.cos, local.sin] : [])]);
+  for (const a of new Set(k.attention)) a.dispose();
+}
+
 function initValues(spec: ParameterSpec, std: number, rng: RngStream): Float32Array {
   const n = spec.shape.reduce((a, x) => a * x, 1);
   const out = new Float32Array(n);
-  if (spec.kind === "norm") out.fill(1);
+  if (spec.kind === "norm") out.fill(spec.normInit ?? 1);
   else if (spec.kind === "linear" || spec.kind === "embedding") for (let i = 0; i < n; i++) out[i] = rng.normal() * std;
   return out;
 }

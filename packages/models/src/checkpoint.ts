@@ -3,6 +3,7 @@ import * as path from "node:path";
 import { checkDevice, guardHeap, onDevice, readSafetensorsCheckpoint, replaceDirAtomic, writeFileAtomic, writeSafetensorsCheckpoint, type SafetensorsWriteDtype, type TensorToWrite } from "@pbrl/core-tensor";
 import { CausalLM } from "./causal-lm.js";
 import { ModelConfigError, parseModelConfig, serializeModelConfig } from "./config.js";
+import { integralFloatPaths, stringifyConfigJson } from "./config-json.js";
 import { parseGenerationConfig, type GenerationDefaults } from "./generation-config.js";
 import { resolveModelDir } from "./hub.js";
 import { checkMemory, describeModel } from "./memory-check.js";
@@ -21,7 +22,7 @@ export interface Pretrained {
 export type SaveDtype = "float32" | "bfloat16" | "float16";
 const SAFETENSORS_DTYPE: Record<SaveDtype, SafetensorsWriteDtype> = { float32: "F32", bfloat16: "BF16", float16: "F16" };
 
-async function readJson(file: string, required: boolean): Promise<Record<string, unknown> | undefined> {
+async function readJsonText(file: string, required: boolean): Promise<{ json: Record<string, unknown>; text: string } | undefined> {
   let text: string;
   try {
     text = await fs.readFile(file, "utf8");
@@ -30,10 +31,14 @@ async function readJson(file: string, required: boolean): Promise<Record<string,
     return undefined;
   }
   try {
-    return JSON.parse(text) as Record<string, unknown>;
+    return { json: JSON.parse(text) as Record<string, unknown>, text };
   } catch (err) {
     throw new ModelConfigError(`${file} is not valid JSON: ${(err as Error).message}`);
   }
+}
+
+async function readJson(file: string, required: boolean): Promise<Record<string, unknown> | undefined> {
+  return (await readJsonText(file, required))?.json;
 }
 
 /**
@@ -46,7 +51,8 @@ export async function loadPretrained(source: string, options: { revision?: strin
   if (options.device !== undefined) checkDevice(options.device);
   const dir = await resolveModelDir(source, options.revision);
   const configPath = path.join(dir, "config.json");
-  const config = parseModelConfig((await readJson(configPath, true))!, configPath);
+  const configFile = (await readJsonText(configPath, true))!;
+  const config = { ...parseModelConfig(configFile.json, configPath), integralFloats: integralFloatPaths(configFile.text) };
   // Before reading gigabytes of weights that the backend could not hold anyway.
   checkMemory(weightsEstimate(config, "weights, float32"), { what: `loading ${dir} (${describeModel(config)})`, advice: "use a smaller model" });
   const weights = await readSafetensorsCheckpoint(dir);
@@ -91,7 +97,8 @@ export async function savePretrained(
   for (const [name, tensor] of what.model.hostWeights()) tensors.set(name, { tensor, dtype: stDtype });
   await replaceDirAtomic(dir, async (tmp) => {
     const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
-    await writeFileAtomic(path.join(tmp, "config.json"), json(serializeModelConfig(what.model.config, dtype)));
+    const config = what.model.config;
+    await writeFileAtomic(path.join(tmp, "config.json"), stringifyConfigJson(serializeModelConfig(config, dtype), new Set(config.integralFloats ?? [])) + "\n");
     await writeSafetensorsCheckpoint(tmp, tensors, options.maxShardBytes !== undefined ? { maxShardBytes: options.maxShardBytes } : {});
     if (what.generation !== undefined) await writeFileAtomic(path.join(tmp, "generation_config.json"), json(what.generation.raw));
     if (what.tokenizer !== undefined) await what.tokenizer.save(tmp, writeFileAtomic);

@@ -1,20 +1,18 @@
 /**
- * `config.json` of a Hugging Face causal LM, normalised for the Llama/Qwen2 family. Both the
- * transformers 4 layout (`rope_theta`, `rope_scaling`, `torch_dtype`) and the transformers 5
+ * `config.json` of a Hugging Face causal LM, normalised for the families pbrl builds (llama,
+ * qwen2, qwen3, mistral, gemma3_text, phi3; families.ts says how each differs from Llama). Both
+ * the transformers 4 layout (`rope_theta`, `rope_scaling`, `torch_dtype`) and the transformers 5
  * layout (`rope_parameters`, `dtype`) are read. Anything pbrl does not implement is an error here,
  * before any weight is loaded, rather than a silently different model.
  */
 
 import { ModelConfigError } from "./config-error.js";
-import { num, optObject, positive, posInt, type Json } from "./config-fields.js";
+import { positive, posInt, type Json } from "./config-fields.js";
+import type { RopeScaling, RopeSpec } from "./config-rope.js";
+import { FAMILY_DEFAULTS, FAMILY_PARSERS, SUPPORTED_MODEL_TYPES, type Architecture, type LayerSpec, type ModelType } from "./families.js";
 
-export type ModelType = "llama" | "qwen2";
-export const SUPPORTED_MODEL_TYPES: readonly ModelType[] = ["llama", "qwen2"];
-
-export type RopeScaling =
-  | { type: "default" }
-  | { type: "linear"; factor: number }
-  | { type: "llama3"; factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxPositionEmbeddings: number };
+export type { Architecture, LayerSpec, ModelType, RopeScaling, RopeSpec };
+export { SUPPORTED_MODEL_TYPES };
 
 export interface CausalLMConfig {
   modelType: ModelType;
@@ -26,13 +24,22 @@ export interface CausalLMConfig {
   numKvHeads: number;
   headDim: number;
   rmsNormEps: number;
+  /** Rotary base and scaling of the global (full-attention) layers: every layer but Gemma 3's local ones. */
   ropeTheta: number;
   ropeScaling: RopeScaling;
+  /** Gemma 3's rotary embedding of its sliding-window layers (rope_local_base_freq); undefined elsewhere. */
+  localRope: RopeSpec | undefined;
+  /** Leading dimensions of each head that RoPE turns: head_dim × partial_rotary_factor (Phi-4-mini 0.75). */
+  rotaryDim: number;
+  /** Per decoder layer: its attention window and rotary table. */
+  layers: LayerSpec[];
+  /** How the decoder block departs from Llama's. */
+  arch: Architecture;
   maxPositionEmbeddings: number;
   tieWordEmbeddings: boolean;
-  /** Biases on the q, k, v projections (Qwen2 always; Llama with attention_bias). */
+  /** Biases on the q, k, v projections (Qwen2 always; Llama, Qwen3, Gemma 3 with attention_bias). */
   qkvBias: boolean;
-  /** Bias on the output projection (Llama with attention_bias; never in Qwen2). */
+  /** Bias on the output projection (Llama, Qwen3, Gemma 3 with attention_bias; never in Qwen2). */
   oBias: boolean;
   mlpBias: boolean;
   bosTokenId: number | undefined;
@@ -42,6 +49,11 @@ export interface CausalLMConfig {
   dtype: string | undefined;
   /** The original JSON, kept so a saved checkpoint carries every field it was loaded with. */
   raw: Record<string, unknown>;
+  /**
+   * Paths in `raw` of whole numbers the file wrote as floats ("15.0"), written back as floats
+   * (see config-json.ts); set by loadPretrained, absent for configs built in code.
+   */
+  integralFloats?: readonly string[];
 }
 
 export { ModelConfigError };
@@ -56,36 +68,12 @@ function idList(v: unknown): number[] {
   return id === undefined ? [] : [id];
 }
 
-const THETA_WHY = "it is the base of the rotary frequencies 1/theta^(2i/d)";
-const THETA_USUAL = "commonly 10000, 500000 or 1000000";
-
-function parseRope(raw: Json, where: string): { theta: number; scaling: RopeScaling } {
-  // transformers 5 keeps theta and scaling together in rope_parameters; 4.x splits them.
-  const key = raw["rope_parameters"] !== undefined && raw["rope_parameters"] !== null ? "rope_parameters" : "rope_scaling";
-  const params = optObject(raw, key, where) ?? null;
-  const theta = params?.["rope_theta"] != null ? positive(params, "rope_theta", `${where} ${key}`, undefined, THETA_WHY, THETA_USUAL) : positive(raw, "rope_theta", where, 10000, THETA_WHY, THETA_USUAL);
-  if (params === null) return { theta, scaling: { type: "default" } };
-  const type = String(params["rope_type"] ?? params["type"] ?? "default");
-  const factor = (): number => positive(params, "factor", `${where} rope ${type} scaling`, undefined, "rotary frequencies are divided by it", "as in the model's original config, e.g. 8 for Llama 3.1");
-  switch (type) {
-    case "default":
-      return { theta, scaling: { type: "default" } };
-    case "linear":
-      return { theta, scaling: { type: "linear", factor: factor() } };
-    case "llama3": {
-      const at = `${where} rope llama3`;
-      const lowFreqFactor = positive(params, "low_freq_factor", at, undefined, "wavelengths are divided by it", "1 for Llama 3.1");
-      const highFreqFactor = num(params, "high_freq_factor", at);
-      // The smoothing between the two bands divides by their difference.
-      if (!(highFreqFactor > lowFreqFactor)) throw new ModelConfigError(`${at}: high_freq_factor (${highFreqFactor}) must be greater than low_freq_factor (${lowFreqFactor}); Llama 3.1 uses 4 and 1`);
-      return {
-        theta,
-        scaling: { type: "llama3", factor: factor(), lowFreqFactor, highFreqFactor, originalMaxPositionEmbeddings: posInt(params, "original_max_position_embeddings", at) },
-      };
-    }
-    default:
-      throw new ModelConfigError(`${where}: rope type "${type}" is not supported; pbrl implements default, linear and llama3`);
-  }
+/** What to do with a checkpoint of an architecture pbrl does not build. */
+function unsupportedTypeMessage(modelType: unknown, where: string): string {
+  const list = SUPPORTED_MODEL_TYPES.join(", ");
+  // A Gemma 3 vision-language checkpoint keeps its language model's config under text_config.
+  const hint = modelType === "gemma3" ? '; for a multimodal Gemma 3 checkpoint, use its text-only counterpart (model_type "gemma3_text", e.g. google/gemma-3-1b-it)' : "";
+  return `${where}: model_type ${JSON.stringify(modelType)} is not supported; pbrl implements ${list}${hint}`;
 }
 
 /** Validates and normalises a parsed `config.json`. `where` names its source in errors. */
@@ -93,49 +81,47 @@ export function parseModelConfig(raw: Json, where = "config.json"): CausalLMConf
   // Typed as an object, but it comes from a user's file: `[]` or `null` parse as JSON too.
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new ModelConfigError(`${where}: must be a JSON object of model settings, got ${JSON.stringify(raw)}`);
   const modelType = raw["model_type"];
-  if (typeof modelType !== "string" || !(SUPPORTED_MODEL_TYPES as readonly string[]).includes(modelType)) {
-    throw new ModelConfigError(`${where}: model_type ${JSON.stringify(modelType)} is not supported; pbrl implements ${SUPPORTED_MODEL_TYPES.join(", ")} (Llama/Qwen2 family)`);
-  }
-  const act = raw["hidden_act"] ?? "silu";
-  if (act !== "silu") throw new ModelConfigError(`${where}: hidden_act ${JSON.stringify(act)} is not supported; pbrl implements "silu" (SwiGLU)`);
+  if (typeof modelType !== "string" || !(SUPPORTED_MODEL_TYPES as readonly string[]).includes(modelType)) throw new ModelConfigError(unsupportedTypeMessage(modelType, where));
+  const family = modelType as ModelType;
+  const defaults = FAMILY_DEFAULTS[family];
   if (raw["quantization_config"] !== undefined) throw new ModelConfigError(`${where}: quantized checkpoints are not supported (quantization_config is set)`);
   const dropout = raw["attention_dropout"] ?? 0;
   if (dropout !== 0) throw new ModelConfigError(`${where}: attention_dropout=${JSON.stringify(dropout)} is not supported; pbrl trains without dropout (set it to 0.0)`);
-  if (raw["use_sliding_window"] === true) throw new ModelConfigError(`${where}: use_sliding_window=true is not supported; pbrl implements full attention`);
-  const layerTypes = raw["layer_types"];
-  if (Array.isArray(layerTypes) && layerTypes.some((t) => t !== "full_attention")) {
-    throw new ModelConfigError(`${where}: layer_types ${JSON.stringify(layerTypes)} include non-full attention, which pbrl does not implement`);
-  }
   const hiddenSize = posInt(raw, "hidden_size", where);
   const numHeads = posInt(raw, "num_attention_heads", where);
   const numKvHeads = posInt(raw, "num_key_value_heads", where, numHeads);
   if (numHeads % numKvHeads !== 0) throw new ModelConfigError(`${where}: num_attention_heads (${numHeads}) must be a multiple of num_key_value_heads (${numKvHeads})`);
-  if (raw["head_dim"] == null && hiddenSize % numHeads !== 0) {
+  if (raw["head_dim"] == null && defaults.headDim === undefined && hiddenSize % numHeads !== 0) {
     throw new ModelConfigError(`${where}: hidden_size (${hiddenSize}) is not a multiple of num_attention_heads (${numHeads}) and head_dim is not set; set head_dim or fix the sizes`);
   }
-  const headDim = posInt(raw, "head_dim", where, hiddenSize / numHeads);
+  const headDim = posInt(raw, "head_dim", where, defaults.headDim ?? hiddenSize / numHeads);
   if (headDim % 2 !== 0) throw new ModelConfigError(`${where}: head_dim must be even for rotary embeddings, got ${headDim}`);
-  const { theta, scaling } = parseRope(raw, where);
-  const attentionBias = raw["attention_bias"] === true;
-  const isQwen2 = modelType === "qwen2";
+  const numLayers = posInt(raw, "num_hidden_layers", where);
+  const maxPositionEmbeddings = posInt(raw, "max_position_embeddings", where, defaults.maxPositions);
+  const parts = FAMILY_PARSERS[family]({ raw, where, modelType: family, hiddenSize, headDim, numLayers, maxPositions: maxPositionEmbeddings });
   const dtype = raw["dtype"] ?? raw["torch_dtype"];
+  const tie = raw["tie_word_embeddings"];
   return {
-    modelType: modelType as ModelType,
+    modelType: family,
     vocabSize: posInt(raw, "vocab_size", where),
     hiddenSize,
     intermediateSize: posInt(raw, "intermediate_size", where),
-    numLayers: posInt(raw, "num_hidden_layers", where),
+    numLayers,
     numHeads,
     numKvHeads,
     headDim,
-    rmsNormEps: positive(raw, "rms_norm_eps", where, 1e-6, "RMSNorm divides by √(mean(x²) + eps), so eps ≤ 0 turns hidden states into NaN", "Llama and Qwen2 use 1e-5 or 1e-6"),
-    ropeTheta: theta,
-    ropeScaling: scaling,
-    maxPositionEmbeddings: posInt(raw, "max_position_embeddings", where, 2048),
-    tieWordEmbeddings: raw["tie_word_embeddings"] === true,
-    qkvBias: isQwen2 || attentionBias,
-    oBias: !isQwen2 && attentionBias,
-    mlpBias: !isQwen2 && raw["mlp_bias"] === true,
+    rmsNormEps: positive(raw, "rms_norm_eps", where, defaults.rmsNormEps, "RMSNorm divides by √(mean(x²) + eps), so eps ≤ 0 turns hidden states into NaN", "1e-5 or 1e-6 in every supported family"),
+    ropeTheta: parts.rope.theta,
+    ropeScaling: parts.rope.scaling,
+    localRope: parts.localRope,
+    rotaryDim: parts.rotaryDim,
+    layers: parts.layers,
+    arch: parts.arch,
+    maxPositionEmbeddings,
+    tieWordEmbeddings: typeof tie === "boolean" ? tie : defaults.tieWordEmbeddings,
+    qkvBias: parts.qkvBias,
+    oBias: parts.oBias,
+    mlpBias: parts.mlpBias,
     bosTokenId: optId(raw["bos_token_id"]),
     eosTokenIds: idList(raw["eos_token_id"]),
     padTokenId: optId(raw["pad_token_id"]),

@@ -1,7 +1,8 @@
 import { computePrecision, decodeWeightOffsets, guardHeap, LibtorchDecoder, libtorchSampleRows, NativeDecodeCache, nativeDecodeStep, nativeSampleRows, tf, type DecodeDims, type RngStream } from "@pbrl/core-tensor";
-import { positionsFromMask } from "./attention-mask.js";
+import { positionsFromMask, windowedKeyMask } from "./attention-mask.js";
 import { disposeCache, emptyCache, type CausalLM, type KVCache } from "./causal-lm.js";
 import { checkContextLength } from "./context-length.js";
+import { fusedDecodeSupport } from "./fused-decode.js";
 import { checkGeneration } from "./memory-check.js";
 import { gatherRows } from "./ops.js";
 import { chooseToken, validateSampling, type SamplingOptions } from "./sampling.js";
@@ -111,12 +112,16 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
       return model.logits(gatherRows(h, lastRows));
     });
     const vocab = model.config.vocabSize;
+    // Families the fused decoders implement (fused-decode.ts); the others decode with the
+    // generic path below, which runs on every backend.
+    const support = fusedDecodeSupport(model.config);
+    const fusedWindow = support.ok ? support.window : undefined;
     // On the native backend the steps after the prompt run in one addon call each (see
     // nativeDecodeStep), from a copy of the prompt's keys and values.
-    const fast = cache !== undefined && tf.getBackend() === "native" ? nativeDecoder(model, cache, b, promptLen + options.maxNewTokens) : undefined;
+    const fast = support.ok && cache !== undefined && tf.getBackend() === "native" ? nativeDecoder(model, cache, b, promptLen + options.maxNewTokens) : undefined;
     // On libtorch likewise, with the cache and the logits where the weights are (and the weights
     // read as bfloat16 copies when the backend computes in bf16).
-    if (cache !== undefined && onDevice) decoder = libtorchDecoder(model, cache, b, promptLen + options.maxNewTokens);
+    if (support.ok && cache !== undefined && onDevice) decoder = libtorchDecoder(model, cache, b, promptLen + options.maxNewTokens);
     // Plain sampling (no top-k, no top-p) of all rows in one addon call on native, with the same
     // uniform draws, in the same order, as chooseToken would take.
     const nativeSampling = tf.getBackend() === "native" && !sampling.greedy && sampling.topK === 0 && sampling.topP === 1 && options.rng !== undefined;
@@ -156,23 +161,24 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
       if (decoder !== undefined) {
         const tables = model.rotaryTables(nextPos);
         deviceLogits?.dispose();
-        deviceLogits = decoder.step(chosen, tables.cos, tables.sin, mask);
+        deviceLogits = decoder.step(chosen, tables.cos, tables.sin, windowedKeyMask(mask, b, fusedWindow));
         for (let i = 0; i < b; i++) nextPos[i]! += 1;
         continue;
       }
       if (fast !== undefined) {
         const tables = model.rotaryTables(nextPos);
         logits = fast.logits;
-        nativeDecodeStep(fast.weights, fast.cache, { ids: chosen, cos: tables.cos, sin: tables.sin, keyMask: mask }, logits);
+        nativeDecodeStep(fast.weights, fast.cache, { ids: chosen, cos: tables.cos, sin: tables.sin, keyMask: windowedKeyMask(mask, b, fusedWindow) }, logits);
         for (let i = 0; i < b; i++) nextPos[i]! += 1;
         continue;
       }
+      if (cache !== undefined && dropsCacheForLongRope(model, cache.length, total)) disposeCache(cache);
       logits = stepLogits(() => {
-        if (cache !== undefined) {
+        if (cache !== undefined && cache.length > 0) {
           const h = model.hidden({ ids: chosen, batch: b, length: 1, positions: nextPos, keyMask: mask, cache });
           return model.logits(h);
         }
-        const h = model.hidden({ ids, batch: b, length: total, positions: positionsFromMask(mask, b, total), keyMask: mask });
+        const h = model.hidden({ ids, batch: b, length: total, positions: positionsFromMask(mask, b, total), keyMask: mask, ...(cache !== undefined ? { cache } : {}) });
         return model.logits(gatherRows(h, Int32Array.from({ length: b }, (_, i) => i * total + total - 1)));
       });
       for (let i = 0; i < b; i++) nextPos[i]! += 1;
@@ -183,6 +189,17 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     decoder?.dispose();
   }
   return out;
+}
+
+/**
+ * Phi-3's rule (transformers' Phi3ForCausalLM.prepare_inputs_for_generation): when the sequence,
+ * padding included, first grows past original_max_position_embeddings, the keys cached with
+ * longrope's short factors are dropped and the whole sequence is recomputed with the long ones,
+ * so cached decoding gives what recomputing every step gives.
+ */
+function dropsCacheForLongRope(model: CausalLM, cached: number, total: number): boolean {
+  const s = model.config.ropeScaling;
+  return model.config.modelType === "phi3" && s.type === "longrope" && total > s.originalMaxPositionEmbeddings && cached <= s.originalMaxPositionEmbeddings;
 }
 
 /**

@@ -1,11 +1,13 @@
 export { parseModelConfig, serializeModelConfig, llamaConfigJson, ModelConfigError, SUPPORTED_MODEL_TYPES } from "./config.js";
-export type { CausalLMConfig, ModelType, RopeScaling } from "./config.js";
+export type { Architecture, CausalLMConfig, LayerSpec, ModelType, RopeScaling, RopeSpec } from "./config.js";
+export { fusedDecodeSupport } from "./fused-decode.js";
+export type { FusedDecodeSupport } from "./fused-decode.js";
 export { CausalLM, WeightLoadError, emptyCache, disposeCache } from "./causal-lm.js";
 export type { ForwardInput, KVCache } from "./causal-lm.js";
 export { parameterSpecs } from "./parameters.js";
 export type { ParameterSpec } from "./parameters.js";
-export { attentionBias, positionsFromMask, MASKED } from "./attention-mask.js";
-export { ropeInvFreq, ropeTables } from "./rope.js";
+export { attentionBias, positionsFromMask, windowedKeyMask, MASKED } from "./attention-mask.js";
+export { invFreqOf, ropeInvFreq, ropeTables, RotaryEmbedding } from "./rope.js";
 export { gatherRows, matMul, selectedLogProbs } from "./ops.js";
 export { Tokenizer, TokenizerLoadError } from "./tokenizer.js";
 export type { ChatMessage, TokenizerFiles } from "./tokenizer.js";

@@ -15,6 +15,7 @@
  * generation 1.04–1.32× and scoring 1.02–1.09× the measured peak.
  */
 import type { CausalLMConfig } from "./config.js";
+import { fusedDecodeSupport } from "./fused-decode.js";
 import { parameterSpecs } from "./parameters.js";
 
 const F32 = 4;
@@ -92,9 +93,57 @@ interface PerToken {
   fixed: number;
 }
 
-/** Floats per token per layer: the residual stream and projections, keys/values, the MLP, the attention scores over `keys` positions. */
-function perTokenLayer(c: CausalLMConfig, k: PerToken, keys: number): number {
-  return k.hidden * c.hiddenSize + k.kv * c.numKvHeads * c.headDim + k.intermediate * c.intermediateSize + k.scores * c.numHeads * keys + k.fixed;
+/**
+ * Floats per token per layer: the residual stream and projections, keys/values, the MLP, the
+ * attention scores over `keys` positions, and what the family's departures from Llama add.
+ */
+function perTokenLayer(c: CausalLMConfig, k: PerToken, keys: number, kernels: KernelFamily, phase: "training" | "forward"): number {
+  return k.hidden * c.hiddenSize + k.kv * c.numKvHeads * c.headDim + k.intermediate * c.intermediateSize + scoresPerKey(c, k, keys, kernels, phase) * c.numHeads * keys + k.fixed + familyTerms(c, kernels, phase);
+}
+
+/**
+ * The scores coefficient, averaged over layers: on the fused kernels a sliding-window layer whose
+ * window hides keys runs its multi-token passes as tfjs ops (attention.ts), which keep more — 2
+ * floats per score more than on wasm, measured on native (transposing matmuls keep their inputs).
+ */
+function scoresPerKey(c: CausalLMConfig, k: PerToken, keys: number, kernels: KernelFamily, phase: "training" | "forward"): number {
+  if (kernels === "tfjs") return k.scores;
+  const tfjs = (phase === "training" ? TRAINING : FORWARD).tfjs.scores + 2;
+  const sliding = c.layers.filter((l) => l.window !== undefined && keys > l.window).length;
+  return (sliding * tfjs + (c.numLayers - sliding) * k.scores) / c.numLayers;
+}
+
+/**
+ * Floats per token and layer that a family's departures from Llama add (families.ts). The
+ * coefficients above were fitted on Llama-layout models; these are counted from the tensors the
+ * extra ops keep for the backward pass (or hold at once in a forward pass), rounded up, and
+ * checked against measured training steps (a 4-layer, hidden-256 model of each family on wasm and
+ * native: each family's estimate exceeds the Llama-shaped one by more than its measured peak
+ * does): query
+ * heads wider than the hidden size (Qwen3, Gemma 3), q/k norms, Gemma's two extra norms and tanh
+ * GELU (tfjs ops on every backend: about nine intermediate-sized tensors where the fused SwiGLU
+ * keeps two), Phi-3's fused projections (the split copies) and partial rotary (slices and concat).
+ */
+function familyTerms(c: CausalLMConfig, kernels: KernelFamily, phase: "training" | "forward"): number {
+  const a = c.arch;
+  const h = c.hiddenSize;
+  const q = c.numHeads * c.headDim;
+  const kv = c.numKvHeads * c.headDim;
+  const i = c.intermediateSize;
+  const train = phase === "training";
+  const fused = kernels === "fused";
+  let floats = (train ? (fused ? 5 : 10) : 3) * Math.max(0, q - h);
+  if (a.qkNorm) floats += (train ? (fused ? 2 : 4) : 2) * (q + kv);
+  if (a.sandwichNorms) floats += (train ? (fused ? 4 : 8) : 2) * h;
+  if (a.activation !== "silu") floats += (train ? (fused ? 10 : 6) : 3) * i;
+  if (a.fusedProjections) floats += (train ? 2 : 1) * (q + 2 * kv + 2 * i);
+  if (c.rotaryDim !== c.headDim) floats += (train ? 4 : 2) * (q + kv);
+  return floats;
+}
+
+/** Floats per computed logit: the kernel family's, plus the soft-cap's tfjs ops (Gemma's final_logit_softcapping). */
+function logitFloats(c: CausalLMConfig, perLogit: number): number {
+  return perLogit + (c.arch.finalLogitSoftcap !== undefined ? 3 : 0);
 }
 
 /** A training step: one forward and backward pass over a batch, then an AdamW step. */
@@ -123,7 +172,7 @@ export function trainingActivationBytes(c: CausalLMConfig, w: TrainingStepWorklo
   const tokens = w.sequences * w.seqLen;
   const sizes = modelSizes(c);
   const floats =
-    tokens * c.numLayers * perTokenLayer(c, k, w.seqLen) + k.layerWeights * c.numLayers * sizes.layerProjections + k.lmHead * c.vocabSize * c.hiddenSize + k.logits * scored * c.vocabSize;
+    tokens * c.numLayers * perTokenLayer(c, k, w.seqLen, w.kernels, "training") + k.layerWeights * c.numLayers * sizes.layerProjections + k.lmHead * c.vocabSize * c.hiddenSize + logitFloats(c, k.logits) * scored * c.vocabSize;
   return floats * F32;
 }
 
@@ -175,8 +224,8 @@ export interface ForwardWorkload {
 export function forwardEstimate(c: CausalLMConfig, w: ForwardWorkload): MemoryEstimate {
   checkCounts("forward pass", { sequences: w.sequences, seqLen: w.seqLen, logitRows: w.logitRows });
   const k = FORWARD[w.kernels];
-  const layers = w.sequences * w.seqLen * c.numLayers * perTokenLayer(c, k, w.seqLen) * F32;
-  const logits = (k.logits * w.logitRows * c.vocabSize + w.sequences * w.seqLen * c.hiddenSize) * F32;
+  const layers = w.sequences * w.seqLen * c.numLayers * perTokenLayer(c, k, w.seqLen, w.kernels, "forward") * F32;
+  const logits = (logitFloats(c, k.logits) * w.logitRows * c.vocabSize + w.sequences * w.seqLen * c.hiddenSize) * F32;
   return memoryEstimate([
     layers >= logits
       ? { label: `forward pass over ${w.sequences} sequences × ${w.seqLen} tokens`, bytes: layers, pool: "tensors" }
@@ -192,7 +241,7 @@ export interface GenerationWorkload {
   kernels: KernelFamily;
   /** KV cache (default true); without it every step reruns the whole sequence. */
   useCache?: boolean;
-  /** The native backend's decoder: after the prompt, the KV cache and logits live in host memory. */
+  /** The native backend's decoder: after the prompt, the KV cache and logits live in host memory (for the families it runs, fused-decode.ts). */
   nativeDecode?: boolean;
 }
 
@@ -203,8 +252,12 @@ export function generationEstimate(c: CausalLMConfig, w: GenerationWorkload): Me
   const k = FORWARD[w.kernels];
   const sizes = modelSizes(c);
   const total = w.promptLen + w.maxNewTokens;
-  // Without a cache the last step is the largest forward pass: every row's whole sequence.
-  const passLen = useCache ? w.promptLen : Math.max(w.promptLen, total - 1);
+  const nativeDecode = w.nativeDecode === true && fusedDecodeSupport(c).ok;
+  // Without a cache the last step is the largest forward pass: every row's whole sequence; with
+  // one, Phi-3's longrope recomputes the sequence once it first grows past the switch (generate.ts).
+  const s = c.ropeScaling;
+  const recompute = c.modelType === "phi3" && s.type === "longrope" && w.promptLen <= s.originalMaxPositionEmbeddings && total - 1 > s.originalMaxPositionEmbeddings ? s.originalMaxPositionEmbeddings + 1 : 0;
+  const passLen = useCache ? Math.max(w.promptLen, recompute) : Math.max(w.promptLen, total - 1);
   const kvPerPosition = 2 * c.numLayers * w.rows * c.numKvHeads * c.headDim * F32;
   const items: MemoryItem[] = [
     {
@@ -213,9 +266,9 @@ export function generationEstimate(c: CausalLMConfig, w: GenerationWorkload): Me
       bytes: w.kernels === "tfjs" ? (sizes.layerProjections * c.numLayers + c.vocabSize * c.hiddenSize) * F32 : 0,
       pool: "tensors",
     },
-    { label: `forward pass over ${w.rows} rows × ${passLen} tokens`, bytes: w.rows * passLen * c.numLayers * perTokenLayer(c, k, passLen) * F32, pool: "tensors" },
+    { label: `forward pass over ${w.rows} rows × ${passLen} tokens`, bytes: w.rows * passLen * c.numLayers * perTokenLayer(c, k, passLen, w.kernels, "forward") * F32, pool: "tensors" },
   ];
-  if (useCache && w.nativeDecode === true) {
+  if (useCache && nativeDecode) {
     items.push({ label: `KV cache of the prompt (${w.rows} rows × ${w.promptLen} positions)`, bytes: kvPerPosition * w.promptLen, pool: "tensors" });
     items.push({ label: `KV cache (${w.rows} rows × ${total} positions), host memory`, bytes: kvPerPosition * total, pool: "host" });
   } else if (useCache) {

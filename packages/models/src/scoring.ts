@@ -25,6 +25,8 @@ export interface ScoringBatch {
   segment: Float32Array;
   /** Number of completion tokens of each item. */
   counts: number[];
+  /** Each row's real length (prompt + completion), so longrope models score every row as if alone. */
+  lengths?: Int32Array;
 }
 
 export function buildScoringBatch(items: readonly ScoringItem[], padTokenId: number): ScoringBatch {
@@ -51,7 +53,8 @@ export function buildScoringBatch(items: readonly ScoringItem[], padTokenId: num
       j++;
     });
   });
-  return { ids, batch, length, predictRows, targets, segment, counts: items.map((it) => it.completionIds.length) };
+  const lengths = Int32Array.from(items, (it) => it.promptIds.length + it.completionIds.length);
+  return { ids, batch, length, predictRows, targets, segment, counts: items.map((it) => it.completionIds.length), lengths };
 }
 
 /**
@@ -64,7 +67,7 @@ export function completionLogProbs(model: CausalLM, batch: ScoringBatch): { toke
     const m = batch.targets.length;
     if (m === 0) return { tokens: tf.zeros([0]) as tf.Tensor1D, sums: tf.zeros([batch.batch]) as tf.Tensor1D };
     // Right padding needs no key mask: padding comes after every real token, so the causal mask hides it.
-    const h = model.hidden({ ids: batch.ids, batch: batch.batch, length: batch.length });
+    const h = model.hidden({ ids: batch.ids, batch: batch.batch, length: batch.length, ...(batch.lengths !== undefined ? { sequenceLengths: batch.lengths } : {}) });
     const tokens = selectedLogProbs(model.logits(gatherRows(h, batch.predictRows)), batch.targets);
     const seg = tf.tensor2d(batch.segment, [batch.batch, m]);
     const sums = tf.reshape(matMul(seg, tf.reshape(tokens, [m, 1])), [batch.batch]) as tf.Tensor1D;

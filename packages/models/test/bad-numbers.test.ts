@@ -19,7 +19,7 @@ const copyFixture = (name: string): string => {
 describe("config numbers", () => {
   const where = "ckpt/config.json";
   it.each<[string, Record<string, unknown>, RegExp]>([
-    ["rms_norm_eps 0", { rms_norm_eps: 0 }, /^ckpt\/config\.json: field "rms_norm_eps" must be a finite number > 0, got 0: RMSNorm divides by .*eps ≤ 0 turns hidden states into NaN\. Set it to the value the model was trained with \(Llama and Qwen2 use 1e-5 or 1e-6\)\.$/],
+    ["rms_norm_eps 0", { rms_norm_eps: 0 }, /^ckpt\/config\.json: field "rms_norm_eps" must be a finite number > 0, got 0: RMSNorm divides by .*eps ≤ 0 turns hidden states into NaN\. Set it to the value the model was trained with \(1e-5 or 1e-6 in every supported family\)\.$/],
     ["rms_norm_eps negative", { rms_norm_eps: -1e-5 }, /field "rms_norm_eps" must be a finite number > 0, got -0\.00001/],
     ["rms_norm_eps that is 0 in float32", { rms_norm_eps: 1e-50 }, /field "rms_norm_eps" must be a finite number > 0, got 1e-50/],
     ["rms_norm_eps Infinity (1e999 in JSON)", { rms_norm_eps: Infinity }, /field "rms_norm_eps" must be a finite number > 0, got Infinity/],

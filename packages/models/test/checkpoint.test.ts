@@ -58,7 +58,7 @@ describe("unsupported or broken checkpoints fail clearly", () => {
   it.each([
     [{ model_type: "gpt2" }, /model_type "gpt2" is not supported; pbrl implements llama, qwen2/],
     [{ hidden_act: "gelu" }, /hidden_act "gelu" is not supported/],
-    [{ rope_parameters: { rope_type: "yarn", factor: 4, rope_theta: 10000 } }, /rope type "yarn" is not supported/],
+    [{ rope_parameters: { rope_type: "yarn", factor: 4, rope_theta: 10000 } }, /rope_parameters\.rope_type "yarn" is not supported; pbrl implements default, linear, llama3 and longrope/],
     [{ num_key_value_heads: 3 }, /num_attention_heads \(4\) must be a multiple of num_key_value_heads \(3\)/],
     [{ attention_dropout: 0.1 }, /attention_dropout=0.1 is not supported/],
     [{ quantization_config: { bits: 4 } }, /quantized checkpoints are not supported/],

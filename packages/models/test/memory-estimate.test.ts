@@ -114,3 +114,42 @@ describe("scoring", () => {
     expect(s.items.length).toBe(a.items.length + b.items.length);
   });
 });
+
+describe("families beyond Llama", () => {
+  const base = { vocab_size: 2000, hidden_size: 256, intermediate_size: 688, num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2, max_position_embeddings: 512, tie_word_embeddings: false, rope_parameters: { rope_type: "default", rope_theta: 10000 } };
+  const llama = parseModelConfig({ ...base, model_type: "llama" });
+  const w = { sequences: 4, seqLen: 64 };
+
+  it("each departure from Llama adds activations: wide heads, q/k norms, Gemma's norms and GELU, Phi-3's splits and partial rotary", () => {
+    const act = (raw: Record<string, unknown>, kernels: "tfjs" | "fused") => trainingActivationBytes(parseModelConfig({ ...base, ...raw }), { ...w, kernels });
+    for (const kernels of ["tfjs", "fused"] as const) {
+      const plain = trainingActivationBytes(llama, { ...w, kernels });
+      // Qwen3 at head_dim 128: q is 512 wide on a 256 hidden size, and normed per head.
+      expect(act({ model_type: "qwen3", head_dim: 128 }, kernels)).toBeGreaterThan(plain);
+      expect(act({ model_type: "phi3", rope_parameters: { rope_type: "default", rope_theta: 10000, partial_rotary_factor: 0.75 } }, kernels)).toBeGreaterThan(act({ model_type: "phi3" }, kernels));
+      expect(act({ model_type: "phi3" }, kernels)).toBeGreaterThan(plain);
+      const gemma = { model_type: "gemma3_text", head_dim: 64, sliding_window: 512, rope_parameters: { full_attention: { rope_type: "default" }, sliding_attention: { rope_type: "default" } } };
+      expect(act(gemma, kernels)).toBeGreaterThan(plain);
+      expect(act({ ...gemma, final_logit_softcapping: 30 }, kernels) - act(gemma, kernels)).toBeCloseTo(4 * 3 * 4 * 63 * 2000, 0);
+    }
+  });
+
+  it("on the fused kernels, a window shorter than the sequence costs tfjs attention scores; wasm keeps them anyway", () => {
+    const mistral = (window: number) => parseModelConfig({ ...base, model_type: "mistral", sliding_window: window });
+    expect(trainingActivationBytes(mistral(512), { ...w, kernels: "fused" })).toBe(trainingActivationBytes(llama, { ...w, kernels: "fused" }));
+    // (7.2 + 2 − 1.2) floats more per score: 256 tokens × 4 layers × 4 heads × 64 keys.
+    expect(trainingActivationBytes(mistral(16), { ...w, kernels: "fused" }) - trainingActivationBytes(llama, { ...w, kernels: "fused" })).toBeCloseTo(4 * 8 * 256 * 4 * 4 * 64, 0);
+    expect(trainingActivationBytes(mistral(16), { ...w, kernels: "tfjs" })).toBe(trainingActivationBytes(llama, { ...w, kernels: "tfjs" }));
+  });
+
+  it("generation: no native decoding for families the decoders cannot run; Phi-3 recomputes its sequence at the longrope switch", () => {
+    const qwen3 = parseModelConfig({ ...base, model_type: "qwen3", head_dim: 64 });
+    const g = generationEstimate(qwen3, { rows: 2, promptLen: 8, maxNewTokens: 8, kernels: "fused", nativeDecode: true });
+    expect(g.hostBytes).toBe(2 * 2000 * 4);
+    expect(g.items.map((i) => i.label)).toContain("KV cache (2 rows × 16 positions), old and new copy during a step");
+    const longrope = { rope_type: "longrope", rope_theta: 10000, short_factor: Array(32).fill(1), long_factor: Array(32).fill(4) };
+    const phi3 = parseModelConfig({ ...base, model_type: "phi3", max_position_embeddings: 512, original_max_position_embeddings: 32, rope_parameters: longrope });
+    expect(generationEstimate(phi3, { rows: 2, promptLen: 8, maxNewTokens: 40, kernels: "tfjs" }).items.map((i) => i.label)).toContain("forward pass over 2 rows × 33 tokens");
+    expect(generationEstimate(phi3, { rows: 2, promptLen: 8, maxNewTokens: 20, kernels: "tfjs" }).items.map((i) => i.label)).toContain("forward pass over 2 rows × 8 tokens");
+  });
+});

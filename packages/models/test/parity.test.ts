@@ -1,5 +1,7 @@
 // Agreement with Hugging Face transformers on the committed fixture checkpoints, on each
-// backend: logits, greedy generations (single and left-padded batches), sequence log-probs.
+// backend: logits, greedy generations (single and left-padded batches), sequence log-probs. The
+// family fixtures (qwen3, mistral, gemma3_text, phi3: scripts/reference/family_fixtures.py) have
+// sliding windows shorter than the prompts and generations, GQA, tied and untied embeddings.
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadLibtorchAddon, loadNativeAddon, nativeThreads, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
@@ -11,7 +13,16 @@ const CASES: { dir: string; ref: string }[] = [
   { dir: "tiny-qwen2", ref: "tiny-qwen2" },
   { dir: "tiny-qwen2-sharded", ref: "tiny-qwen2" },
   { dir: "tiny-llama-bf16", ref: "tiny-llama-bf16" },
+  { dir: "tiny-qwen3", ref: "tiny-qwen3" },
+  { dir: "tiny-mistral", ref: "tiny-mistral" },
+  { dir: "tiny-gemma3", ref: "tiny-gemma3" },
+  { dir: "tiny-phi3", ref: "tiny-phi3" },
 ];
+// tiny-phi3's longrope switches to its long factors past 16 positions: a cached generation that
+// crosses there recomputes its cache (Phi-3's rule in transformers), so cached and recomputed
+// decoding agree for it too. (Its reference generations are transformers' greedy decoding by
+// recomputation; see the "note" in tiny-phi3.reference.json for the 5.18 generate bug.)
+const CACHE_EQUALS_RECOMPUTE = (ref: string) => ref !== "tiny-llama-bf16";
 const BACKENDS: BackendName[] = ["native", "libtorch", "wasm", "cpu"];
 // native and libtorch need the addons the install step builds; without one (no OpenBLAS, no
 // libtorch) its cases skip, saying why, unless PBRL_REQUIRE_NATIVE=1 / PBRL_REQUIRE_LIBTORCH=1
@@ -59,7 +70,7 @@ describe.each(BACKENDS)("parity with transformers on %s", (backend) => {
       expect(out.map((o) => o.tokens)).toEqual(gb.rows.map((r) => r.new_token_ids));
     });
 
-    it.runIf(refName !== "tiny-llama-bf16")("the KV cache changes nothing: cached and recomputed greedy decoding agree", () => {
+    it.runIf(CACHE_EQUALS_RECOMPUTE(refName))("the KV cache changes nothing: cached and recomputed greedy decoding agree", () => {
       const prompts = ref.greedy.results.map((r) => r.input_ids);
       const opts = { maxNewTokens: 8, greedy: true, padTokenId: ref.greedy_batched.pad_token_id };
       expect(generate(p.model, prompts, { ...opts, useCache: false })).toEqual(generate(p.model, prompts, opts));
