@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "pbrl_native",
-      "sources": ["src/pbrl_native.cc"],
+      "sources": ["src/module.cc", "src/common.cc", "src/pool.cc", "src/blas_info.cc", "src/matmul.cc", "src/shape.cc", "src/elementwise.cc", "src/reduce.cc", "src/logsoftmax.cc", "src/layers.cc", "src/attention.cc", "src/decode.cc", "src/sampling.cc", "src/adamw.cc"],
       "cflags_cc": ["-O3", "-std=c++17", "-fno-math-errno", "-fno-trapping-math"],
       "cflags_cc!": ["-std=gnu++17", "-std=gnu++20"],
       "libraries": ["-lopenblas", "-lpthread"],

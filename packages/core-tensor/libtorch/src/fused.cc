@@ -1,6 +1,6 @@
 // pbrl's fused kernels (core-tensor/src/fused-ops.ts) on ATen: each is one addon call, a few
 // ATen ops, instead of the tfjs op sequences and their temporaries. Same formulas as the native
-// backend's kernels (native/src/pbrl_native.cc) and torch's own (RMSNorm, SiLU, AdamW).
+// backend's kernels (native/src/layers.cc, logsoftmax.cc, adamw.cc) and torch's own (RMSNorm, SiLU, AdamW).
 #include <ATen/Parallel.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// OpenBLAS as pbrl's addons use it (native/src/pbrl_native.cc, libtorch/src/linalg.cc): the few
+// OpenBLAS as pbrl's addons use it (native/src, libtorch/src/linalg.cc): the few
 // entry points, declared here so that no cblas.h (whose location differs between distributions)
 // is needed, and the choice of its kernel family from the CPU's instruction sets.
 //

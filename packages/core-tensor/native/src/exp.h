@@ -1,4 +1,4 @@
-// exp(x) for float32, shared by pbrl's two addons (native/src/pbrl_native.cc and
+// exp(x) for float32, shared by pbrl's two addons (native/src/loops.h and matmul.cc, and
 // libtorch/src/fused.cc): written so that gcc vectorises loops over it.
 #pragma once
 #include <cmath>

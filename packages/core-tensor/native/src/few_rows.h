@@ -3,7 +3,7 @@
 // few. Here each weight row is read once for all rows, each loaded chunk of x serves several weight
 // rows, with rows × weight rows accumulators held in registers, and the next weight rows are
 // prefetched while these are multiplied (without it, memory and arithmetic took turns: 1.8× slower). Shared by pbrl's two addons
-// (native/src/pbrl_native.cc, libtorch/src/blas.cc).
+// (native/src/decode.cc, libtorch/src/blas.cc).
 #pragma once
 #include <cstdint>
 
