@@ -39,5 +39,5 @@ export {
 } from "./safetensors.js";
 export type { SafetensorsDtype, SafetensorsWriteDtype, HostTensor, LoadedTensor, SafetensorsFile, TensorToWrite, WriteCheckpointOptions } from "./safetensors.js";
 export { bf16BitsToFloat32, float32ToBf16Bits, f16BitsToFloat32, float32ToF16Bits } from "./half.js";
-export { decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows } from "./native-decode.js";
-export type { DecodeDims, DecodeWeights } from "./native-decode.js";
+export { nativeHeapOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows } from "./native-decode.js";
+export type { DecodeDims } from "./native-decode.js";

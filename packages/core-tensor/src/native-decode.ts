@@ -1,8 +1,9 @@
 /**
- * Token-by-token decoding of a Llama-family model in one addon call per step, bypassing tfjs on
- * the native backend: generation at small batch is otherwise bound by tfjs's per-kernel overhead
- * (~200 kernel calls per token), not by arithmetic. The weights are read in place on the wasm
- * heap; the KV cache is JS memory owned by the {@link NativeDecodeCache}.
+ * The native backend's decoding kernel: one step of a Llama-layout decoder (the model code that
+ * knows which weight is which is @pbrl/models' fused-decode.ts) in one addon call, bypassing
+ * tfjs: generation at small batch is otherwise bound by tfjs's per-kernel overhead (~200 kernel
+ * calls per token), not by arithmetic. The weights are read in place on the wasm heap; the KV
+ * cache is JS memory owned by the {@link NativeDecodeCache}.
  */
 import { nativeHeapAccess } from "./native-backend.js";
 import type { tf } from "./tf.js";
@@ -17,31 +18,6 @@ export interface DecodeDims {
   vocab: number;
   layers: number;
   rmsNormEps: number;
-}
-
-/** The weights, HF layout ([out, in] projections); biases undefined when the model has none. */
-export interface DecodeWeights {
-  embed: tf.Tensor;
-  finalNorm: tf.Tensor;
-  lmHead: tf.Tensor;
-  layers: {
-    inputNorm: tf.Tensor;
-    q: tf.Tensor;
-    k: tf.Tensor;
-    v: tf.Tensor;
-    o: tf.Tensor;
-    qBias?: tf.Tensor | undefined;
-    kBias?: tf.Tensor | undefined;
-    vBias?: tf.Tensor | undefined;
-    oBias?: tf.Tensor | undefined;
-    postNorm: tf.Tensor;
-    gate: tf.Tensor;
-    up: tf.Tensor;
-    down: tf.Tensor;
-    gateBias?: tf.Tensor | undefined;
-    upBias?: tf.Tensor | undefined;
-    downBias?: tf.Tensor | undefined;
-  }[];
 }
 
 /**
@@ -79,22 +55,19 @@ export class NativeDecodeCache {
 }
 
 /**
- * The heap offsets of the weights, in the order the addon reads them (−1 for an absent bias).
- * Computed once per generation: the offsets stay put while the tensors live.
+ * The heap offsets of native-backend tensors in the order given (−1 for an absent one), e.g. the
+ * decoder's weights: computed once per generation, as the offsets stay put while the tensors live.
  */
-export function decodeWeightOffsets(weights: DecodeWeights): Float64Array {
+export function nativeHeapOffsets(tensors: readonly (tf.Tensor | undefined)[]): Float64Array {
   const { offset } = nativeHeapAccess();
-  const at = (t: tf.Tensor | undefined): number => (t === undefined ? -1 : offset(t));
-  const offsets = [at(weights.embed), at(weights.finalNorm), at(weights.lmHead)];
-  for (const l of weights.layers) {
-    offsets.push(at(l.inputNorm), at(l.q), at(l.k), at(l.v), at(l.o), at(l.qBias), at(l.kBias), at(l.vBias), at(l.oBias), at(l.postNorm), at(l.gate), at(l.up), at(l.down), at(l.gateBias), at(l.upBias), at(l.downBias));
-  }
-  return Float64Array.from(offsets);
+  return Float64Array.from(tensors, (t) => (t === undefined ? -1 : offset(t)));
 }
 
 /**
  * One step: appends each row's token at position `cache.length` and writes the next-token logits
- * [batch, vocab] into `logits`. `weights` are {@link decodeWeightOffsets} of tensors still alive;
+ * [batch, vocab] into `logits`. `weights` are {@link nativeHeapOffsets} of tensors still alive, in
+ * the addon's order: embed, finalNorm, lmHead, then per layer inputNorm, q, k, v, o, their four
+ * biases, postNorm, gate, up, down, their three biases (native/src/decode.cc);
  * cos and sin are the rotary tables of the rows' positions [batch, headDim]; keyMask
  * [batch, cache.length + 1] marks the positions each row attends to.
  */

@@ -8,7 +8,7 @@
 // the native path.
 import { afterEach, describe, expect, it } from "vitest";
 import { expectSame as expectSameOn, on, rand } from "./compare-backends.js";
-import { blasCoreType, BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, NATIVE_KERNELS, decodeWeightOffsets, NativeDecodeCache, nativeDecodeStep, tf, useBackend, useDefaultBackend } from "../src/index.js";
+import { blasCoreType, BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, NATIVE_KERNELS, nativeHeapOffsets, NativeDecodeCache, nativeDecodeStep, tf, useBackend, useDefaultBackend } from "../src/index.js";
 
 const coreTypeBefore = process.env["OPENBLAS_CORETYPE"];
 const load = loadNativeAddon();
@@ -59,11 +59,10 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     await useBackend("native");
     const dims = { hidden: 8, heads: 2, kvHeads: 1, headDim: 4, intermediate: 16, vocab: 10, layers: 1, rmsNormEps: 1e-6 };
     const t = (shape: number[], seed: number): tf.Tensor => rand(shape, seed);
-    const tensors = {
-      embed: t([10, 8], 1), finalNorm: t([8], 2), lmHead: t([10, 8], 3),
-      layers: [{ inputNorm: t([8], 4), q: t([8, 8], 5), k: t([4, 8], 6), v: t([4, 8], 7), o: t([8, 8], 8), postNorm: t([8], 9), gate: t([16, 8], 10), up: t([16, 8], 11), down: t([8, 16], 12) }],
-    };
-    const weights = decodeWeightOffsets(tensors);
+    // The decoder's order: embed, finalNorm, lmHead; inputNorm, q, k, v, o, 4 biases, postNorm, gate, up, down, 3 biases.
+    const layer = [t([8], 4), t([8, 8], 5), t([4, 8], 6), t([4, 8], 7), t([8, 8], 8), undefined, undefined, undefined, undefined, t([8], 9), t([16, 8], 10), t([16, 8], 11), t([8, 16], 12), undefined, undefined, undefined];
+    const tensors = [t([10, 8], 1), t([8], 2), t([10, 8], 3), ...layer];
+    const weights = nativeHeapOffsets(tensors);
     const cache = new NativeDecodeCache(dims, 2, 2);
     const step = (ids: number[], maskLen: number) => ({ ids: Int32Array.from(ids), cos: new Float32Array(8).fill(1), sin: new Float32Array(8), keyMask: new Uint8Array(maskLen).fill(1) });
     const logits = new Float32Array(20);
@@ -74,7 +73,7 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     expect(() => nativeDecodeStep(weights, cache, step([1, 10], 4), logits)).toThrow(/decode: token id outside the vocabulary/);
     nativeDecodeStep(weights, cache, step([3, 4], 4), logits);
     expect(() => nativeDecodeStep(weights, cache, step([1, 2], 6), logits)).toThrow(/the cache is full \(2 positions\)/);
-    tf.dispose([tensors.embed, tensors.finalNorm, tensors.lmHead, ...Object.values(tensors.layers[0]!)]);
+    tf.dispose(tensors.filter((x) => x !== undefined));
   });
 
   it("keeps working when the heap grows between calls (the buffer is re-read)", async () => {

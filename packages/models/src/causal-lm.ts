@@ -1,9 +1,9 @@
 import type { RngStream} from "@pbrl/core-tensor";
-import { deviceOf, tf, toDevice, transposesAreFree, variableFrom, type DecodeWeights, type HostTensor } from "@pbrl/core-tensor";
+import { deviceOf, tf, toDevice, transposesAreFree, variableFrom, type HostTensor } from "@pbrl/core-tensor";
 import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
 import { decoderLayer, norm, type BlockWeights, type CallConstants, type RotaryTables } from "./decoder-layer.js";
-import { fusedDecodeSupport } from "./fused-decode.js";
+import { fusedDecodeSupport, type DecodeWeights } from "./fused-decode.js";
 import { gatherRows, matMul } from "./ops.js";
 import { checkFiniteWeight } from "./finite-weights.js";
 import { isIgnorableCheckpointEntry, parameterSpecs, type ParameterSpec } from "./parameters.js";

@@ -12,7 +12,40 @@
  * mask for all layers, so a model qualifies when every layer has the same window (Mistral), not
  * when layers differ (a Qwen2 with some sliding layers).
  */
+import type { tf } from "@pbrl/core-tensor";
 import type { CausalLMConfig } from "./config.js";
+
+/** The weights the fused decoders read, by role: HF layout ([out, in] projections), biases undefined when the model has none. */
+export interface DecodeWeights {
+  embed: tf.Tensor;
+  finalNorm: tf.Tensor;
+  lmHead: tf.Tensor;
+  layers: {
+    inputNorm: tf.Tensor;
+    q: tf.Tensor;
+    k: tf.Tensor;
+    v: tf.Tensor;
+    o: tf.Tensor;
+    qBias?: tf.Tensor | undefined;
+    kBias?: tf.Tensor | undefined;
+    vBias?: tf.Tensor | undefined;
+    oBias?: tf.Tensor | undefined;
+    postNorm: tf.Tensor;
+    gate: tf.Tensor;
+    up: tf.Tensor;
+    down: tf.Tensor;
+    gateBias?: tf.Tensor | undefined;
+    upBias?: tf.Tensor | undefined;
+    downBias?: tf.Tensor | undefined;
+  }[];
+}
+
+/** The weights in the order the decoding kernels take them (core-tensor's nativeDecodeStep, LibtorchDecoder). */
+export function decodeKernelOrder(w: DecodeWeights): (tf.Tensor | undefined)[] {
+  const list: (tf.Tensor | undefined)[] = [w.embed, w.finalNorm, w.lmHead];
+  for (const l of w.layers) list.push(l.inputNorm, l.q, l.k, l.v, l.o, l.qBias, l.kBias, l.vBias, l.oBias, l.postNorm, l.gate, l.up, l.down, l.gateBias, l.upBias, l.downBias);
+  return list;
+}
 
 export type FusedDecodeSupport = { ok: true; window: number | undefined } | { ok: false; reason: string };
 

@@ -1,8 +1,8 @@
-import { computePrecision, decodeWeightOffsets, guardHeap, LibtorchDecoder, libtorchSampleRows, NativeDecodeCache, nativeDecodeStep, nativeSampleRows, tf, type DecodeDims, type RngStream } from "@pbrl/core-tensor";
+import { computePrecision, guardHeap, LibtorchDecoder, libtorchSampleRows, NativeDecodeCache, nativeDecodeStep, nativeHeapOffsets, nativeSampleRows, tf, type DecodeDims, type RngStream } from "@pbrl/core-tensor";
 import { positionsFromMask, windowedKeyMask } from "./attention-mask.js";
 import { disposeCache, emptyCache, type CausalLM, type KVCache } from "./causal-lm.js";
 import { checkContextLength } from "./context-length.js";
-import { fusedDecodeSupport } from "./fused-decode.js";
+import { decodeKernelOrder, fusedDecodeSupport } from "./fused-decode.js";
 import { checkGeneration } from "./memory-check.js";
 import { gatherRows } from "./ops.js";
 import { chooseToken, validateSampling, type SamplingOptions } from "./sampling.js";
@@ -219,7 +219,7 @@ function decodeDims(model: CausalLM): DecodeDims {
 
 /** The libtorch decoder after the prompt: the model's weights and the prompt's keys and values. */
 function libtorchDecoder(model: CausalLM, cache: KVCache, batch: number, capacity: number): LibtorchDecoder {
-  const decoder = new LibtorchDecoder(model.decodeWeights(), decodeDims(model), batch, capacity, computePrecision() === "bf16");
+  const decoder = new LibtorchDecoder(decodeKernelOrder(model.decodeWeights()), decodeDims(model), batch, capacity, computePrecision() === "bf16");
   cache.layers.forEach((l, i) => decoder.load(i, l.k, l.v, cache.length));
   return decoder;
 }
@@ -232,7 +232,7 @@ function nativeDecoder(model: CausalLM, cache: KVCache, batch: number, capacity:
   const c = model.config;
   const native = new NativeDecodeCache(decodeDims(model), batch, capacity);
   cache.layers.forEach((l, i) => native.load(i, l.k.dataSync() as Float32Array, l.v.dataSync() as Float32Array, cache.length));
-  return { weights: decodeWeightOffsets(model.decodeWeights()), cache: native, logits: new Float32Array(batch * c.vocabSize) };
+  return { weights: nativeHeapOffsets(decodeKernelOrder(model.decodeWeights())), cache: native, logits: new Float32Array(batch * c.vocabSize) };
 }
 
 /** One token per row not yet done, drawn by the addon; done rows keep 0 and draw nothing. */

@@ -1,7 +1,7 @@
 export { parseModelConfig, serializeModelConfig, llamaConfigJson, ModelConfigError, SUPPORTED_MODEL_TYPES } from "./config.js";
 export type { Architecture, CausalLMConfig, LayerSpec, ModelType, RopeScaling, RopeSpec } from "./config.js";
 export { fusedDecodeSupport } from "./fused-decode.js";
-export type { FusedDecodeSupport } from "./fused-decode.js";
+export type { DecodeWeights, FusedDecodeSupport } from "./fused-decode.js";
 export { CausalLM, WeightLoadError, emptyCache, disposeCache } from "./causal-lm.js";
 export type { ForwardInput, KVCache } from "./causal-lm.js";
 export { parameterSpecs } from "./parameters.js";

@@ -6,7 +6,7 @@
  * preallocated for the whole generation on the same device, and each step's logits stay there
  * too, for {@link libtorchSampleRows}.
  */
-import type { DecodeDims, DecodeWeights } from "../native-decode.js";
+import type { DecodeDims } from "../native-decode.js";
 import { tf } from "../tf.js";
 import type { LibtorchBackend } from "./backend.js";
 import { LIBTORCH_BACKEND_NAME } from "./register.js";
@@ -18,17 +18,14 @@ export class LibtorchDecoder {
   length = 0;
 
   /**
-   * A decoder for `batch` rows and up to `capacity` positions. With `bf16Weights` the projections
+   * A decoder for `batch` rows and up to `capacity` positions. `weights` in the order of
+   * nativeDecodeStep's (undefined for an absent bias). With `bf16Weights` the projections
    * are read as bfloat16 copies (made once here); the norms, biases and cache stay float32.
    */
-  constructor(weights: DecodeWeights, dims: DecodeDims, readonly batch: number, readonly capacity: number, bf16Weights = false) {
+  constructor(weights: readonly (tf.Tensor | undefined)[], dims: DecodeDims, readonly batch: number, readonly capacity: number, bf16Weights = false) {
     if (tf.getBackend() !== LIBTORCH_BACKEND_NAME) throw new Error(`LibtorchDecoder runs on the libtorch backend only (active: ${tf.getBackend()})`);
     this.backend = tf.backend() as unknown as LibtorchBackend;
-    const id = (t: tf.Tensor | undefined): number => (t === undefined ? -1 : this.backend.id(t));
-    const ids = [id(weights.embed), id(weights.finalNorm), id(weights.lmHead)];
-    for (const l of weights.layers) {
-      ids.push(id(l.inputNorm), id(l.q), id(l.k), id(l.v), id(l.o), id(l.qBias), id(l.kBias), id(l.vBias), id(l.oBias), id(l.postNorm), id(l.gate), id(l.up), id(l.down), id(l.gateBias), id(l.upBias), id(l.downBias));
-    }
+    const ids = weights.map((t) => (t === undefined ? -1 : this.backend.id(t)));
     const d = dims;
     this.handle = this.backend.addon.decoderCreate(ids, [batch, d.hidden, d.heads, d.kvHeads, d.headDim, d.vocab, d.layers, capacity], d.rmsNormEps, bf16Weights);
   }
