@@ -46,6 +46,12 @@ describe("pbrl bench", () => {
     // wasm is deterministic: the workers sample and train bit for bit as this thread
     expect(parallel.generation["same_tokens"]).toBe(true);
     expect(parallel.update["max_abs_weight_diff"]).toBe(0);
+    // MARLHF's RL stage: the same policy-gradient updates in this thread and in worker threads
+    const rl = (wasm["parallel_training"] as { rl_update: Json }).rl_update;
+    for (const k of ["sequential_s", "mp_s", "speedup"]) expect(rl[k]).toBeGreaterThan(0);
+    expect(rl["generations"]).toBe(2);
+    expect(rl["max_abs_weight_diff"]).toBe(0);
+    expect(err).toMatch(/pbrl bench \[wasm\]: parallel_training: MARLHF policy-gradient update of 2 agents \(8 items × 2 samples\): [\d.]+ s in this thread, [\d.]+ s in worker threads/);
     expect(err).toMatch(/pbrl bench \[wasm\]: parallel_training: MADPO update of 2 agents \(8 pairs\): [\d.]+ s in this thread, [\d.]+ s in worker threads/);
     // Progress goes to stderr, so stdout is exactly one JSON document.
     expect(err).toMatch(/pbrl bench \[wasm\]: train step 2\/2/);

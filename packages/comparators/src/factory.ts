@@ -41,14 +41,14 @@ export interface ComparatorOptions {
   adapter?: CentralizedAdapter;
   /** Required by policy "history": where each round's starting weights are. */
   weightsAt?: WeightsAt;
-  /** Required by policy "api": the comparator_api_* settings (see apiSettingsFromConfig). */
+  /** Required by policy "api": the API comparator's settings (a trainer translates its comparator_api_* fields). */
   api?: ApiComparatorSettings;
 }
 
 /** Builds the comparator the config asks for. Nothing is loaded until the first beginRound. */
 export function createComparator(o: ComparatorOptions): Comparator {
   if (o.policy === "api") {
-    if (o.api === undefined) throw new Error('comparator_policy="api" is not available in @pbrl/comparators without ComparatorOptions.api (the comparator_api_* settings; see apiSettingsFromConfig)');
+    if (o.api === undefined) throw new Error('comparator_policy="api" is not available in @pbrl/comparators without ComparatorOptions.api (the comparator_api_* settings)');
     const mode = o.generationMode ?? "decentralized";
     const index = o.centralizedAgentIndex ?? 0;
     if (mode === "centralized" && o.agents.length > 0) pickAgents(o.agents, [index], "comparator_centralized_agent_index");

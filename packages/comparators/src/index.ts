@@ -20,7 +20,6 @@ export { createComparator } from "./factory.js";
 export type { ComparatorOptions, ComparatorPolicy, ComparatorGenerationMode } from "./factory.js";
 export {
   ApiComparator,
-  apiSettingsFromConfig,
   ApiComparatorError,
   ApiSettingsError,
   ApiResponseTooLargeError,
@@ -32,4 +31,4 @@ export {
   redactUrlSecrets,
   redactHeaderSecrets,
 } from "./api/index.js";
-export type { ApiComparatorOptions, ApiComparatorSettings, ApiComparatorStats, ApiConfigFields, ApiFormat, ApiFormatName, ApiGenerationSettings, ApiRetryEvent, ApiTokenizer, SleepFn } from "./api/index.js";
+export type { ApiComparatorOptions, ApiComparatorSettings, ApiComparatorStats, ApiFormat, ApiFormatName, ApiGenerationSettings, ApiRetryEvent, ApiTokenizer, SleepFn } from "./api/index.js";

@@ -1,5 +1,8 @@
-export { negLogSigmoid, jointMargins, madpoLoss, agentLoss, othersSum, marginMetrics } from "./loss.js";
+export { jointMargins, madpoLoss, agentLoss, othersSum, marginMetrics } from "./loss.js";
 export type { MarginMetrics } from "./loss.js";
 export { scoredTokens, agentMargins } from "./scoring.js";
-export { madpoUpdate, localAgents, agentPairs, detachedMargins, checkMargins, agentStep, NonFiniteError } from "./update.js";
-export type { TrainableAgent, MadpoAgents, MadpoUpdateOptions } from "./update.js";
+export { madpoUpdate, localAgents, agentPairs, detachedMargins, checkMargins, agentStep } from "./update.js";
+export type { MadpoAgents, MadpoUpdateOptions } from "./update.js";
+// Defined once below both algorithm packages; re-exported where MADPO's callers look for them.
+export { NonFiniteError, negLogSigmoid } from "@pbrl/preference-data";
+export type { TrainableAgent } from "@pbrl/preference-data";

@@ -5,11 +5,7 @@
  * −η σ(−η Δ) ∇δᵢ: the joint loss's gradient with respect to its own parameters.
  */
 import { tf } from "@pbrl/core-tensor";
-
-/** −log σ(x), computed stably (softplus(−x)). */
-export function negLogSigmoid(x: number): number {
-  return x >= 0 ? Math.log1p(Math.exp(-x)) : -x + Math.log1p(Math.exp(x));
-}
+import { mean, negLogSigmoid } from "@pbrl/preference-data";
 
 /** Joint margins Δ per pair from per-agent margins `margins[agent][pair]`. */
 export function jointMargins(margins: readonly (readonly number[])[]): number[] {
@@ -52,7 +48,6 @@ export interface MarginMetrics {
 /** Batch metrics from the detached margins (before the update). */
 export function marginMetrics(margins: readonly (readonly number[])[], beta: number): MarginMetrics {
   const joint = jointMargins(margins);
-  const mean = (xs: readonly number[]) => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
   const metrics: MarginMetrics = {
     loss: madpoLoss(joint, beta),
     "joint/margin": mean(joint),

@@ -1,19 +1,7 @@
-import { globalGradNorm, tf, type AdamW } from "@pbrl/core-tensor";
-import type { CausalLM } from "@pbrl/models";
-import type { AgentPairTokens } from "@pbrl/preference-data";
+import { globalGradNorm, tf } from "@pbrl/core-tensor";
+import { NonFiniteError, type AgentPairTokens, type TrainableAgent } from "@pbrl/preference-data";
 import { agentLoss, marginMetrics, othersSum, type MarginMetrics } from "./loss.js";
 import { agentMargins } from "./scoring.js";
-
-/** An agent being trained: its model, its optimizer and the id that pads its batches. */
-export interface TrainableAgent {
-  model: CausalLM;
-  optimizer: AdamW;
-  padTokenId: number;
-}
-
-export class NonFiniteError extends Error {
-  override name = "NonFiniteError";
-}
 
 export interface MadpoUpdateOptions {
   beta: number;

@@ -3,6 +3,7 @@ import { checkCollectionInput } from "./dataset.js";
 import { formatAgentPrompts } from "./formatters.js";
 import type { PairRecord } from "./pair-record.js";
 import { selectPairs, type PairSelectionMode } from "./pair-selection.js";
+import { mean } from "./mean.js";
 import { emptyTally, tallyTruncation, warnTruncation, type TruncationTally } from "./prompt-length.js";
 import { promptTexts, type CandidateSampler } from "./sampler.js";
 import { scoreRewardJobs } from "./score-batch.js";
@@ -105,7 +106,7 @@ async function collectBatches(o: CollectOptions, tally: TruncationTally): Promis
       const valid = processed.map((_, j) => j).filter((j) => o.isValid?.(agents.map((a) => a.texts[j]!), item) ?? true);
       result.invalidCandidates += processed.length - valid.length;
       const rewards = valid.map((j) => processed[j]!);
-      const mean = rewards.length === 0 ? 0 : rewards.reduce((a, b) => a + b, 0) / rewards.length;
+      const candidateMean = mean(rewards);
       result.candidateRewards.push(rewards);
       const chosen = selectPairs(rewards, o.pairSelection, o.pairsPerSample, o.selectionRng).map(([w, l]) => [valid[w]!, valid[l]!] as const);
       if (chosen.length > 0) result.itemsWithPairs += 1;
@@ -118,7 +119,7 @@ async function collectBatches(o: CollectOptions, tally: TruncationTally): Promis
             loser_completions: agents.map((a) => a.texts[l]!),
             winner_reward: processed[w]!,
             loser_reward: processed[l]!,
-            candidate_reward_mean: mean,
+            candidate_reward_mean: candidateMean,
             prompt_token_ids: agents.map((a) => a.promptIds),
             winner_token_ids: agents.map((a) => a.tokens[w]!),
             loser_token_ids: agents.map((a) => a.tokens[l]!),

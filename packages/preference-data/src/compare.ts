@@ -5,6 +5,7 @@ import { checkCollectionInput } from "./dataset.js";
 import { renderPrompt } from "./chat.js";
 import { formatAgentPrompts, isChatPrompt } from "./formatters.js";
 import type { CandidateSet, Comparator } from "./interfaces.js";
+import { mean } from "./mean.js";
 import { emptyTally, tallyTruncation, warnTruncation, type TruncationTally } from "./prompt-length.js";
 import { candidateTokens, type AgentTokenizing } from "./retokenize.js";
 import type { CandidateSampler } from "./sampler.js";
@@ -112,7 +113,7 @@ async function compareBatches(o: CompareOptions, tally: TruncationTally): Promis
           processedValid.push(rewards[side].processed[j]!);
         });
       }
-      const mean = processedValid.length === 0 ? 0 : processedValid.reduce((a, b) => a + b, 0) / processedValid.length;
+      const candidateMean = mean(processedValid);
       const valid = { target: sides.target.valid, comparator: sides.comparator.valid };
       for (const c of selectComparisons(rewards.target.processed, rewards.comparator.processed, valid, "all", null)) result.wins[c.winner] += 1;
       const chosen = selectComparisons(rewards.target.processed, rewards.comparator.processed, valid, o.pairSelection, o.pairsPerSample, o.selectionRng);
@@ -133,7 +134,7 @@ async function compareBatches(o: CompareOptions, tally: TruncationTally): Promis
             loser_completions: sides[l].texts.map((t) => t[j]!),
             winner_reward: rewards[w].processed[j]!,
             loser_reward: rewards[l].processed[j]!,
-            candidate_reward_mean: mean,
+            candidate_reward_mean: candidateMean,
             raw_rewards: [rewards[w].raw[j]!, rewards[l].raw[j]!],
             target_raw_reward: rewards.target.raw[j]!,
             comparator_raw_reward: rewards.comparator.raw[j]!,

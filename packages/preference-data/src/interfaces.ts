@@ -52,7 +52,7 @@ export class CentralizedParseError extends Error {
 
 /** One non-empty round dataset known to the replay buffer. */
 export interface ReplayIndexEntry {
-  /** 1-based round number. */
+  /** 1-based round number (named as the round files' and CoMLRL's replay index: a stored format, like num_pairs). */
   iteration: number;
   /** The round file, `iteration_NNNN.json` under the replay directory. */
   file: string;
@@ -71,10 +71,10 @@ export type PairTokenizer = (record: PairRecord) => AgentPairTokens[];
 
 /** Stores every round's pairs and chooses each round's training pairs. */
 export interface ReplayBuffer {
-  /** Writes round `iteration`'s file (atomically, also when empty), recording `scorer` when given, and indexes it if non-empty. */
-  addRound(iteration: number, pairs: readonly CollectedPair[], scorer?: PreferenceScorer): Promise<void>;
-  /** The training pairs for round `iteration`, from this round and earlier ones. */
-  select(iteration: number, current: readonly CollectedPair[], tokenize: PairTokenizer): Promise<CollectedPair[]>;
+  /** Writes round `round`'s file (atomically, also when empty), recording `scorer` when given, and indexes it if non-empty. */
+  addRound(round: number, pairs: readonly CollectedPair[], scorer?: PreferenceScorer): Promise<void>;
+  /** The training pairs for round `round`, from this round and earlier ones. */
+  select(round: number, current: readonly CollectedPair[], tokenize: PairTokenizer): Promise<CollectedPair[]>;
   getState(): ReplayState;
   /** Restores the index saved in a checkpoint, checking each file; a missing or corrupt one is an error naming it. */
   restore(state: ReplayState): Promise<void>;

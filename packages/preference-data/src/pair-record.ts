@@ -97,12 +97,12 @@ function checked<S extends z.ZodType>(value: unknown, schema: S, what: string): 
   return parsed.data;
 }
 
-export function roundFileName(iteration: number): string {
-  return `iteration_${String(iteration).padStart(4, "0")}.json`;
+export function roundFileName(round: number): string {
+  return `iteration_${String(round).padStart(4, "0")}.json`;
 }
 
-export async function writeRoundFile(file: string, iteration: number, pairs: readonly PairRecord[], scorer?: PreferenceScorer): Promise<void> {
-  const body = checked({ iteration, num_pairs: pairs.length, ...(scorer !== undefined && { scorer }), pairs }, RoundFileSchema, "round file");
+export async function writeRoundFile(file: string, round: number, pairs: readonly PairRecord[], scorer?: PreferenceScorer): Promise<void> {
+  const body = checked({ iteration: round, num_pairs: pairs.length, ...(scorer !== undefined && { scorer }), pairs }, RoundFileSchema, "round file");
   await writeFileAtomic(file, JSON.stringify(body));
 }
 

@@ -35,6 +35,21 @@ describe("index-aligned comparisons (hand-computed)", () => {
     expect(selectComparisons(target, comparator, allValid(5), "comparator_reward", 2).map((c) => c.index)).toEqual([4, 1]);
   });
 
+  it("comparator_reward breaks ties between equal comparator rewards by the larger gap, then by index", () => {
+    // j:                 0     1     2     3     4
+    const t = [0.25, 0.875, 0.625, 0.75, 0.25];
+    const c = [0.5, 0.5, 0.5, 0.125, 0.5];
+    // comparator 0.5 at j = 0, 1, 2, 4 with gaps 0.25, 0.375, 0.125, 0.25; j = 3 has comparator 0.125 (gap 0.625)
+    expect(selectComparisons(t, c, allValid(5), "comparator_reward", null).map((x) => [x.index, x.gap])).toEqual([
+      [1, 0.375],
+      [0, 0.25],
+      [4, 0.25],
+      [2, 0.125],
+      [3, 0.625],
+    ]);
+    expect(selectComparisons(t, c, allValid(5), "comparator_reward", 2).map((x) => x.index)).toEqual([1, 0]);
+  });
+
   it("reward_gap puts the largest gap first; equal gaps in index order", () => {
     expect(selectComparisons(target, comparator, allValid(5), "reward_gap", 3).map((c) => c.index)).toEqual([0, 1, 3]);
   });

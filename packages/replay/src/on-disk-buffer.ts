@@ -36,7 +36,7 @@ export class OnDiskReplayBuffer implements ReplayBuffer {
   private readonly rng: RngStream;
   private entries: ReplayIndexEntry[] = [];
   /** The newest round added (empty ones included), to keep rounds in order and select honest. */
-  private lastIteration = 0;
+  private lastRound = 0;
 
   constructor(options: OnDiskReplayBufferOptions) {
     checkBufferOptions(options);
@@ -48,17 +48,17 @@ export class OnDiskReplayBuffer implements ReplayBuffer {
     this.rng = options.rng;
   }
 
-  async addRound(iteration: number, pairs: readonly CollectedPair[], scorer?: PreferenceScorer): Promise<void> {
-    if (!Number.isSafeInteger(iteration) || iteration < 1) throw new ReplayError(`addRound: iteration must be an integer ≥ 1, got ${iteration}`);
-    if (iteration <= this.lastIteration) throw new ReplayError(`addRound: round ${iteration} comes after round ${this.lastIteration} was already stored; rounds must increase`);
-    const file = roundFileName(iteration);
-    await writeRoundFile(path.join(this.dir, file), iteration, pairs.map((p) => p.record), scorer);
-    this.lastIteration = iteration;
-    if (pairs.length > 0) this.entries.push({ iteration, file, num_pairs: pairs.length, sha256: await fileSha256(path.join(this.dir, file)) });
+  async addRound(round: number, pairs: readonly CollectedPair[], scorer?: PreferenceScorer): Promise<void> {
+    if (!Number.isSafeInteger(round) || round < 1) throw new ReplayError(`addRound: iteration must be an integer ≥ 1, got ${round}`);
+    if (round <= this.lastRound) throw new ReplayError(`addRound: round ${round} comes after round ${this.lastRound} was already stored; rounds must increase`);
+    const file = roundFileName(round);
+    await writeRoundFile(path.join(this.dir, file), round, pairs.map((p) => p.record), scorer);
+    this.lastRound = round;
+    if (pairs.length > 0) this.entries.push({ iteration: round, file, num_pairs: pairs.length, sha256: await fileSha256(path.join(this.dir, file)) });
   }
 
-  async select(iteration: number, current: readonly CollectedPair[], tokenize: PairTokenizer): Promise<CollectedPair[]> {
-    this.checkRoundStored(iteration, current);
+  async select(round: number, current: readonly CollectedPair[], tokenize: PairTokenizer): Promise<CollectedPair[]> {
+    this.checkRoundStored(round, current);
     if (this.mode === "current") return [...current];
     const eligible = this.mode === "nearest_k" ? this.entries.slice(-this.k) : this.entries;
     const total = this.sampleSize ?? defaultSampleSize(current.length, this.entries);
@@ -70,13 +70,13 @@ export class OnDiskReplayBuffer implements ReplayBuffer {
     const rounds = await Promise.all(eligible.map((e, d) => (counts[d]! > 0 ? readIndexedRound(this.dir, e) : null)));
     const picked: CollectedPair[] = [];
     eligible.forEach((entry, d) => {
-      const round = rounds[d];
-      if (!round) return;
+      const stored = rounds[d];
+      if (!stored) return;
       // A pair drawn again (more draws than pairs) is tokenized once; the copies get their own
       // arrays so that a consumer editing one pair's tokens cannot change another's.
       const tokensOf = new Map<number, AgentPairTokens[]>();
-      for (const i of sampleIndices(round.pairs.length, counts[d]!, this.rng)) {
-        const record = round.pairs[i]!;
+      for (const i of sampleIndices(stored.pairs.length, counts[d]!, this.rng)) {
+        const record = stored.pairs[i]!;
         const seen = tokensOf.get(i);
         let tokens: AgentPairTokens[];
         if (seen === undefined) {
@@ -106,18 +106,18 @@ export class OnDiskReplayBuffer implements ReplayBuffer {
       );
     }
     this.entries = entries;
-    this.lastIteration = entries.at(-1)?.iteration ?? 0;
+    this.lastRound = entries.at(-1)?.iteration ?? 0;
   }
 
   /** Selection follows addRound for the same round; anything else is a trainer bug worth stopping on. */
-  private checkRoundStored(iteration: number, current: readonly CollectedPair[]): void {
-    if (iteration !== this.lastIteration) {
-      throw new ReplayError(`select: round ${iteration} was not stored (the newest stored round is ${this.lastIteration}); call addRound(${iteration}, pairs) first`);
+  private checkRoundStored(round: number, current: readonly CollectedPair[]): void {
+    if (round !== this.lastRound) {
+      throw new ReplayError(`select: round ${round} was not stored (the newest stored round is ${this.lastRound}); call addRound(${round}, pairs) first`);
     }
     const last = this.entries.at(-1);
-    const stored = last?.iteration === iteration ? last.num_pairs : 0;
+    const stored = last?.iteration === round ? last.num_pairs : 0;
     if (stored !== current.length) {
-      throw new ReplayError(`select: round ${iteration} was stored with ${stored} pairs but ${current.length} current pairs were passed`);
+      throw new ReplayError(`select: round ${round} was stored with ${stored} pairs but ${current.length} current pairs were passed`);
     }
   }
 }

@@ -1,5 +1,5 @@
 // Small but realistic run folders, written the way the trainers write them: metrics lines with
-// the trainers' keys (metrics-log.ts, madpo-epochs.ts, marlhf-stage.ts, rl-backends), round and
+// the trainers' keys (metrics-log.ts, madpo-epochs.ts, marlhf-learner.ts, rl-backends), round and
 // pairs files through preference-data's own writers, distribution files in reward-distribution.ts's
 // layout, checkpoints/latest.json, agents/, run.lock.
 import { mkdirSync, writeFileSync, appendFileSync } from "node:fs";

@@ -31,3 +31,10 @@ export function padRows(rows: readonly (readonly number[])[], padTokenId: number
   });
   return { ids, batch, length, mask, positions: positionsFromMask(mask, batch, length), lastRows: lastTokenIndices(mask, batch, length), side };
 }
+
+/** Each row's number of real tokens (the mask's ones), as longrope models pick their factors by. */
+export function realLengths(batch: PaddedBatch): Int32Array {
+  const out = new Int32Array(batch.batch);
+  for (let i = 0; i < batch.mask.length; i++) out[Math.floor(i / batch.length)]! += batch.mask[i]!;
+  return out;
+}

@@ -4,5 +4,7 @@ export { jointText } from "./joint-text.js";
 export { encodeKeepEnd } from "./tokenize.js";
 export { padRows } from "./batch.js";
 export type { PaddedBatch, PaddingSide } from "./batch.js";
-export { bradleyTerryLoss, negLogSigmoid, pairMetrics } from "./loss.js";
+export { bradleyTerryLoss, pairMetrics } from "./loss.js";
+// Defined once (the Bradley–Terry likelihood MADPO shares); re-exported for the reward model's callers.
+export { negLogSigmoid } from "@pbrl/preference-data";
 export type { PairMetrics } from "./loss.js";

@@ -1,9 +1,5 @@
 import { tf } from "@pbrl/core-tensor";
-
-/** −log σ(x), computed stably in float64. */
-export function negLogSigmoid(x: number): number {
-  return x >= 0 ? Math.log1p(Math.exp(-x)) : -x + Math.log1p(Math.exp(x));
-}
+import { negLogSigmoid } from "@pbrl/preference-data";
 
 /**
  * Bradley–Terry loss mean(−log σ(s_w − s_l)) from score differences, differentiable. Written as

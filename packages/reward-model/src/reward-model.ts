@@ -3,7 +3,7 @@ import * as path from "node:path";
 import { AdamW, deviceOf, globalGradNorm, onDevice, replaceDirAtomic, tf, writeFileAtomic, type HostTensor, type RngStream } from "@pbrl/core-tensor";
 import { gatherRows, loadPretrained, savePretrained, ScalarHead, type CausalLM, type GenerationDefaults, type Pretrained, type Tokenizer } from "@pbrl/models";
 import type { PairRecord } from "@pbrl/preference-data";
-import { padRows, type PaddedBatch, type PaddingSide } from "./batch.js";
+import { padRows, realLengths, type PaddedBatch, type PaddingSide } from "./batch.js";
 import { jointText } from "./joint-text.js";
 import { bradleyTerryLoss, pairMetrics, type PairMetrics } from "./loss.js";
 import { encodeKeepEnd } from "./tokenize.js";
@@ -237,6 +237,7 @@ export class JointRewardModel {
         ids: batch.ids,
         batch: batch.batch,
         length: batch.length,
+        sequenceLengths: realLengths(batch),
         ...(padded && batch.side === "left" ? { keyMask: batch.mask, positions: batch.positions } : {}),
       });
       return gatherRows(h, batch.lastRows);

@@ -1,14 +1,17 @@
 import { globalGradNorm, tf } from "@pbrl/core-tensor";
-import { buildScoringBatch, completionLogProbs, gatherRows, matMul, selectedLogProbs, type CausalLM, type ScoringItem } from "@pbrl/models";
+import { buildScoringBatch, gatherRows, matMul, selectedLogProbs, type CausalLM, type ScoringItem } from "@pbrl/models";
 import { ADVANTAGE_STD_FLOOR, shapeReturns, stdPop } from "./advantages.js";
 import { Critic, checkCriticType, type ActorValueHead, iacCriticText, maacCriticText, splitGrads, type CriticFitMetrics, type CriticRow, type CriticType } from "./critic.js";
 import { runCollections, type BatchReport, type CollectionSettings } from "./epochs.js";
 import type { Rollout } from "./rollouts.js";
-import { NonFiniteError, policyRows, type Penalties, type TrainableAgent } from "./update.js";
+import { mean, NonFiniteError, type TrainableAgent } from "@pbrl/preference-data";
+import { addGrads } from "./grads.js";
+import { policyGradientStep } from "./policy-step.js";
+import { policyRows, rowOwners, type Penalties } from "./update.js";
 import { valueLoss, valueLossTerms } from "./value-loss.js";
 
 /**
- * Actor-critic backends of MARLHF: MAAC (one centralized critic) and IAC (per-agent critics).
+ * Actor-critic algorithms of MARLHF: MAAC (one centralized critic) and IAC (per-agent critics).
  * Single turn, on-policy, one-step A2C as CoMLRL's (no ratio, no policy clipping, no entropy).
  *
  * For agent i, item r and generation g, with joint return R_{r,g} (the frozen reward model's
@@ -131,7 +134,7 @@ export function actorCriticAdvantages(shaped: readonly (readonly number[])[], va
   });
   const flat = adv.flat();
   if (!normalize || flat.length < 2) return adv;
-  const m = flat.reduce((a, b) => a + b, 0) / flat.length;
+  const m = mean(flat);
   const s = stdPop(flat);
   const scale = s < ADVANTAGE_STD_FLOOR ? 1 : s;
   return adv.map((row) => row.map((a) => (a - m) / scale));
@@ -199,7 +202,7 @@ function valuePositions(rows: readonly ScoringItem[], length: number, type: Crit
 export function actorForward(model: CausalLM, head: ActorValueHead, rows: readonly ScoringItem[], padTokenId: number, type: CriticType, withLogProbs = true): { sums: tf.Tensor1D; values: tf.Tensor1D } {
   return tf.tidy(() => {
     const batch = buildScoringBatch(rows, padTokenId);
-    const h = model.hidden({ ids: batch.ids, batch: batch.batch, length: batch.length });
+    const h = model.hidden({ ids: batch.ids, batch: batch.batch, length: batch.length, ...(batch.lengths !== undefined ? { sequenceLengths: batch.lengths } : {}) });
     const values = head.head.apply(gatherRows(h, valuePositions(rows, batch.length, type)));
     const m = batch.targets.length;
     if (m === 0 || !withLogProbs) return { sums: tf.zeros([batch.batch]) as tf.Tensor1D, values };
@@ -242,19 +245,6 @@ export function actorCriticValues(agents: readonly TrainableAgent[], setup: Acto
   });
 }
 
-function addInto(acc: Map<string, tf.Tensor>, grads: Map<string, tf.Tensor>): void {
-  for (const [name, g] of grads) {
-    const prev = acc.get(name);
-    if (prev === undefined) acc.set(name, g);
-    else {
-      acc.set(name, tf.add(prev, g));
-      tf.dispose([prev, g]);
-    }
-  }
-}
-
-const mean = (xs: readonly number[]): number => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
-
 interface ValueTerm {
   head: ActorValueHead;
   type: CriticType;
@@ -271,13 +261,13 @@ interface AgentStepResult {
 }
 
 /**
- * One optimizer step of agent i on mean(−log π · A) over its rows, plus, in the shared layout,
- * value_loss_coef · value loss through the same forward pass (backbone stepped by the agent's
- * optimizer, head by the head's).
+ * The shared layout's step of agent i: mean(−log π · A) over its rows plus value_loss_coef ·
+ * value loss through the same forward pass (backbone stepped by the agent's optimizer, head by
+ * the head's). Without a value head the actor's step is the REINFORCE family's
+ * (`policyGradientStep`): the critic learns apart.
  */
-function agentStep(i: number, agent: TrainableAgent, rows: ScoringItem[], adv: number[], vt: ValueTerm | undefined, where: string, chunk: number | undefined): AgentStepResult {
+function sharedHeadStep(i: number, agent: TrainableAgent, rows: ScoringItem[], adv: number[], vt: ValueTerm, where: string, chunk: number | undefined): AgentStepResult {
   const n = rows.length;
-  if (vt === undefined && rows.every((row) => row.completionIds.length === 0)) throw new RangeError(`agent ${i} generated no tokens in ${where}; there is nothing to train on`);
   const size = chunk ?? n;
   const grads = new Map<string, tf.Tensor>();
   const headGrads = new Map<string, tf.Tensor>();
@@ -288,42 +278,23 @@ function agentStep(i: number, agent: TrainableAgent, rows: ScoringItem[], adv: n
     for (let start = 0; start < n; start += size) {
       const part = rows.slice(start, start + size);
       const a = adv.slice(start, start + size);
-      if (vt === undefined) {
-        if (part.every((row) => row.completionIds.length === 0)) {
-          logProbs.push(...part.map(() => 0));
-          continue;
-        }
-        const { value, grads: raw } = tf.variableGrads(() => {
-          const sums = tf.tidy(() => {
-            const { tokens, sums: s } = completionLogProbs(agent.model, buildScoringBatch(part, agent.padTokenId));
-            tokens.dispose();
-            return s;
-          });
-          logProbs.push(...sums.dataSync());
-          return tf.div(tf.sum(tf.mul(tf.neg(sums), tf.tensor1d(a))), n) as tf.Scalar;
-        }, agent.model.trainableVariables());
-        loss += value.dataSync()[0]!;
-        value.dispose();
-        addInto(grads, agent.model.gradsByWeightName(raw));
-      } else {
-        const tg = vt.targets.slice(start, start + size);
-        const old = vt.oldValues.slice(start, start + size);
-        let policyPart = 0;
-        const { value, grads: raw } = tf.variableGrads(() => {
-          const { sums, values } = actorForward(agent.model, vt.head, part, agent.padTokenId, vt.type);
-          logProbs.push(...sums.dataSync());
-          preds.push(...values.dataSync());
-          const pl = tf.div(tf.sum(tf.mul(tf.neg(sums), tf.tensor1d(a))), n);
-          policyPart = pl.dataSync()[0]!;
-          const vl = valueLoss(values, tg, { oldValues: old, clipRange: vt.clipRange, denominator: n });
-          return tf.add(pl, tf.mul(vl, vt.coef)) as tf.Scalar;
-        }, [...agent.model.trainableVariables(), ...vt.head.head.trainableVariables()]);
-        loss += policyPart;
-        value.dispose();
-        const split = splitGrads(agent.model, vt.head.head, raw);
-        addInto(grads, split.backbone);
-        addInto(headGrads, split.head);
-      }
+      const tg = vt.targets.slice(start, start + size);
+      const old = vt.oldValues.slice(start, start + size);
+      let policyPart = 0;
+      const { value, grads: raw } = tf.variableGrads(() => {
+        const { sums, values } = actorForward(agent.model, vt.head, part, agent.padTokenId, vt.type);
+        logProbs.push(...sums.dataSync());
+        preds.push(...values.dataSync());
+        const pl = tf.div(tf.sum(tf.mul(tf.neg(sums), tf.tensor1d(a))), n);
+        policyPart = pl.dataSync()[0]!;
+        const vl = valueLoss(values, tg, { oldValues: old, clipRange: vt.clipRange, denominator: n });
+        return tf.add(pl, tf.mul(vl, vt.coef)) as tf.Scalar;
+      }, [...agent.model.trainableVariables(), ...vt.head.head.trainableVariables()]);
+      loss += policyPart;
+      value.dispose();
+      const split = splitGrads(agent.model, vt.head.head, raw);
+      addGrads(grads, split.backbone);
+      addGrads(headGrads, split.head);
     }
     const badRow = logProbs.findIndex((x) => !Number.isFinite(x));
     if (badRow >= 0) throw new NonFiniteError(`agent ${i} has a non-finite log-prob (${logProbs[badRow]}) for row ${badRow} in ${where}`);
@@ -333,16 +304,12 @@ function agentStep(i: number, agent: TrainableAgent, rows: ScoringItem[], adv: n
     const norm = globalGradNorm([...grads.values(), ...headGrads.values()]);
     if (!Number.isFinite(norm)) throw new NonFiniteError(`agent ${i} has non-finite gradients (norm ${norm}) in ${where}`);
     if (grads.size > 0) agent.optimizer.step(grads);
-    if (vt !== undefined) vt.head.optimizer.step(headGrads);
+    vt.head.optimizer.step(headGrads);
   } finally {
     tf.dispose([...grads.values(), ...headGrads.values()]);
   }
-  const out: AgentStepResult = { loss, logProbs };
-  if (vt !== undefined) {
-    const terms = valueLossTerms(preds, vt.targets, { oldValues: vt.oldValues, clipRange: vt.clipRange });
-    out.value = { valueLoss: mean(terms.losses), valueMean: mean(preds), targetMean: mean(vt.targets), clipFraction: terms.clipped.filter(Boolean).length / preds.length };
-  }
-  return out;
+  const terms = valueLossTerms(preds, vt.targets, { oldValues: vt.oldValues, clipRange: vt.clipRange });
+  return { loss, logProbs, value: { valueLoss: mean(terms.losses), valueMean: mean(preds), targetMean: mean(vt.targets), clipFraction: terms.clipped.filter(Boolean).length / preds.length } };
 }
 
 function criticRows(critic: Critic, layout: CriticLayout, targets: readonly (readonly number[])[], old: readonly (readonly number[])[]): CriticRow[] {
@@ -367,7 +334,8 @@ function criticMetrics(prefix: string, m: CriticFitMetrics, out: Record<string, 
  * `agent_i/{loss, advantage_mean, logprob_mean, value_mean, penalty_mean?}`, for IAC also
  * `agent_i/{value_loss, target_mean, clip_fraction}`; joint `critic/{value_loss, value_mean,
  * target_mean, clip_fraction}` (MAAC: its critic; IAC: the mean over agents), `rl/advantage_std`,
- * `turn_1/reward_mean`, `turn_1/expected_return`.
+ * `turn_1/reward_mean`, `turn_1/expected_return`, and CoMLRL's names for the same numbers
+ * (`turn_1/policy_loss`, `turn_1/value_loss`, `turn_1/value_pred_mean`, `turn_1/value_target_mean`).
  */
 export function actorCriticUpdate(agents: readonly TrainableAgent[], setup: ActorCriticSetup, rollouts: readonly Rollout[], options: ActorCriticOptions): Record<string, number> {
   const { where } = options;
@@ -399,7 +367,7 @@ export function actorCriticUpdate(agents: readonly TrainableAgent[], setup: Acto
       setup.algorithm === "iac" && setup.layout === "shared"
         ? { head: setup.valueHeads[i]!, type, targets: shaped[i]!.flat(), oldValues: old[i]!.flat(), coef: options.valueLossCoef, clipRange: options.valueClipRange }
         : undefined;
-    const res = agentStep(i, agent, rows, adv, vt, where, chunk);
+    const res: AgentStepResult = vt === undefined ? policyGradientStep(agent, i, { rows, advantages: adv, owners: rowOwners(rollouts), where, maxRowsPerForward: chunk }) : sharedHeadStep(i, agent, rows, adv, vt, where, chunk);
     metrics[`agent_${i}/loss`] = res.loss;
     metrics[`agent_${i}/advantage_mean`] = mean(adv);
     metrics[`agent_${i}/logprob_mean`] = mean(res.logProbs);
@@ -448,7 +416,23 @@ export function actorCriticUpdate(agents: readonly TrainableAgent[], setup: Acto
   metrics["turn_1/reward_mean"] = mean(rollouts.flatMap((r) => r.rewards));
   metrics["turn_1/expected_return"] = mean(rollouts.flatMap((r) => r.returns));
   metrics["rl/advantage_std"] = stdPop(allAdv);
+  Object.assign(metrics, comlrlNames(metrics, agents.length));
   return metrics;
+}
+
+/**
+ * CoMLRL's actor-critic metric names, beside pbrl's own (the same numbers, for dashboards built on
+ * CoMLRL's runs): `turn_1/policy_loss` (the agents' mean policy loss), `turn_1/value_loss`,
+ * `turn_1/value_pred_mean` (V at collection), `turn_1/value_target_mean`.
+ */
+function comlrlNames(m: Readonly<Record<string, number>>, agents: number): Record<string, number> {
+  const perAgent = (key: string) => mean(Array.from({ length: agents }, (_, i) => m[`agent_${i}/${key}`]!));
+  return {
+    "turn_1/policy_loss": perAgent("loss"),
+    "turn_1/value_loss": m["critic/value_loss"]!,
+    "turn_1/value_pred_mean": perAgent("value_mean"),
+    "turn_1/value_target_mean": m["critic/target_mean"]!,
+  };
 }
 
 export interface ActorCriticEpochsOptions extends CollectionSettings {

@@ -29,6 +29,8 @@
  * For groups with spread this is exactly "divide by max(std_pop(R), 1e-6)".
  */
 
+import { mean } from "@pbrl/preference-data";
+
 /** CoMLRL's advantage_mode values. */
 export const ADVANTAGE_MODES = ["mean", "raw", "max", "rloo"] as const;
 export type AdvantageMode = (typeof ADVANTAGE_MODES)[number];
@@ -45,16 +47,17 @@ export const REINFORCE_ALGORITHMS = {
 } as const satisfies Record<string, AdvantageMode>;
 export type ReinforceAlgorithm = keyof typeof REINFORCE_ALGORITHMS;
 
-/** Actor-critic values of `rl_algorithm`: a critic replaces the group baseline (a later backend). */
+/** Actor-critic values of `rl_algorithm`: a critic replaces the group baseline. */
 export const ACTOR_CRITIC_ALGORITHMS = ["maac", "iac"] as const;
 export type ActorCriticAlgorithm = (typeof ACTOR_CRITIC_ALGORITHMS)[number];
 
 /** Accepted alternative spellings, as CoMLRL: `mareforce` means `mareinforce`. */
 export const RL_ALGORITHM_ALIASES: Readonly<Record<string, ReinforceAlgorithm>> = { mareforce: "mareinforce" };
 
-/** Every canonical `rl_algorithm` (magrpo is MARLHF's default). */
-export const RL_ALGORITHMS = [...(Object.keys(REINFORCE_ALGORITHMS) as ReinforceAlgorithm[]), ...ACTOR_CRITIC_ALGORITHMS] as const;
 export type RlAlgorithm = ReinforceAlgorithm | ActorCriticAlgorithm;
+
+/** Every canonical `rl_algorithm` (magrpo is MARLHF's default): the REINFORCE family, then actor-critic. A tuple, so configs can enumerate it. */
+export const RL_ALGORITHMS = ["magrpo", "mareinforce", "maremax", "marloo", ...ACTOR_CRITIC_ALGORITHMS] as const satisfies readonly RlAlgorithm[];
 
 export class RlAlgorithmError extends Error {
   override name = "RlAlgorithmError";
@@ -76,7 +79,7 @@ export function isReinforceAlgorithm(name: RlAlgorithm): name is ReinforceAlgori
 export function advantageModeFor(rlAlgorithm: string): AdvantageMode {
   const name = canonicalRlAlgorithm(rlAlgorithm);
   if (!isReinforceAlgorithm(name)) {
-    throw new RlAlgorithmError(`rl_algorithm=${JSON.stringify(name)} is an actor-critic backend and has no group baseline; the REINFORCE family is ${Object.keys(REINFORCE_ALGORITHMS).join(", ")}`);
+    throw new RlAlgorithmError(`rl_algorithm=${JSON.stringify(name)} is an actor-critic algorithm and has no group baseline; the REINFORCE family is ${Object.keys(REINFORCE_ALGORITHMS).join(", ")}`);
   }
   return REINFORCE_ALGORITHMS[name];
 }
@@ -86,8 +89,6 @@ function checkReturns(returns: readonly number[]): void {
   const bad = returns.findIndex((r) => typeof r !== "number" || !Number.isFinite(r));
   if (bad >= 0) throw new RangeError(`return ${bad} of the group is ${String(returns[bad])}; returns must be finite`);
 }
-
-const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** Population standard deviation (divide by n). */
 export function stdPop(xs: readonly number[]): number {

@@ -22,18 +22,21 @@ export class CriticSourceError extends Error {
   override name = "CriticSourceError";
 }
 
-export interface CriticSourceConfig {
-  rl_algorithm: string;
-  num_agents: number;
-  /** Default true. */
-  use_separate_critic?: boolean | undefined;
-  critic_model_name?: string | null | undefined;
+/** What decides the critic sources (a trainer translates its config's fields; errors name those fields). */
+export interface CriticSourceOptions {
+  /** rl_algorithm (aliases accepted). */
+  rlAlgorithm: string;
+  numAgents: number;
+  /** use_separate_critic; default true. */
+  useSeparateCritic?: boolean | undefined;
+  /** critic_model_name */
+  criticModelName?: string | null | undefined;
   /** Critic sources passed to the trainer (ids or model objects). */
   critics?: readonly unknown[] | null | undefined;
   /** One critic source passed to the trainer (an id or a model object). */
-  critic_model?: unknown;
+  criticModel?: unknown;
   /** Per agent: the checkpoint id it was loaded from, or undefined for a model object. */
-  agent_model_ids: readonly (string | undefined)[];
+  agentModelIds: readonly (string | undefined)[];
 }
 
 /** A critic to build: from a checkpoint id, or from a given object (which the trainer copies). */
@@ -57,19 +60,19 @@ function sourceOf(value: unknown, field: "critics" | "critic_model", where: stri
 }
 
 /** Resolves (or rejects) the critic sources of a run; see the module notes. */
-export function resolveCriticSources(c: CriticSourceConfig): CriticPlan {
-  const algorithm = canonicalRlAlgorithm(c.rl_algorithm);
+export function resolveCriticSources(c: CriticSourceOptions): CriticPlan {
+  const algorithm = canonicalRlAlgorithm(c.rlAlgorithm);
   if (algorithm !== "maac" && algorithm !== "iac") return { algorithm: "none" };
-  const n = c.num_agents;
+  const n = c.numAgents;
   if (!Number.isInteger(n) || n < 1) throw new CriticSourceError(`num_agents must be an integer ≥ 1, got ${n}`);
-  if (c.agent_model_ids.length !== n) throw new CriticSourceError(`agents: ${c.agent_model_ids.length} agent id entr(ies) for num_agents=${n}`);
-  const name = c.critic_model_name ?? undefined;
+  if (c.agentModelIds.length !== n) throw new CriticSourceError(`agents: ${c.agentModelIds.length} agent id entr(ies) for num_agents=${n}`);
+  const name = c.criticModelName ?? undefined;
   if (name !== undefined && (typeof name !== "string" || name.trim() === "")) throw new CriticSourceError(`critic_model_name must be a non-empty model id, got ${JSON.stringify(name)}`);
   const critics = c.critics ?? undefined;
-  const model = c.critic_model ?? undefined;
+  const model = c.criticModel ?? undefined;
   const given = [critics !== undefined && "critics", model !== undefined && "critic_model", name !== undefined && "critic_model_name"].filter((x): x is string => x !== false);
 
-  if (algorithm === "iac" && c.use_separate_critic === false) {
+  if (algorithm === "iac" && c.useSeparateCritic === false) {
     if (given.length > 0) {
       throw new CriticSourceError(`use_separate_critic=false puts a value head on each actor's own backbone, so ${given.join(" and ")} must not be given; set use_separate_critic=true to train separate critics`);
     }
@@ -85,10 +88,10 @@ export function resolveCriticSources(c: CriticSourceConfig): CriticPlan {
     }
     if (model !== undefined) return { algorithm, critic: sourceOf(model, "critic_model", "critic_model") };
     if (name !== undefined) return { algorithm, critic: { kind: "id", id: name, field: "critic_model_name" } };
-    const ids = new Set(c.agent_model_ids);
+    const ids = new Set(c.agentModelIds);
     if (ids.has(undefined)) throw new CriticSourceError(`critic_model_name: ${label} needs a critic source, and the agents are model objects without a checkpoint id to start the critic from; set critic_model_name (or pass critics / critic_model)`);
     if (ids.size > 1) throw new CriticSourceError(`critic_model_name: ${label} has one centralized critic, but the agents come from different checkpoints (${[...ids].join(", ")}); which one the critic starts from is ambiguous, so set critic_model_name`);
-    return { algorithm, critic: { kind: "id", id: c.agent_model_ids[0]!, field: "agent_model" } };
+    return { algorithm, critic: { kind: "id", id: c.agentModelIds[0]!, field: "agent_model" } };
   }
 
   if (critics !== undefined) {
@@ -100,9 +103,9 @@ export function resolveCriticSources(c: CriticSourceConfig): CriticPlan {
     return { algorithm, layout: "separate", critics: Array.from({ length: n }, () => s) };
   }
   if (name !== undefined) return { algorithm, layout: "separate", critics: Array.from({ length: n }, () => ({ kind: "id", id: name, field: "critic_model_name" }) as const) };
-  const missing = c.agent_model_ids.findIndex((id) => id === undefined);
+  const missing = c.agentModelIds.findIndex((id) => id === undefined);
   if (missing >= 0) throw new CriticSourceError(`critic_model_name: ${label} needs a critic per agent, and agent ${missing} is a model object without a checkpoint id to start its critic from; set critic_model_name (or pass critics / critic_model, or use_separate_critic=false)`);
-  return { algorithm, layout: "separate", critics: c.agent_model_ids.map((id) => ({ kind: "id", id: id!, field: "agent_model" }) as const) };
+  return { algorithm, layout: "separate", critics: c.agentModelIds.map((id) => ({ kind: "id", id: id!, field: "agent_model" }) as const) };
 }
 
 /** critic_devices as configs hold it: null/"auto", one name, or a list (one entry, or one per agent). */
@@ -126,53 +129,53 @@ export function criticDevices(plan: CriticPlan, spec: CriticDeviceSpec, agentDev
   return plan.critics.map((_, i) => (list === undefined ? (agentDevices[i] ?? "auto") : list.length === 1 ? list[0]! : list[i]!));
 }
 
-export interface RewardModelSourceConfig {
-  reward_model_name?: string | null | undefined;
+export interface RewardModelSourceOptions {
+  /** reward_model_name */
+  rewardModelName?: string | null | undefined;
   /** Per agent: the checkpoint id it was loaded from, or undefined for a model object. */
-  agent_model_ids: readonly (string | undefined)[];
+  agentModelIds: readonly (string | undefined)[];
 }
 
 /**
  * The checkpoint the joint reward model starts from: `reward_model_name`, else the agents' id
  * (agent 0's, as CoMLRL). Agents that are model objects need `reward_model_name`.
  */
-export function resolveRewardModelSource(c: RewardModelSourceConfig): string {
-  const name = c.reward_model_name ?? undefined;
+export function resolveRewardModelSource(c: RewardModelSourceOptions): string {
+  const name = c.rewardModelName ?? undefined;
   if (name !== undefined) {
     if (typeof name !== "string" || name.trim() === "") throw new CriticSourceError(`reward_model_name must be a non-empty model id, got ${JSON.stringify(name)}`);
     return name;
   }
-  const id = c.agent_model_ids[0];
+  const id = c.agentModelIds[0];
   if (id === undefined) throw new CriticSourceError("reward_model_name: the agents are model objects without a checkpoint id to start the reward model from; set reward_model_name");
   return id;
 }
 
-/** The actor-critic fields of a MARLHF config (snake_case as the config spells them). */
-export interface ActorCriticFields {
-  critic_type?: string | undefined;
-  value_loss_coef?: number | undefined;
-  value_clip_range?: number | null | undefined;
-  critic_learning_rate?: number | null | undefined;
-  critic_value_head_hidden_dim?: number | null | undefined;
-  value_head_hidden_dim?: number | null | undefined;
-  use_separate_critic?: boolean | undefined;
+/** Actor-critic settings given by hand (a trainer's config validates its own fields). */
+export interface ActorCriticSettings {
+  criticType?: string | undefined;
+  valueLossCoef?: number | undefined;
+  valueClipRange?: number | null | undefined;
+  criticLearningRate?: number | null | undefined;
+  criticValueHeadHiddenDim?: number | null | undefined;
+  valueHeadHiddenDim?: number | null | undefined;
+  useSeparateCritic?: boolean | undefined;
 }
 
-/** Checks the actor-critic fields; a RangeError naming the field on the first bad one. */
-export function validateActorCriticFields(c: ActorCriticFields): void {
-  if (c.critic_type !== undefined && !(CRITIC_TYPES as readonly string[]).includes(c.critic_type)) throw new RangeError(`critic_type must be "v" or "q", got ${JSON.stringify(c.critic_type)}`);
-  if (c.value_loss_coef !== undefined && (typeof c.value_loss_coef !== "number" || !Number.isFinite(c.value_loss_coef) || c.value_loss_coef < 0)) {
-    throw new RangeError(`value_loss_coef must be a finite number ≥ 0, got ${String(c.value_loss_coef)}`);
+/** Checks actor-critic settings; a RangeError naming the setting by its config field (CoMLRL's name) on the first bad one. */
+export function validateActorCriticSettings(c: ActorCriticSettings): void {
+  if (c.criticType !== undefined && !(CRITIC_TYPES as readonly string[]).includes(c.criticType)) throw new RangeError(`critic_type must be "v" or "q", got ${JSON.stringify(c.criticType)}`);
+  if (c.valueLossCoef !== undefined && (typeof c.valueLossCoef !== "number" || !Number.isFinite(c.valueLossCoef) || c.valueLossCoef < 0)) {
+    throw new RangeError(`value_loss_coef must be a finite number ≥ 0, got ${String(c.valueLossCoef)}`);
   }
   const positive = (field: string, v: number | null | undefined): void => {
     if (v === undefined || v === null) return;
     if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) throw new RangeError(`${field} must be a finite number > 0 (or null), got ${String(v)}`);
   };
-  positive("value_clip_range", c.value_clip_range);
-  positive("critic_learning_rate", c.critic_learning_rate);
-  for (const field of ["critic_value_head_hidden_dim", "value_head_hidden_dim"] as const) {
-    const v = c[field];
+  positive("value_clip_range", c.valueClipRange);
+  positive("critic_learning_rate", c.criticLearningRate);
+  for (const [field, v] of [["critic_value_head_hidden_dim", c.criticValueHeadHiddenDim], ["value_head_hidden_dim", c.valueHeadHiddenDim]] as const) {
     if (v !== undefined && v !== null && (!Number.isInteger(v) || v < 0)) throw new RangeError(`${field} must be an integer ≥ 0 (or null for a linear value head), got ${String(v)}`);
   }
-  if (c.use_separate_critic !== undefined && typeof c.use_separate_critic !== "boolean") throw new RangeError(`use_separate_critic must be a boolean, got ${String(c.use_separate_critic)}`);
+  if (c.useSeparateCritic !== undefined && typeof c.useSeparateCritic !== "boolean") throw new RangeError(`use_separate_critic must be a boolean, got ${String(c.useSeparateCritic)}`);
 }

@@ -2,11 +2,12 @@ import { existsSync } from "node:fs";
 import * as path from "node:path";
 import { AdamW, deviceOf, globalGradNorm, onDevice, replaceDirAtomic, tf, type RngStream } from "@pbrl/core-tensor";
 import { gatherRows, loadPretrained, savePretrained, ScalarHead, type CausalLM, type Tokenizer } from "@pbrl/models";
-import { NonFiniteError } from "./update.js";
+import { mean, NonFiniteError } from "@pbrl/preference-data";
+import { addGrads } from "./grads.js";
 import { valueLoss, valueLossTerms } from "./value-loss.js";
 
 /**
- * Critics of the actor-critic backends (MAAC, IAC).
+ * Critics of the actor-critic algorithms (MAAC, IAC).
  *
  * A `Critic` is a causal-LM backbone plus a value head (`ScalarHead`, prefix `value_head`) that
  * maps the final hidden state (after the last norm) at the last token of a text to V. It reads
@@ -250,7 +251,7 @@ export class Critic {
     return tf.tidy(() => {
       const b = rightPad(rows, this.padTokenId);
       // Right padding: the causal mask already hides the padding that follows each row.
-      const h = this.backbone.hidden({ ids: b.ids, batch: b.batch, length: b.length });
+      const h = this.backbone.hidden({ ids: b.ids, batch: b.batch, length: b.length, sequenceLengths: rows.map((r) => r.length) });
       return this.head.apply(gatherRows(h, b.last));
     });
   }
@@ -357,15 +358,7 @@ function fitValues(
     }, vars);
     loss += value.dataSync()[0]!;
     value.dispose();
-    const named = name(raw);
-    for (const [k, g] of named) {
-      const prev = grads.get(k);
-      if (prev === undefined) grads.set(k, g);
-      else {
-        grads.set(k, tf.add(prev, g));
-        tf.dispose([prev, g]);
-      }
-    }
+    addGrads(grads, name(raw));
     targets.push(...tg);
     if (old !== undefined) olds.push(...old);
   }
@@ -377,9 +370,9 @@ function fitValues(
   const terms = valueLossTerms(preds, targets, { oldValues: olds.length > 0 ? olds : undefined, clipRange: o.clipRange });
   const n = preds.length;
   return {
-    valueLoss: terms.losses.reduce((a, b) => a + b, 0) / n,
-    valueMean: preds.reduce((a, b) => a + b, 0) / n,
-    targetMean: targets.reduce((a, b) => a + b, 0) / n,
+    valueLoss: mean(terms.losses),
+    valueMean: mean(preds),
+    targetMean: mean(targets),
     clipFraction: terms.clipped.filter(Boolean).length / n,
   };
 }

@@ -18,11 +18,16 @@ export {
 export type { AdvantageMode, ReinforceAlgorithm, ActorCriticAlgorithm, RlAlgorithm } from "./advantages.js";
 export { collectRollouts } from "./rollouts.js";
 export type { Rollout, JointReward, CollectRolloutsOptions } from "./rollouts.js";
-export { policyGradientUpdate, policyRows, sequenceLogProbs, agentAdvantages, NonFiniteError } from "./update.js";
-export type { TrainableAgent, Penalties, PolicyGradientOptions, PolicyGradientMetrics } from "./update.js";
-export { runRlEpochs } from "./epochs.js";
+export { policyGradientUpdate, policyGradientMetrics, policyRows, rowOwners, agentAdvantages } from "./update.js";
+export type { Penalties, PolicyGradientOptions, PolicyGradientMetrics } from "./update.js";
+export { policyGradientStep, sequenceLogProbs, localPolicyGradientAgents } from "./policy-step.js";
+export type { PolicyStepJob, PolicyStepResult, PolicyScorer, PolicyGradientAgents } from "./policy-step.js";
+// Defined once below both algorithm packages; re-exported where the RL algorithms' callers look for them.
+export { NonFiniteError } from "@pbrl/preference-data";
+export type { TrainableAgent } from "@pbrl/preference-data";
+export { runRlEpochs, miniBatches } from "./epochs.js";
 export type { RlEpochsOptions, CollectionSettings, ReturnShaping, BatchPosition, BatchReport } from "./epochs.js";
-export { KL_ESTIMATORS, tokenKl, sequenceKl, frozenReference, referenceKls, referenceKlPenalties, referenceKlShaping } from "./kl.js";
+export { KL_ESTIMATORS, tokenKl, sequenceKl, frozenReference, referenceKls, referenceKlsFrom, referenceKlPenalties, referenceKlShaping } from "./kl.js";
 export type { KlEstimator, KlPolicy, ReferenceKlOptions, ReferenceKlShapingOptions } from "./kl.js";
 export { valueLoss, valueLossTerms, meanValueLoss } from "./value-loss.js";
 export type { ValueLossTerms, ValueLossOptions } from "./value-loss.js";
@@ -49,5 +54,5 @@ export {
   shapedReturns,
 } from "./actor-critic.js";
 export type { ActorCriticSetup, ActorCriticOptions, ActorCriticEpochsOptions, SampleValues } from "./actor-critic.js";
-export { CriticSourceError, criticDevices, resolveCriticSources, resolveRewardModelSource, validateActorCriticFields } from "./critic-sources.js";
-export type { CriticDeviceSpec, CriticSourceConfig, CriticSource, CriticPlan, RewardModelSourceConfig, ActorCriticFields } from "./critic-sources.js";
+export { CriticSourceError, criticDevices, resolveCriticSources, resolveRewardModelSource, validateActorCriticSettings } from "./critic-sources.js";
+export type { CriticDeviceSpec, CriticSourceOptions, CriticSource, CriticPlan, RewardModelSourceOptions, ActorCriticSettings } from "./critic-sources.js";

@@ -1,10 +1,12 @@
-import { scoreCompletions, type CausalLM } from "@pbrl/models";
+import { scoreCompletions, type CausalLM, type ScoringItem } from "@pbrl/models";
+import { mean } from "@pbrl/preference-data";
 import type { ReturnShaping } from "./epochs.js";
 import type { Rollout } from "./rollouts.js";
+import type { PolicyScorer } from "./policy-step.js";
 import { policyRows } from "./update.js";
 
 /**
- * Frozen-reference KL (`reference_kl_enabled`, `reference_kl_coef`) for every MARLHF backend.
+ * Frozen-reference KL (`reference_kl_enabled`, `reference_kl_coef`) for every MARLHF RL algorithm.
  *
  * Each agent keeps a frozen copy of its initial policy, π_ref. For every sampled completion y of
  * prompt x, a per-sample estimate of KL(π(·|x) ‖ π_ref(·|x)) is computed from the per-token
@@ -75,27 +77,42 @@ export interface ReferenceKlOptions {
  * batched, gradient-free scoring pass of the policy and one of the reference.
  */
 export function referenceKls(policies: readonly KlPolicy[], references: readonly CausalLM[], rollouts: readonly Rollout[], options: ReferenceKlOptions = {}): number[][][] {
-  if (references.length !== policies.length) throw new RangeError(`reference KL: ${references.length} reference model(s) for ${policies.length} agent(s); reference_devices / the frozen copies must give one per agent`);
-  const estimator = options.estimator ?? "k1";
-  if (!KL_ESTIMATORS.includes(estimator)) throw new RangeError(`KL estimator must be one of ${KL_ESTIMATORS.join(", ")}, got ${JSON.stringify(estimator)}`);
-  const batchSize = options.batchSize ?? 16;
+  const { estimator, batchSize } = checkKlInputs(policies, references, options);
   return policies.map((p, a) => {
-    if (rollouts.length === 0) return [];
     const rows = policyRows(rollouts, a);
-    const opts = { padTokenId: p.padTokenId, batchSize };
-    const pol = scoreCompletions(p.model, rows, opts).tokenLogProbs;
-    const ref = scoreCompletions(references[a]!, rows, opts).tokenLogProbs;
-    const flat = pol.map((lp, r) => sequenceKl(lp, ref[r]!, estimator));
-    let k = 0;
-    return rollouts.map((ro) => ro.returns.map(() => flat[k++]!));
+    return agentKls(rollouts, scoreCompletions(p.model, rows, { padTokenId: p.padTokenId, batchSize }).tokenLogProbs, references[a]!, rows, p.padTokenId, batchSize, estimator);
   });
 }
 
-const mean = (xs: readonly number[]): number => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
+/** {@link referenceKls} with the policies scored by `scorer` (e.g. in the worker threads that hold the weights being trained): the same numbers wherever they are scored. */
+export async function referenceKlsFrom(scorer: PolicyScorer, policies: readonly KlPolicy[], references: readonly CausalLM[], rollouts: readonly Rollout[], options: ReferenceKlOptions = {}): Promise<number[][][]> {
+  const { estimator, batchSize } = checkKlInputs(policies, references, options);
+  const rows = policies.map((_, a) => policyRows(rollouts, a));
+  const scored = await Promise.all(policies.map((_, a) => (rollouts.length === 0 ? [] : scorer.tokenLogProbs(a, rows[a]!, batchSize))));
+  return policies.map((p, a) => agentKls(rollouts, scored[a]!, references[a]!, rows[a]!, p.padTokenId, batchSize, estimator));
+}
+
+function checkKlInputs(policies: readonly KlPolicy[], references: readonly CausalLM[], options: ReferenceKlOptions): { estimator: KlEstimator; batchSize: number } {
+  if (references.length !== policies.length) throw new RangeError(`reference KL: ${references.length} reference model(s) for ${policies.length} agent(s); reference_devices / the frozen copies must give one per agent`);
+  const estimator = options.estimator ?? "k1";
+  if (!KL_ESTIMATORS.includes(estimator)) throw new RangeError(`KL estimator must be one of ${KL_ESTIMATORS.join(", ")}, got ${JSON.stringify(estimator)}`);
+  return { estimator, batchSize: options.batchSize ?? 16 };
+}
+
+/** One agent's `kls[rollout][g]` from its policy's token log-probs on its rows and its reference's. */
+function agentKls(rollouts: readonly Rollout[], policyLogProbs: readonly (readonly number[])[], reference: CausalLM, rows: readonly ScoringItem[], padTokenId: number, batchSize: number, estimator: KlEstimator): number[][] {
+  if (rollouts.length === 0) return [];
+  const ref = scoreCompletions(reference, rows, { padTokenId, batchSize }).tokenLogProbs;
+  const flat = policyLogProbs.map((lp, r) => sequenceKl(lp, ref[r]!, estimator));
+  let k = 0;
+  return rollouts.map((ro) => ro.returns.map(() => flat[k++]!));
+}
 
 export interface ReferenceKlShapingOptions extends ReferenceKlOptions {
   /** The agents being trained (scored as they are when the hook runs: right after sampling). */
   agents: readonly KlPolicy[];
+  /** Scores the policies where their current weights are (default: `agents`, in this thread). */
+  scorer?: PolicyScorer | undefined;
   /** One frozen reference per agent (`frozenReference` of each initial policy). */
   references: readonly CausalLM[];
   /** β = reference_kl_coef (≥ 0). */
@@ -108,8 +125,16 @@ export interface ReferenceKlShapingOptions extends ReferenceKlOptions {
  * `turn_1/reference_kl_penalty_mean` (= coef × that mean) and `agent_i/reference_kl_mean`.
  */
 export function referenceKlPenalties(rollouts: readonly Rollout[], o: ReferenceKlShapingOptions): ReturnShaping {
-  if (!(o.coef >= 0) || !Number.isFinite(o.coef)) throw new RangeError(`reference_kl_coef must be a finite number ≥ 0, got ${o.coef}`);
-  const kls = referenceKls(o.agents, o.references, rollouts, o);
+  checkCoef(o.coef);
+  return penaltiesFrom(referenceKls(o.agents, o.references, rollouts, o), o.coef);
+}
+
+function checkCoef(coef: number): void {
+  if (!(coef >= 0) || !Number.isFinite(coef)) throw new RangeError(`reference_kl_coef must be a finite number ≥ 0, got ${coef}`);
+}
+
+/** Penalties coef · KL and the KL metrics from `kls[agent][rollout][g]`. */
+function penaltiesFrom(kls: readonly (readonly (readonly number[])[])[], coef: number): ReturnShaping {
   const metrics: Record<string, number> = {};
   kls.forEach((perRollout, a) => {
     const flat = perRollout.flat();
@@ -119,8 +144,8 @@ export function referenceKlPenalties(rollouts: readonly Rollout[], o: ReferenceK
   });
   const all = kls.flat(2);
   metrics["turn_1/reference_kl_mean"] = mean(all);
-  metrics["turn_1/reference_kl_penalty_mean"] = o.coef * mean(all);
-  return { penalties: kls.map((perRollout) => perRollout.map((g) => g.map((kl) => o.coef * kl))), metrics };
+  metrics["turn_1/reference_kl_penalty_mean"] = coef * mean(all);
+  return { penalties: kls.map((perRollout) => perRollout.map((g) => g.map((kl) => coef * kl))), metrics };
 }
 
 /**
@@ -128,8 +153,10 @@ export function referenceKlPenalties(rollouts: readonly Rollout[], o: ReferenceK
  * coef = 0 every penalty is exactly 0, and R − 0 = R bit for bit, so training is identical to
  * running without the hook (only the metrics are added).
  */
-export function referenceKlShaping(o: ReferenceKlShapingOptions): (rollouts: readonly Rollout[]) => ReturnShaping {
-  if (!(o.coef >= 0) || !Number.isFinite(o.coef)) throw new RangeError(`reference_kl_coef must be a finite number ≥ 0, got ${o.coef}`);
+export function referenceKlShaping(o: ReferenceKlShapingOptions): (rollouts: readonly Rollout[]) => ReturnShaping | Promise<ReturnShaping> {
+  checkCoef(o.coef);
   if (o.references.length !== o.agents.length) throw new RangeError(`reference KL: ${o.references.length} reference model(s) for ${o.agents.length} agent(s)`);
-  return (rollouts) => referenceKlPenalties(rollouts, o);
+  const scorer = o.scorer;
+  if (scorer === undefined) return (rollouts) => referenceKlPenalties(rollouts, o);
+  return async (rollouts) => penaltiesFrom(await referenceKlsFrom(scorer, o.agents, o.references, rollouts, o), o.coef);
 }

@@ -1,21 +1,8 @@
-import { globalGradNorm, tf, type AdamW } from "@pbrl/core-tensor";
-import { buildScoringBatch, completionLogProbs, type CausalLM, type ScoringItem } from "@pbrl/models";
+import type { ScoringItem } from "@pbrl/models";
+import { mean, NonFiniteError, type TrainableAgent } from "@pbrl/preference-data";
+import { policyGradientStep, type PolicyStepResult } from "./policy-step.js";
 import { groupAdvantages, shapeReturns, stdPop, type AdvantageMode } from "./advantages.js";
 import type { Rollout } from "./rollouts.js";
-
-/**
- * An agent being trained: its model, its optimizer and the id that pads its batches
- * (structurally the same as `@pbrl/dpo`'s, so one agent object serves both).
- */
-export interface TrainableAgent {
-  model: CausalLM;
-  optimizer: AdamW;
-  padTokenId: number;
-}
-
-export class NonFiniteError extends Error {
-  override name = "NonFiniteError";
-}
 
 /** Per-sample penalties, `penalties[agent][rollout][g]`, subtracted from the joint returns before the advantage. */
 export type Penalties = readonly (readonly (readonly number[])[])[];
@@ -56,20 +43,6 @@ export function policyRows(rollouts: readonly Rollout[], agent: number): Scoring
   });
 }
 
-/**
- * Differentiable log π(completion | prompt) per row: the sum over every completion token, EOS
- * included, padding excluded. All rows go through one right-padded forward pass; padding is
- * placed by length, never found by comparing with the pad id, so an EOS equal to the pad id is
- * still scored.
- */
-export function sequenceLogProbs(model: CausalLM, rows: readonly ScoringItem[], padTokenId: number): tf.Tensor1D {
-  return tf.tidy(() => {
-    const { tokens, sums } = completionLogProbs(model, buildScoringBatch(rows, padTokenId));
-    tokens.dispose();
-    return sums;
-  });
-}
-
 /** `advantages[rollout][g]` of one agent: its shaped returns, the mode's baseline, the normalisation. */
 export function agentAdvantages(rollouts: readonly Rollout[], agent: number, mode: AdvantageMode, normalize: boolean, penalties?: Penalties): number[][] {
   return rollouts.map((r, k) => {
@@ -85,7 +58,7 @@ export function agentAdvantages(rollouts: readonly Rollout[], agent: number, mod
   });
 }
 
-function checkRollouts(agents: number, rollouts: readonly Rollout[], penalties: Penalties | undefined, where: string): void {
+export function checkRollouts(agents: number, rollouts: readonly Rollout[], penalties: Penalties | undefined, where: string): void {
   if (rollouts.length === 0) throw new RangeError(`policyGradientUpdate: no rollouts in ${where}`);
   for (const r of rollouts) {
     if (r.tokens.length !== agents || r.promptIds.length !== agents) {
@@ -107,95 +80,47 @@ function checkRollouts(agents: number, rollouts: readonly Rollout[], penalties: 
   });
 }
 
-function addInto(acc: Map<string, tf.Tensor>, grads: Map<string, tf.Tensor>): void {
-  for (const [name, g] of grads) {
-    const prev = acc.get(name);
-    if (prev === undefined) {
-      acc.set(name, g);
-    } else {
-      acc.set(name, tf.add(prev, g));
-      tf.dispose([prev, g]);
-    }
-  }
+/** Per row of `policyRows(rollouts, agent)`, the item and generation it came from. */
+export function rowOwners(rollouts: readonly Rollout[]): { item: number; g: number }[] {
+  return rollouts.flatMap((r) => r.returns.map((_, g) => ({ item: r.itemIndex, g })));
 }
 
-const mean = (xs: readonly number[]): number => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
+/**
+ * Metrics of one update over `rollouts` from each agent's advantages and step results:
+ * `agent_i/{loss, advantage_mean, logprob_mean, penalty_mean?}`, `turn_1/reward_mean`,
+ * `turn_1/expected_return`, `rl/advantage_std`. With several steps per agent (mini-batches),
+ * an agent's loss is the mean of its steps' losses.
+ */
+export function policyGradientMetrics(rollouts: readonly Rollout[], advantages: readonly (readonly number[])[], steps: readonly (readonly PolicyStepResult[])[], penalties: Penalties | undefined): PolicyGradientMetrics {
+  const metrics: PolicyGradientMetrics = {};
+  advantages.forEach((adv, i) => {
+    metrics[`agent_${i}/loss`] = mean(steps[i]!.map((s) => s.loss));
+    metrics[`agent_${i}/advantage_mean`] = mean(adv);
+    metrics[`agent_${i}/logprob_mean`] = mean(steps[i]!.flatMap((s) => s.logProbs));
+    if (penalties !== undefined) metrics[`agent_${i}/penalty_mean`] = mean(penalties[i]!.flatMap((p) => [...p]));
+  });
+  metrics["turn_1/reward_mean"] = mean(rollouts.flatMap((r) => r.rewards));
+  metrics["turn_1/expected_return"] = mean(rollouts.flatMap((r) => r.returns));
+  metrics["rl/advantage_std"] = stdPop(advantages.flat());
+  return metrics;
+}
 
 /**
  * One REINFORCE-family update from a batch of rollouts. For each agent: its advantages (joint
  * returns minus its own penalties, the mode's baseline, the normalisation), then one batched
- * forward over all its (prompt, completion) rows, the sequence-level loss
- *
- *   L_i = mean over rows of −log π_i(completion | prompt) · A
- *
- * (sum of log-probs over every generated token, EOS included; as CoMLRL, no per-token
- * normalisation) and one optimizer step. Agents are updated independently with the shared joint
- * return. A non-finite log-prob, loss or gradient stops with a `NonFiniteError` naming the
- * agent and `where`; nothing is skipped or replaced.
+ * forward over all its (prompt, completion) rows and one optimizer step (`policyGradientStep`).
+ * Agents are updated independently with the shared joint return.
  */
 export function policyGradientUpdate(agents: readonly TrainableAgent[], rollouts: readonly Rollout[], options: PolicyGradientOptions): PolicyGradientMetrics {
   const { where } = options;
   checkRollouts(agents.length, rollouts, options.penalties, where);
-  const chunk = options.maxRowsPerForward;
-  if (chunk !== undefined && (!Number.isInteger(chunk) || chunk < 1)) throw new RangeError(`maxRowsPerForward must be an integer ≥ 1, got ${chunk}`);
-  const metrics: PolicyGradientMetrics = {};
-  const allAdvantages: number[] = [];
+  const owners = rowOwners(rollouts);
+  const advantages: number[][] = [];
+  const steps: PolicyStepResult[][] = [];
   agents.forEach((agent, i) => {
     const adv = agentAdvantages(rollouts, i, options.mode, options.normalize, options.penalties).flat();
-    const rows = policyRows(rollouts, i);
-    const owner = rows.map((_, r) => {
-      let k = r;
-      for (const ro of rollouts) {
-        if (k < ro.returns.length) return { item: ro.itemIndex, g: k };
-        k -= ro.returns.length;
-      }
-      return { item: -1, g: -1 };
-    });
-    if (rows.every((row) => row.completionIds.length === 0)) throw new RangeError(`agent ${i} generated no tokens in ${where}; there is nothing to train on`);
-    const n = rows.length;
-    const size = chunk ?? n;
-    const grads = new Map<string, tf.Tensor>();
-    const logProbs: number[] = [];
-    let loss = 0;
-    try {
-      for (let start = 0; start < n; start += size) {
-        const part = rows.slice(start, start + size);
-        if (part.every((row) => row.completionIds.length === 0)) {
-          // No token: log π = 0 and no gradient; the rows still count in the mean.
-          logProbs.push(...part.map(() => 0));
-          continue;
-        }
-        const a = adv.slice(start, start + size);
-        const { value, grads: raw } = tf.variableGrads(() => {
-          const sums = sequenceLogProbs(agent.model, part, agent.padTokenId);
-          logProbs.push(...sums.dataSync());
-          // Σ_rows −log π · A / n: this part's share of the mean over the whole batch.
-          return tf.div(tf.sum(tf.mul(tf.neg(sums), tf.tensor1d(a))), n) as tf.Scalar;
-        }, agent.model.trainableVariables());
-        loss += value.dataSync()[0]!;
-        value.dispose();
-        addInto(grads, agent.model.gradsByWeightName(raw));
-      }
-      const badRow = logProbs.findIndex((x) => !Number.isFinite(x));
-      if (badRow >= 0) {
-        const o = owner[badRow]!;
-        throw new NonFiniteError(`agent ${i} has a non-finite log-prob (${logProbs[badRow]}) for generation ${o.g} of item ${o.item} in ${where}`);
-      }
-      if (!Number.isFinite(loss)) throw new NonFiniteError(`agent ${i} has a non-finite loss (${loss}) in ${where}`);
-      const norm = globalGradNorm(grads.values());
-      if (!Number.isFinite(norm)) throw new NonFiniteError(`agent ${i} has non-finite gradients (norm ${norm}) in ${where}`);
-      agent.optimizer.step(grads);
-    } finally {
-      tf.dispose([...grads.values()]);
-    }
-    metrics[`agent_${i}/loss`] = loss;
-    metrics[`agent_${i}/advantage_mean`] = mean(adv);
-    metrics[`agent_${i}/logprob_mean`] = mean(logProbs);
-    if (options.penalties !== undefined) metrics[`agent_${i}/penalty_mean`] = mean(options.penalties[i]!.flatMap((p) => [...p]));
-    allAdvantages.push(...adv);
+    advantages.push(adv);
+    steps.push([policyGradientStep(agent, i, { rows: policyRows(rollouts, i), advantages: adv, owners, where, maxRowsPerForward: options.maxRowsPerForward })]);
   });
-  metrics["turn_1/reward_mean"] = mean(rollouts.flatMap((r) => r.rewards));
-  metrics["turn_1/expected_return"] = mean(rollouts.flatMap((r) => r.returns));
-  metrics["rl/advantage_std"] = stdPop(allAdvantages);
-  return metrics;
+  return policyGradientMetrics(rollouts, advantages, steps, options.penalties);
 }

@@ -1,4 +1,5 @@
 import { tf } from "@pbrl/core-tensor";
+import { mean } from "@pbrl/preference-data";
 
 /**
  * The critics' value loss (MAAC's centralized critic, IAC's separate critics and shared heads).
@@ -76,7 +77,7 @@ export function valueLossTerms(values: ArrayLike<number>, targets: readonly numb
 /** The mean value loss of plain numbers (the metric, and the reference for tests). */
 export function meanValueLoss(values: ArrayLike<number>, targets: readonly number[], o: ValueLossOptions = {}): number {
   const { losses } = valueLossTerms(values, targets, o);
-  return losses.length === 0 ? 0 : losses.reduce((a, b) => a + b, 0) / losses.length;
+  return mean(losses);
 }
 
 /**

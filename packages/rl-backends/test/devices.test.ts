@@ -22,9 +22,9 @@ const onlyDevice = (vars: Iterable<tf.Variable>) => [...new Set([...vars].map((v
 const ids = ["m", "m"];
 
 describe("criticDevices", () => {
-  const maac = resolveCriticSources({ rl_algorithm: "maac", num_agents: 2, agent_model_ids: ids });
-  const iac = resolveCriticSources({ rl_algorithm: "iac", num_agents: 2, agent_model_ids: ids });
-  const shared = resolveCriticSources({ rl_algorithm: "iac", num_agents: 2, use_separate_critic: false, agent_model_ids: ids });
+  const maac = resolveCriticSources({ rlAlgorithm: "maac", numAgents: 2, agentModelIds: ids });
+  const iac = resolveCriticSources({ rlAlgorithm: "iac", numAgents: 2, agentModelIds: ids });
+  const shared = resolveCriticSources({ rlAlgorithm: "iac", numAgents: 2, useSeparateCritic: false, agentModelIds: ids });
   const agents = ["cuda:0", "cuda:1"];
 
   it("MAAC's one critic: critic_devices' first entry, else agent 0's device", () => {
@@ -40,7 +40,7 @@ describe("criticDevices", () => {
     expect(criticDevices(iac, ["cuda:1"], agents)).toEqual(["cuda:1", "cuda:1"]);
     expect(criticDevices(iac, ["cuda:1", "cuda:0"], agents)).toEqual(["cuda:1", "cuda:0"]);
     expect(criticDevices(shared, "cuda:1", agents)).toEqual([]);
-    expect(criticDevices(resolveCriticSources({ rl_algorithm: "magrpo", num_agents: 2, agent_model_ids: ids }), "cuda:1", agents)).toEqual([]);
+    expect(criticDevices(resolveCriticSources({ rlAlgorithm: "magrpo", numAgents: 2, agentModelIds: ids }), "cuda:1", agents)).toEqual([]);
     expect(() => criticDevices(iac, ["a", "b", "c"], agents)).toThrow(CriticSourceError);
     expect(() => criticDevices(iac, ["a", "b", "c"], agents)).toThrow(/^critic_devices: has 3 entries; give one device or 2 \(one per agent\)$/);
     expect(() => criticDevices(maac, [], agents)).toThrow(/^critic_devices: an empty list/);

@@ -1,7 +1,30 @@
-import { apiSettingsFromConfig, createComparator } from "@pbrl/comparators";
+import { createComparator, type ApiComparatorSettings, type ApiFormatName } from "@pbrl/comparators";
 import type { RngStream } from "@pbrl/core-tensor";
 import type { CentralizedAdapter, Comparator, GenerationSettings, Policy } from "@pbrl/preference-data";
 import type { MADPOIterConfig } from "./config/madpo-iter-config.js";
+
+/** The API comparator's settings from the config's comparator_api_* fields (the one place they are translated). */
+export function apiComparatorSettings(a: MADPOIterConfig): ApiComparatorSettings {
+  if (a.comparator_api_url === null) throw new Error('comparator_api_url is required with comparator_policy="api"');
+  return {
+    // the config accepts only canonical format names (aliases are resolved when it is built)
+    format: a.comparator_api_format as ApiFormatName,
+    url: a.comparator_api_url,
+    model: a.comparator_api_model,
+    keyEnv: a.comparator_api_key_env,
+    keyHeader: a.comparator_api_key_header,
+    keyPrefix: a.comparator_api_key_prefix,
+    headers: a.comparator_api_headers,
+    extraBody: a.comparator_api_extra_body,
+    timeoutSeconds: a.comparator_api_timeout,
+    maxConcurrency: a.comparator_api_max_concurrency,
+    maxRetries: a.comparator_api_max_retries,
+    maxNPerRequest: a.comparator_api_max_n_per_request,
+    allowPartial: a.comparator_api_allow_partial,
+    responseField: a.comparator_api_response_field,
+    maxResponseBytes: a.comparator_api_max_response_bytes,
+  };
+}
 
 /** The comparator the iterative config describes. */
 export function buildComparator(o: {
@@ -32,7 +55,7 @@ export function buildComparator(o: {
     weightsAt: o.weightsAt,
     ...(a.comparator_policy === "api" && {
       api: {
-        ...apiSettingsFromConfig(a),
+        ...apiComparatorSettings(a),
         rng: o.backoffRng,
         log: o.log,
         onRetry: (e) => o.log(`pbrl: comparator API (${e.format}, ${e.url}) attempt ${e.attempt} failed: ${e.reason}; retry ${e.attempt}/${e.maxRetries} in ${(e.delayMs / 1000).toFixed(1)} s`),

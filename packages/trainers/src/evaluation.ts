@@ -1,5 +1,5 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import { emptyTally, formatAgentPrompts, PolicySampler, promptTexts, scoreRewardJobs, tallyTruncation, warnTruncation, type Formatter, type GenerationSettings, type Policy, type RewardFunc, type RewardProcessor, type TaskItem } from "@pbrl/preference-data";
+import { emptyTally, formatAgentPrompts, mean, PolicySampler, promptTexts, scoreRewardJobs, tallyTruncation, warnTruncation, type Formatter, type GenerationSettings, type Policy, type RewardFunc, type RewardProcessor, type TaskItem } from "@pbrl/preference-data";
 
 export interface EvalSample {
   itemIndex: number;
@@ -43,6 +43,6 @@ export async function evaluatePolicies(o: {
   const jobs = o.items.map((item, i) => ({ completions: samples[i]!.map((a) => [...a.texts]), context: { item, itemIndex: i, prompts: prompts[i]! } }));
   const scored = await scoreRewardJobs(o.rewardFunc, jobs, { rewardProcessor: o.rewardProcessor, concurrency: o.concurrency, rewardTimeoutS: o.rewardTimeoutS });
   const out: EvalSample[] = o.items.map((_, i) => ({ itemIndex: i, prompts: prompts[i]!, completions: samples[i]!.map((a) => a.texts[0]!), reward: scored[i]!.processed[0]! }));
-  const mean = out.length === 0 ? 0 : out.reduce((s, x) => s + x.reward, 0) / out.length;
-  return { "eval/turn_1/reward_mean": mean, "eval/turn_1/expected_return": mean, samples: out };
+  const rewardMean = mean(out.map((x) => x.reward));
+  return { "eval/turn_1/reward_mean": rewardMean, "eval/turn_1/expected_return": rewardMean, samples: out };
 }

@@ -1,19 +1,10 @@
 import type { RngStream } from "@pbrl/core-tensor";
 import { madpoUpdate, type MadpoAgents } from "@pbrl/dpo";
-import type { CollectedPair } from "@pbrl/preference-data";
+import { mean, type CollectedPair } from "@pbrl/preference-data";
 import type { MADPOConfig } from "./config/madpo-config.js";
-import type { LearnContext } from "./learn-context.js";
 import type { MetricsLog } from "./metrics-log.js";
-import type { AgentExecution } from "./parallel/agent-execution.js";
 import { ProgressBar, type ProgressMode } from "./progress.js";
-
-/** Counters that run across epochs (and rounds): what the logs and the eval schedule count. */
-export interface TrainingCounters {
-  updates: number;
-  envStep: number;
-  /** Step of the last train metrics line, for the logging_steps gate. */
-  lastLogged: number | undefined;
-}
+import { passesLoggingGate, type TrainingCounters } from "./training-counters.js";
 
 /** The settings the epoch loop reads (shared by the MADPO configs). */
 export type EpochSettings = Pick<
@@ -56,37 +47,12 @@ export async function runMadpoEpochs(pairs: readonly CollectedPair[], ctx: Epoch
       c.updates += 1;
       if (a.use_environment_step) c.envStep += a.environment_steps_per_pair * batch.length;
       const step = a.use_environment_step ? c.envStep : c.updates;
-      const rewardMean = batch.reduce((s, p) => s + p.record.candidate_reward_mean, 0) / batch.length;
-      if (a.logging_steps <= 1 || c.lastLogged === undefined || step - c.lastLogged >= a.logging_steps) {
-        c.lastLogged = step;
+      const rewardMean = mean(batch.map((p) => p.record.candidate_reward_mean));
+      if (passesLoggingGate(c, step, a.logging_steps)) {
         ctx.metrics.write({ kind: "train", step, ...ctx.extra, epoch: epoch + 1, update: c.updates, ...m, "turn_1/reward_mean": rewardMean, "turn_1/expected_return": rewardMean });
       }
       bar.update(b + 1, `loss ${m.loss.toFixed(4)} acc ${m["joint/accuracy"].toFixed(2)}`);
     }
     bar.finish();
   }
-}
-
-/**
- * A trainer's MADPO learning step: the epochs over `pairs`, with the agents where `execution`
- * runs them; mid-phase evaluations see the current weights.
- */
-export function learnWithMadpo(pairs: readonly CollectedPair[], ctx: LearnContext, settings: EpochSettings, execution: AgentExecution, shuffleRng: RngStream): Promise<void> {
-  const agents = ctx.agents.map((ag, i) => ({ model: ag.model, optimizer: ctx.optimizers[i]!, padTokenId: ag.padTokenId }));
-  return execution.train(agents, (madpo, syncWeights) =>
-    runMadpoEpochs(pairs, {
-      args: settings,
-      agents: madpo,
-      counters: ctx.counters,
-      shuffleRng,
-      metrics: ctx.metrics,
-      evaluate: async () => {
-        await syncWeights();
-        await ctx.evaluate();
-      },
-      progress: ctx.progress,
-      label: ctx.label,
-      extra: ctx.extra,
-    }),
-  );
 }

@@ -4,6 +4,7 @@
  * reward range, values clipped into it, each bin [a, b) except the last, which includes b.
  */
 import { binEdges as reportBinEdges, histogram } from "@pbrl/report";
+import { meanOrNull } from "@pbrl/preference-data";
 
 export const NUM_BINS = 16;
 
@@ -37,7 +38,7 @@ export function series(values: readonly number[], edges: readonly number[]): Rew
   const finite = values.filter(Number.isFinite);
   return {
     sample_count: finite.length,
-    mean: finite.length === 0 ? null : finite.reduce((a, b) => a + b, 0) / finite.length,
+    mean: meanOrNull(finite),
     counts: histogram(finite, edges),
     raw_rewards: finite,
   };
@@ -56,14 +57,14 @@ export function declaredRewardRange(value: unknown): [number, number] | string {
 }
 
 export function distributionFile(
-  iteration: number,
+  round: number,
   range: readonly [number, number],
   candidate: { target: readonly number[]; comparator: readonly number[] },
   selected: { target: readonly number[]; comparator: readonly number[] },
 ): RewardDistributionFile {
   const edges = binEdges(range[0], range[1]);
   return {
-    iteration,
+    iteration: round,
     reward_min: range[0],
     reward_max: range[1],
     num_bins: NUM_BINS,

@@ -19,7 +19,7 @@ import type { ReplayState } from "@pbrl/preference-data";
 import { saveAgents, type ResolvedAgent } from "./agents.js";
 import { CheckpointError } from "./checkpoint-error.js";
 import { verifyManifest, writeManifest } from "./checkpoint-manifest.js";
-import type { TrainingCounters } from "./madpo-epochs.js";
+import type { TrainingCounters } from "./training-counters.js";
 
 export { CheckpointError };
 

@@ -1,4 +1,6 @@
 import { mkdtempSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -86,12 +88,39 @@ describe("centralized collaboration: one actor writes every role", () => {
   });
 
   it("MADPOIterTrainer: the comparator answers the joint prompt too", async () => {
-    const t = new MADPOIterTrainer({ agentModel: TINY, trainDataset: items, formatters: roles, rewardFunc: reward, centralizedAdapter: halves, args: { ...args(), num_iterations: 2, preference_num_candidates: 4 } });
-    const r = await t.train();
-    expect(r.rounds).toHaveLength(2);
-    const round = JSON.parse(readFileSync(path.join(r.outputDir, "preference_replay", "iteration_0001.json"), "utf8")) as { pairs: { prompts: string[] }[] };
-    for (const p of round.pairs) expect(p.prompts[0]).toMatch(/^JOINT /);
-    t.dispose();
+    // A remote comparator on a loopback server shows what it is asked: it answers two texts the
+    // halves adapter can split (even lengths), one full of the e's the reward counts.
+    const asked: string[] = [];
+    const server = createServer((req, res) => {
+      let raw = "";
+      req.on("data", (c: Buffer) => (raw += c.toString("utf8")));
+      req.on("end", () => {
+        const body = JSON.parse(raw) as { prompt: string; num_return_sequences: number };
+        asked.push(body.prompt);
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ completions: Array.from({ length: body.num_return_sequences }, (_, i) => (i % 2 === 0 ? "eeee" : "xx")) }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/generate`;
+    try {
+      // comparator_generation_mode="centralized" is what a user of a centralized run may set: the one actor's joint prompt is still what the comparator answers
+      const api = { comparator_policy: "api", comparator_api_format: "generic", comparator_api_url: url, comparator_generation_mode: "centralized" } as const;
+      const t = new MADPOIterTrainer({ agentModel: TINY, trainDataset: items, formatters: roles, rewardFunc: reward, centralizedAdapter: halves, args: { ...args(), num_iterations: 2, preference_num_candidates: 4, ...api } });
+      const r = await t.train();
+      t.dispose();
+      expect(r.rounds).toHaveLength(2);
+      // one request per item per round, each the joint prompt the actor answered
+      expect(asked).toHaveLength(2 * items.length);
+      for (const [k, prompt] of asked.entries()) expect(prompt).toBe(`JOINT Left about ${String(items[k % items.length]!["topic"])}: | Right about ${String(items[k % items.length]!["topic"])}:`);
+      const round = JSON.parse(readFileSync(path.join(r.outputDir, "preference_replay", "iteration_0001.json"), "utf8")) as { pairs: { prompts: string[]; winner_completions: string[]; loser_completions: string[] }[] };
+      expect(round.pairs.length).toBeGreaterThan(0);
+      for (const p of round.pairs) expect(p.prompts[0]).toMatch(/^JOINT /);
+      // the comparator's joint answers are one side of the pairs
+      expect(round.pairs.some((p) => ["eeee", "xx"].includes(p.winner_completions[0]!) || ["eeee", "xx"].includes(p.loser_completions[0]!))).toBe(true);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it("rejects more than one actor source", async () => {

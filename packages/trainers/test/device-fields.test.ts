@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DeviceUnavailableError, liveTensorCount, parseBackendName, useBackend } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
 import { ConfigError, MARLHFIterTrainer, resolveAgents } from "../src/index.js";
-import { referencesFor } from "../src/marlhf-stage.js";
+import { referencesFor } from "../src/reference-policies.js";
 import { referenceDevices, rewardModelDevice } from "../src/role-devices.js";
 import { ITERATIVE_RUN, MARLHF_ITER_ARGS } from "./child/iterative-run-config.js";
 import { trainerWith, unusedDir } from "./device-runs.js";

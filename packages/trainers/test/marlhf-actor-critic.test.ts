@@ -23,7 +23,7 @@ const hashWeights = (m: CausalLM) => {
 
 const run = (extra: Record<string, unknown>, out: string) => new MARLHFIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, preference_scoring_reward: "task", num_iterations: 2, eval_interval: 0, verbose: false, output_dir: out, ...extra } });
 
-describe("MARLHFIterTrainer with actor-critic backends", () => {
+describe("MARLHFIterTrainer with actor-critic algorithms", () => {
   it.each([
     ["maac", { rl_algorithm: "maac" }, "critic/value_loss"],
     ["iac, separate critics", { rl_algorithm: "iac", use_separate_critic: true }, "agent_1/value_loss"],

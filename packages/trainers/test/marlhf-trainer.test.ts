@@ -22,7 +22,7 @@ const BASE = {
   evalDataset: ITERATIVE_RUN.evalDataset,
   rewardFunc: ITERATIVE_RUN.rewardFunc,
 };
-const BASE_ARGS = { preference_num_candidates: 4, max_new_tokens: 6, temperature: 1.0, top_p: 1.0, num_generations: 2, train_batch_size: 3, num_train_epochs: 1, reward_learning_rate: 1e-3, reward_train_batch_size: 4, eval_interval: 2, eval_num_samples: 3, logging_steps: 1, agent_learning_rate: 1e-3, seed: 5, verbose: false };
+const BASE_ARGS = { preference_num_candidates: 4, max_new_tokens: 6, temperature: 1.0, top_p: 1.0, num_generations: 2, rollout_buffer_size: 3, train_batch_size: 3, num_train_epochs: 1, reward_learning_rate: 1e-3, reward_train_batch_size: 4, eval_interval: 2, eval_num_samples: 3, logging_steps: 1, agent_learning_rate: 1e-3, seed: 5, verbose: false };
 
 describe("MARLHFTrainer", () => {
   it("collects pairs with the task reward, fits the reward model, runs RL against it, evaluates with the task reward, saves both", async () => {
@@ -36,8 +36,16 @@ describe("MARLHFTrainer", () => {
     // 6 items in batches of 3: two RL updates, each 3 items × 2 generations joint evaluations
     expect(r.updates).toBe(2);
     expect(r.envStep).toBe(12);
-    expect(r.evalBefore).toBeDefined();
-    expect(r.evalAfter).toBeDefined();
+    // Every evaluation scores the policies' answers with the task reward (integer counts of "e"),
+    // never with the fitted reward model, and its metrics line is the mean of those rewards.
+    const evals = [r.evalBefore!, r.evalAfter!];
+    for (const e of evals) {
+      expect(e.samples).toHaveLength(BASE_ARGS.eval_num_samples);
+      for (const x of e.samples) expect(x.reward).toBe(BASE.rewardFunc([[x.completions[0]!], [x.completions[1]!]])[0]);
+      expect(e["eval/turn_1/reward_mean"]).toBeCloseTo(e.samples.reduce((s, x) => s + x.reward, 0) / e.samples.length, 12);
+    }
+    const rmScores = t.fittedRewardModel!.scores(r.evalAfter!.samples.map((x) => ({ prompts: x.prompts, completions: x.completions })));
+    expect(r.evalAfter!.samples.map((x) => x.reward)).not.toEqual(rmScores);
     const after = (await t.agents())[0]!.model.hostWeights().get("model.norm.weight")!.data;
     expect(Array.from(after)).not.toEqual(Array.from(before));
 
@@ -49,7 +57,9 @@ describe("MARLHFTrainer", () => {
     const train = m.filter((x) => x.kind === "train");
     expect(train).toHaveLength(2);
     for (const k of ["agent_0/loss", "agent_1/loss", "turn_1/reward_mean", "turn_1/expected_return"]) expect(Number.isFinite(train[0]![k])).toBe(true);
-    expect(m.filter((x) => x.kind === "eval").length).toBeGreaterThanOrEqual(2);
+    const evalLines = m.filter((x) => x.kind === "eval");
+    expect(evalLines.length).toBeGreaterThanOrEqual(2);
+    expect(evalLines.at(-1)!["eval/turn_1/reward_mean"]).toBe(r.evalAfter!["eval/turn_1/reward_mean"]);
     expect(JSON.parse(readFileSync(path.join(out, "config.json"), "utf8"))).toMatchObject({ trainer: "marlhf", rl_algorithm: "marloo", advantage_mode: "rloo" });
 
     // The saved reward model scores as the one the trainer used; the agents were saved too.

@@ -11,9 +11,9 @@ import { AdamW, currentBackend, loadNativeAddon, tf, useBackend } from "@pbrl/co
 import { localAgents, madpoUpdate, NonFiniteError, type TrainableAgent } from "@pbrl/dpo";
 import { loadPretrained, type CausalLM } from "@pbrl/models";
 import type { AgentPairTokens } from "@pbrl/preference-data";
-import { ConfigError, MADPOIterTrainer, MADPOTrainer, MARLHFConfig, MARLHFIterConfig } from "../src/index.js";
+import { MADPOIterTrainer, MADPOTrainer, MARLHFIterTrainer } from "../src/index.js";
 import { AgentWorkers } from "../src/parallel/agent-workers.js";
-import { ITERATIVE_RUN } from "./child/iterative-run-config.js";
+import { ITERATIVE_RUN, MARLHF_ITER_ARGS } from "./child/iterative-run-config.js";
 import { countE, items, small, TINY } from "./small-madpo-run.js";
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-mp-"));
@@ -179,10 +179,23 @@ describe('parallel_training="mp"', () => {
     }
   });
 
-  it("MARLHF refuses mp with a reason, since its RL stage trains in one thread", () => {
-    for (const build of [MARLHFConfig, MARLHFIterConfig]) {
-      expect(() => build({ parallel_training: "mp", agent_devices: "cpu" })).toThrow(ConfigError);
-      expect(() => build({ parallel_training: "mp", agent_devices: "cpu" })).toThrow(/parallel_training: got "mp"; MARLHF's RL stage trains its agents in one thread/);
+  it("MARLHF's RL stage in agent worker threads trains exactly as in this thread: the REINFORCE family with the reference KL and a rollout buffer of several mini-batches", async () => {
+    const runs = [];
+    const lines: string[] = [];
+    for (const parallel of ["none", "mp"] as const) {
+      const dir = tmp();
+      // two rounds, the KL scored in the workers, buffers of 4 items in mini-batches of 2 (shuffled), an evaluation mid-stage
+      const args = { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, num_iterations: 2, rollout_buffer_size: 4, train_batch_size: 2, reference_kl_enabled: true, reference_kl_coef: 0.1, eval_interval: 4, output_dir: dir, verbose: parallel === "mp", parallel_training: parallel, agent_devices: "cpu" };
+      const trainer = new MARLHFIterTrainer({ ...ITERATIVE_RUN, args, handleSignals: false, log: (l) => lines.push(l) });
+      const r = await trainer.train();
+      const optimizer = readFileSync(path.join(dir, "checkpoints", "round_0002", "optimizer_1.safetensors"));
+      runs.push({ updates: r.updates, hashes: (await trainer.agents()).map((a) => hash(a.model)), metrics: metricsOf(dir), evalAfter: r.evalAfter, optimizer: createHash("sha256").update(optimizer).digest("hex") });
+      trainer.dispose();
     }
+    // 6 items a round: buffers of 4 and 2 items, 2 + 1 steps per agent
+    expect(runs[0]!.updates).toBe(2 * 3);
+    expect(runs[0]!.metrics.filter((m) => m["kind"] === "train" && m["rl/updates"] === 2)).toHaveLength(2);
+    expect(runs[1]).toEqual(runs[0]);
+    expect(lines.some((l) => /parallel_training="mp": 2 agent worker threads on \w+/.test(l))).toBe(true);
   });
 });

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { liveTensorCount, tf, type BackendName } from "@pbrl/core-tensor";
-import { MADPOIterConfig, MADPOIterTrainer, type IterTrainResult, type PreferenceScoring } from "@pbrl/trainers";
+import { MADPOIterConfig, MADPOIterTrainer, type IterTrainResult } from "@pbrl/trainers";
 import { BUILTIN_TASKS } from "../builtins.js";
 import { DEMO_DEFAULTS, DEMO_MODEL_DIR } from "../commands/demo.js";
 import type { Preset } from "./presets.js";
@@ -50,7 +50,7 @@ export function demoRoundWorkload(preset: Preset, backend: BackendName): DemoWor
   return preset === "default" && backend !== "cpu" ? fullDemoWorkload() : smallDemoWorkload();
 }
 
-/** The state after one round, taken at its end (see {@link ProbedDemoTrainer}). */
+/** The state after one round, taken at its end (see {@link RoundProbe}). */
 export interface RoundSample {
   round: number;
   /** Wall seconds of the round: collection, replay selection, MADPO training, its checkpoint. */
@@ -80,28 +80,23 @@ function memoryNow(): Pick<RoundSample, "rss_mb" | "js_heap_mb" | "external_mb">
 }
 
 /**
- * MADPOIterTrainer with a probe at the round boundaries. The trainer takes no round callback;
- * its per-round extension points are the protected steps subclasses such as MARLHFIterTrainer
- * override. preferenceScoring(round) runs once per round as collection starts (right after the
- * comparator loaded that round's weights), saveLearnerState once per completed round, after
- * learning, while the round's checkpoint is written — also for a round without pairs, whose
- * learn() is skipped. The history comparator frees its weights before that, so the sample sees
- * exactly what the run keeps across rounds: agents, optimizer moments, replay index, metrics.
+ * A probe at the round boundaries, through the trainer's round callbacks: the clock starts when a
+ * round's collection does (the comparator holds that round's weights) and stops when its
+ * checkpoint is written, also for a round without pairs. The history comparator frees its
+ * weights before that, so the sample sees exactly what the run keeps across rounds: agents,
+ * optimizer moments, replay index, metrics.
  */
-class ProbedDemoTrainer extends MADPOIterTrainer {
+class RoundProbe {
   readonly probes: Probe[] = [];
-  private round = 0;
   private roundStart = 0;
-  onRound: (p: Probe) => void = () => {};
 
-  protected override preferenceScoring(round: number): PreferenceScoring {
-    this.round = round;
+  constructor(private readonly onRound: (p: Probe) => void = () => {}) {}
+
+  start(): void {
     this.roundStart = performance.now();
-    return super.preferenceScoring(round);
   }
 
-  protected override async saveLearnerState(dir: string): Promise<void> {
-    await super.saveLearnerState(dir);
+  async end(round: number): Promise<void> {
     const roundS = (performance.now() - this.roundStart) / 1000;
     // Garbage awaiting collection (checkpoint buffers, the comparator's freed weights) swings
     // RSS by tens of MB between rounds; collected first, RSS shows what the run holds. Array
@@ -111,7 +106,7 @@ class ProbedDemoTrainer extends MADPOIterTrainer {
       await new Promise((r) => setImmediate(r));
       globalThis.gc();
     }
-    const p: Probe = { round: this.round, round_s: roundS, live_tensors: liveTensorCount(), tf_memory_bytes: tf.memory().numBytes, ...memoryNow() };
+    const p: Probe = { round, round_s: roundS, live_tensors: liveTensorCount(), tf_memory_bytes: tf.memory().numBytes, ...memoryNow() };
     this.probes.push(p);
     this.onRound(p);
   }
@@ -146,12 +141,22 @@ export async function runDemoRounds(o: { backend: BackendName; rounds: number; w
     verbose: false,
   });
   // The bench prints its own line per round (onRound); the trainer's lines would interleave.
-  const trainer = new ProbedDemoTrainer({ agentModel: DEMO_MODEL_DIR, trainDataset: task.load().train.slice(0, w.train_texts), rewardFunc: task.rewardFunc, formatters: task.formatters, args, log: () => {}, handleSignals: false });
-  if (o.onRound !== undefined) trainer.onRound = o.onRound;
+  const probe = new RoundProbe(o.onRound);
+  const trainer = new MADPOIterTrainer({
+    agentModel: DEMO_MODEL_DIR,
+    trainDataset: task.load().train.slice(0, w.train_texts),
+    rewardFunc: task.rewardFunc,
+    formatters: task.formatters,
+    args,
+    log: () => {},
+    handleSignals: false,
+    onRoundStart: () => probe.start(),
+    onRoundEnd: (summary) => probe.end(summary.round),
+  });
   try {
     const t0 = performance.now();
     const result = await trainer.train();
-    return { rounds: withPairs(trainer.probes, result), updates: result.updates, run_s: (performance.now() - t0) / 1000 };
+    return { rounds: withPairs(probe.probes, result), updates: result.updates, run_s: (performance.now() - t0) / 1000 };
   } finally {
     trainer.dispose();
     rmSync(outputDir, { recursive: true, force: true });

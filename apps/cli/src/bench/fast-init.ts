@@ -25,7 +25,7 @@ function stateFor(seed: number, name: string): number {
 export function fastInitValues(spec: ParameterSpec, std: number, seed: number): Float32Array {
   const n = spec.shape.reduce((a, x) => a * x, 1);
   const out = new Float32Array(n);
-  if (spec.kind === "norm") return out.fill(1);
+  if (spec.kind === "norm") return out.fill(spec.normInit ?? 1);
   if (spec.kind === "bias") return out;
   const half = Math.sqrt(3) * std;
   const scale = (2 * half) / 2 ** 32;

@@ -1,14 +1,15 @@
 /**
  * The parallel_training measurement of `pbrl bench`: two agents of the preset model do the same
  * work twice from the same weights and streams, first in this thread (parallel_training="none"),
- * then one worker thread per agent ("mp"): sampling candidates for a batch of prompts, and MADPO
- * updates. The ratios are the speed-ups "mp" brings to collection and to training.
+ * then one worker thread per agent ("mp"): sampling candidates for a batch of prompts, MADPO
+ * updates, and the policy-gradient updates of MARLHF's RL stage (the REINFORCE family). The
+ * ratios are the speed-ups "mp" brings to collection and to training.
  */
 import { AdamW, RngStream, tf, type BackendName } from "@pbrl/core-tensor";
 import { localAgents, madpoUpdate, type MadpoAgents, type TrainableAgent } from "@pbrl/dpo";
 import { CausalLM, parseModelConfig } from "@pbrl/models";
 import { ParallelPolicySampler, PolicySampler, type AgentPairTokens, type AgentSamples, type GenerationSettings, type Policy } from "@pbrl/preference-data";
-import { AgentWorkers } from "@pbrl/trainers";
+import { AgentWorkers, localTeam, type AgentTeam, type PolicyStepJob } from "@pbrl/trainers";
 import { presetConfigJson, type Preset } from "./presets.js";
 
 /** Sizes of the measurement, snake_case because they are printed as JSON next to its results. */
@@ -47,6 +48,15 @@ export interface ParallelResult {
     /** Largest difference between a weight trained here and in a worker: 0 on wasm and cpu; on native, summation order amplified by AdamW. */
     max_abs_weight_diff: number;
   };
+  /**
+   * Mean of one policy-gradient update of MARLHF's RL stage (every agent's step on its rows: the
+   * workload's pairs_per_update items × `generations` samples, of prompt_len + completion_len tokens).
+   */
+  rl_update: ParallelTiming & {
+    generations: number;
+    /** As for `update`: 0 on wasm and cpu. */
+    max_abs_weight_diff: number;
+  };
 }
 
 export function parallelWorkload(steps: number): ParallelWorkload {
@@ -59,6 +69,26 @@ async function seconds<T>(fn: () => Promise<T>): Promise<{ s: number; value: T }
   const t0 = performance.now();
   const value = await fn();
   return { s: (performance.now() - t0) / 1000, value };
+}
+
+/** Mean seconds of one policy-gradient update (every agent's step), after one untimed. */
+async function timePolicySteps(agents: AgentTeam, jobs: readonly PolicyStepJob[][]): Promise<number> {
+  const update = (b: number) => Promise.all(jobs[b]!.map((job, i) => agents.policyStep(i, job)));
+  await update(0);
+  const { s } = await seconds(async () => {
+    for (let b = 1; b < jobs.length; b++) await update(b);
+  });
+  return s / (jobs.length - 1);
+}
+
+/** Largest absolute difference between the weights of two sets of agents. */
+function maxWeightDiff(a: readonly TrainableAgent[], b: readonly TrainableAgent[]): number {
+  let diff = 0;
+  a.forEach((x, i) => {
+    const other = b[i]!.model.params;
+    for (const [name, v] of x.model.params) diff = Math.max(diff, tf.tidy(() => tf.max(tf.abs(tf.sub(v, other.get(name)!))).dataSync()[0]!));
+  });
+  return diff;
 }
 
 async function timeUpdates(agents: MadpoAgents, batches: readonly AgentPairTokens[][][]): Promise<number> {
@@ -95,8 +125,17 @@ export async function measureParallel(preset: Preset, backend: BackendName, step
     });
   // No EOS id in range: every row generates gen_new_tokens tokens.
   const asPolicies = (agents: readonly TrainableAgent[]): Policy[] => agents.map((a) => ({ model: a.model, tokenizer: idTokenizer as unknown as Policy["tokenizer"], eosTokenIds: [-1], padTokenId: 0 }));
+  const RL_GENERATIONS = 2;
+  const jobs: PolicyStepJob[][] = Array.from({ length: w.updates + 1 }, (_, b) =>
+    Array.from({ length: w.agents }, () => {
+      const rows = Array.from({ length: w.pairs_per_update * RL_GENERATIONS }, () => ({ promptIds: ids(w.prompt_len), completionIds: ids(w.completion_len) }));
+      return { rows, advantages: rows.map(() => data.random() * 2 - 1), owners: rows.map((_, r) => ({ item: Math.floor(r / RL_GENERATIONS), g: r % RL_GENERATIONS })), where: `bench update ${b}` };
+    }),
+  );
   const sequential = fresh();
   const parallel = fresh();
+  const rlSequential = fresh();
+  const rlParallel = fresh();
   const workers = new AgentWorkers(w.agents, backend);
   try {
     const here = new PolicySampler(asPolicies(sequential), settings, RngStream.fromSeed(0, "bench-sampling"));
@@ -112,20 +151,21 @@ export async function measureParallel(preset: Preset, backend: BackendName, step
     await workers.load(parallel);
     const mpS = await timeUpdates(workers, batches);
     await workers.pull(parallel, false);
-    let diff = 0;
-    sequential.forEach((a, i) => {
-      const other = parallel[i]!.model.params;
-      for (const [name, v] of a.model.params) diff = Math.max(diff, tf.tidy(() => tf.max(tf.abs(tf.sub(v, other.get(name)!))).dataSync()[0]!));
-    });
+
+    const rlSequentialS = await timePolicySteps(localTeam(rlSequential), jobs);
+    await workers.load(rlParallel);
+    const rlMpS = await timePolicySteps(workers, jobs);
+    await workers.pull(rlParallel, false);
     return {
       workload: w,
       threads_per_worker: workers.threadsPerWorker,
       generation: { ...timing(genHere.s, genThere.s), same_tokens: tokensOf(genHere.value) === tokensOf(genThere.value) },
-      update: { ...timing(sequentialS, mpS), max_abs_weight_diff: diff },
+      update: { ...timing(sequentialS, mpS), max_abs_weight_diff: maxWeightDiff(sequential, parallel) },
+      rl_update: { ...timing(rlSequentialS, rlMpS), generations: RL_GENERATIONS, max_abs_weight_diff: maxWeightDiff(rlSequential, rlParallel) },
     };
   } finally {
     await workers.close();
-    for (const a of [...sequential, ...parallel]) {
+    for (const a of [...sequential, ...parallel, ...rlSequential, ...rlParallel]) {
       a.optimizer.dispose();
       a.model.dispose();
     }

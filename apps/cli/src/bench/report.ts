@@ -71,6 +71,7 @@ export function formatTable(report: BenchReport): string {
     ["live tensors before → after", (n) => (num(n, "live_tensors_before") !== undefined ? `${num(n, "live_tensors_before")} → ${num(n, "live_tensors_after")}` : "–"), undefined],
     ["2 agents sampling s, this thread → mp", (n) => (parallel(n) ? `${fmt(parallel(n)!.generation.sequential_s)} → ${fmt(parallel(n)!.generation.mp_s)}` : "–"), undefined],
     ["2 agents MADPO update s, this thread → mp", (n) => (parallel(n) ? `${fmt(parallel(n)!.update.sequential_s)} → ${fmt(parallel(n)!.update.mp_s)}` : "–"), undefined],
+    ["2 agents MARLHF RL update s, this thread → mp", (n) => (parallel(n) ? `${fmt(parallel(n)!.rl_update.sequential_s)} → ${fmt(parallel(n)!.rl_update.mp_s)}` : "–"), undefined],
     ["demo round s", (n) => fmt(demo(n)?.demo_round_s), (r) => fmt(r.demo_round_s)],
     ["demo round pairs / updates", (n) => (demo(n) ? `${demo(n)!.pairs} / ${demo(n)!.updates}` : "–"), undefined],
   ];

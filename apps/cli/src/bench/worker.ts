@@ -121,6 +121,7 @@ async function timeParallel(spec: WorkerSpec, say: (msg: string) => void): Promi
   const t = `${r.threads_per_worker} thread${r.threads_per_worker === 1 ? "" : "s"} each`;
   say(`parallel_training: sampling ${w.gen_prompts}×${w.gen_candidates} candidates per agent: ${r.generation.sequential_s.toFixed(2)} s in this thread, ${r.generation.mp_s.toFixed(2)} s in worker threads (${t}): ${r.generation.speedup.toFixed(2)}×`);
   say(`parallel_training: MADPO update of ${w.agents} agents (${w.pairs_per_update} pairs): ${r.update.sequential_s.toFixed(2)} s in this thread, ${r.update.mp_s.toFixed(2)} s in worker threads: ${r.update.speedup.toFixed(2)}×`);
+  say(`parallel_training: MARLHF policy-gradient update of ${w.agents} agents (${w.pairs_per_update} items × ${r.rl_update.generations} samples): ${r.rl_update.sequential_s.toFixed(2)} s in this thread, ${r.rl_update.mp_s.toFixed(2)} s in worker threads: ${r.rl_update.speedup.toFixed(2)}×`);
   return r;
 }
 

@@ -1,7 +1,5 @@
 export { ApiComparator, DEFAULT_MAX_RESPONSE_BYTES, MIN_MAX_RESPONSE_BYTES, MAX_MAX_RESPONSE_BYTES } from "./api-comparator.js";
 export type { ApiComparatorOptions, ApiComparatorSettings, ApiComparatorStats } from "./api-comparator.js";
-export { apiSettingsFromConfig } from "./config.js";
-export type { ApiConfigFields } from "./config.js";
 export { API_FORMAT_ALIASES, normalizeApiFormat, defaultKeyEnv, buildBody, parseResponse, parseResponseBody, planCounts, providerNLimit, jsonSafe } from "./formats.js";
 export type { ApiFormat, ApiFormatName, ApiGenerationSettings, ApiRequestSpec, ParsedCompletions, ResponseSource } from "./formats.js";
 export { ApiComparatorError, ApiSettingsError, ApiResponseTooLargeError, ApiMalformedResponseError, ApiTooManyCompletionsError, displayUrl, redactUrlSecrets, redactHeaderSecrets, REDACTED } from "./errors.js";

@@ -106,6 +106,14 @@ describe("retries", () => {
     ]);
   });
 
+  it("408 (the server timed the request out) is retried like 429 and 5xx: 408 then success recovers", async () => {
+    server = await startServer((req, res) => (req.index < 1 ? sendJson(res, 408, "request timeout") : sendJson(res, 200, reply.openai(req))));
+    const [set] = await make({ format: "openai", url: chatUrl(server) }).sample([{}], [["p"]], 1);
+    expect(set!.texts).toEqual([["r1c0"]]);
+    expect(server.requests).toHaveLength(2);
+    expect(events.at(-1)!.reason).toBe("HTTP 408");
+  });
+
   it("5xx every time: the clear final error after maxRetries + 1 attempts", async () => {
     server = await startServer((_req, res) => sendJson(res, 503, { error: { message: "overloaded ".repeat(60) } }));
     const err = await failure(make({ format: "openai", url: chatUrl(server) }).sample([{}], [["p"]], 1));
@@ -187,6 +195,14 @@ describe("failures without retry", () => {
     const err = await failure(make({ format: "anthropic", url: `${server.origin}/v1/messages` }).sample([{}], [["p"]], 1));
     expect(server.requests).toHaveLength(1);
     expect(err.message).toContain(`HTTP ${status}`);
+  });
+
+  it.each([405, 409, 410])("HTTP %i is a client error, not retried (only 408 and 429 of the 4xx are)", async (status) => {
+    server = await startServer((_req, res) => sendJson(res, status, { error: "no" }));
+    const err = await failure(make({ format: "openai", url: chatUrl(server) }).sample([{}], [["p"]], 1));
+    expect(server.requests).toHaveLength(1);
+    expect(err.status).toBe(status);
+    expect(err.attempts).toBe(1);
   });
 
   it("a redirect is reported, never followed (the key header stays with the configured host)", async () => {

@@ -1,7 +1,7 @@
 import { inspect } from "node:util";
 import { RngStream } from "@pbrl/core-tensor";
 import { describe, expect, it } from "vitest";
-import { ApiComparator, apiSettingsFromConfig, createComparator, normalizeApiFormat, type ApiComparatorOptions } from "../../src/index.js";
+import { ApiComparator, createComparator, normalizeApiFormat, type ApiComparatorOptions, type ApiComparatorSettings } from "../../src/index.js";
 import { backoffMs, parseRetryAfter } from "../../src/api/transport.js";
 import { planCounts, providerNLimit } from "../../src/api/formats.js";
 import { displayUrl } from "../../src/api/errors.js";
@@ -162,52 +162,24 @@ describe("helpers", () => {
   });
 });
 
-describe("config and factory", () => {
-  const cfg = {
-    comparator_api_url: "https://api.anthropic.com/v1/messages",
-    comparator_api_format: "anthropic",
-    comparator_api_model: "claude-sonnet-4-20250514",
-    comparator_api_max_n_per_request: null,
-    comparator_api_timeout: 30,
-    comparator_api_headers: { "anthropic-beta": "x" },
-    comparator_api_key_env: "ANTHROPIC_API_KEY",
-    comparator_api_key_header: "Authorization",
-    comparator_api_key_prefix: "Bearer",
-    comparator_api_response_field: "completions",
-    comparator_api_extra_body: { metadata: { user_id: "u" } },
-    comparator_api_max_concurrency: 2,
-    comparator_api_max_retries: 3,
-    comparator_api_allow_partial: true,
-    comparator_api_max_response_bytes: 65536,
+describe("factory", () => {
+  const settings: ApiComparatorSettings = {
+    format: "anthropic",
+    url: "https://api.anthropic.com/v1/messages",
+    model: "claude-sonnet-4-20250514",
+    keyEnv: "ANTHROPIC_API_KEY",
+    headers: { "anthropic-beta": "x" },
+    timeoutSeconds: 30,
+    maxConcurrency: 2,
+    maxRetries: 3,
   };
-
-  it("apiSettingsFromConfig maps every comparator_api_* field", () => {
-    expect(apiSettingsFromConfig(cfg)).toEqual({
-      format: "anthropic",
-      url: "https://api.anthropic.com/v1/messages",
-      model: "claude-sonnet-4-20250514",
-      keyEnv: "ANTHROPIC_API_KEY",
-      keyHeader: "Authorization",
-      keyPrefix: "Bearer",
-      headers: { "anthropic-beta": "x" },
-      extraBody: { metadata: { user_id: "u" } },
-      timeoutSeconds: 30,
-      maxConcurrency: 2,
-      maxRetries: 3,
-      maxNPerRequest: null,
-      allowPartial: true,
-      responseField: "completions",
-      maxResponseBytes: 65536,
-    });
-    expect(() => apiSettingsFromConfig({ ...cfg, comparator_api_url: null })).toThrow(/comparator_api_url is required/);
-  });
 
   it('createComparator builds the API comparator for policy "api"', () => {
     const base = { agents: [], generation: GEN, rng: RngStream.fromSeed(1, "comparator") };
-    const c = createComparator({ ...base, policy: "api", api: { ...apiSettingsFromConfig(cfg), env: { ANTHROPIC_API_KEY: KEY } } });
+    const c = createComparator({ ...base, policy: "api", api: { ...settings, env: { ANTHROPIC_API_KEY: KEY } } });
     expect(c).toBeInstanceOf(ApiComparator);
     expect(c.description).toBe("api (anthropic, claude-sonnet-4-20250514, https://api.anthropic.com/v1/messages)");
-    const cc = createComparator({ ...base, policy: "api", generationMode: "centralized", centralizedAgentIndex: 1, api: { ...apiSettingsFromConfig(cfg), env: { ANTHROPIC_API_KEY: KEY } } });
+    const cc = createComparator({ ...base, policy: "api", generationMode: "centralized", centralizedAgentIndex: 1, api: { ...settings, env: { ANTHROPIC_API_KEY: KEY } } });
     expect((cc as ApiComparator).generationMode).toBe("centralized");
     expect(() => createComparator({ ...base, policy: "api" })).toThrow(/comparator_policy="api" is not available in @pbrl\/comparators without ComparatorOptions.api/);
   });

@@ -5,6 +5,7 @@
  * `max_prompt_length` and `overwrite_output_dir`. Building one validates every field and rule at once.
  */
 import { BACKEND_NAMES } from "@pbrl/core-tensor";
+import { ADVANTAGE_MODES } from "@pbrl/rl-backends";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
 import { bool, choice, devices, finite, finiteOrNull, int, intOrNull, nonNegative, positive, positiveOrNull, text, textOrNull, unitInterval } from "./fields.js";
 
@@ -28,10 +29,10 @@ export const MADPO_FIELDS = {
   eval_interval: int(0, 16).describe("Evaluate before every k-th update (MARLHF's RL stage: every k training items); 0: no periodic evaluation."),
   eval_num_samples: int(0, 4).describe("Eval items each evaluation uses."),
   eval_batch_size: int(1, 1).describe("Eval items generated at once."),
-  rollout_buffer_size: int(1, 2).describe("Default of train_batch_size; in MARLHF's RL stage, samples collected before each update."),
-  train_batch_size: intOrNull(1, null).describe("Preference pairs per DPO update (MARLHF: samples per RL update); null: rollout_buffer_size."),
+  rollout_buffer_size: int(1, 2).describe("Default of train_batch_size; in MARLHF's RL stage, the items each agent's buffer holds before the agent is updated (in mini-batches of train_batch_size)."),
+  train_batch_size: intOrNull(1, null).describe("Preference pairs per DPO update (MARLHF: items per RL mini-batch); null: rollout_buffer_size."),
   advantage_normalization: bool(true).describe("Normalize advantages in MARLHF's RL stage (no effect in MADPO)."),
-  advantage_mode: choice(["mean", "raw", "max", "rloo"], "mean").describe("Baseline of MARLHF's REINFORCE-family RL stage; MARLHF sets it from rl_algorithm (no effect in MADPO)."),
+  advantage_mode: choice(ADVANTAGE_MODES, "mean").describe("Baseline of MARLHF's REINFORCE-family RL stage; MARLHF sets it from rl_algorithm (no effect in MADPO)."),
   reference_kl_enabled: bool(false).describe("Keep frozen copies of the initial agents and penalize the KL divergence from them (MARLHF's RL stage)."),
   reference_kl_coef: nonNegative(0.1).describe("Weight of the reference KL penalty."),
   reference_devices: devices().describe("Device of the reference models: null (the agents' devices), one for all, or one per agent."),

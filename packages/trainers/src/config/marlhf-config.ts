@@ -1,24 +1,20 @@
 /**
  * MARLHFConfig and MARLHFIterConfig: the MADPO (iterative) fields plus CoMLRL's MARLHF fields —
- * the RL backend, the reward model and the critics — with the same names and defaults, except
+ * the RL algorithm, the reward model and the critics — with the same names and defaults, except
  * that devices default to the tensor backend's device (never "cuda:0").
  */
+import { isReinforceAlgorithm, REINFORCE_ALGORITHMS, RL_ALGORITHM_ALIASES, RL_ALGORITHMS } from "@pbrl/rl-backends";
 import { z } from "zod";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
 import { accepting, bool, choice, devices, int, intOrNull, positive, textOrNull } from "./fields.js";
 import { finishIterative, iterativeRules, MADPO_ITER_FIELDS } from "./madpo-iter-config.js";
 import { MADPO_FIELDS, madpoRules } from "./madpo-config.js";
 
-export const RL_ALGORITHMS = ["magrpo", "mareinforce", "maremax", "marloo", "maac", "iac"] as const;
-export type RlAlgorithm = (typeof RL_ALGORITHMS)[number];
-/** The REINFORCE family's baseline for each algorithm (CoMLRL's advantage_mode mapping). */
-export const ADVANTAGE_MODE: Partial<Record<RlAlgorithm, "mean" | "raw" | "max" | "rloo">> = { magrpo: "mean", mareinforce: "raw", maremax: "max", marloo: "rloo" };
-const isActorCritic = (a: RlAlgorithm) => a === "maac" || a === "iac";
 
 const REWARD_EPOCHS = "Passes of reward-model fitting over the preference pairs (iterative: each round's).";
 
 export const MARLHF_ONLY_FIELDS = {
-  rl_algorithm: choice(RL_ALGORITHMS, "magrpo", { mareforce: "mareinforce" }).describe("RL algorithm trained against the learned reward: magrpo, mareinforce, maremax, marloo (REINFORCE family) or maac, iac (actor-critic)."),
+  rl_algorithm: choice(RL_ALGORITHMS, "magrpo", RL_ALGORITHM_ALIASES).describe("RL algorithm trained against the learned reward: magrpo, mareinforce, maremax, marloo (REINFORCE family) or maac, iac (actor-critic)."),
   num_generations: int(1, 4).describe("Samples per agent per item in the RL stage (≥ 2 for the REINFORCE family, which compares them)."),
   reward_model_name: textOrNull(null).describe("Checkpoint folder or hub id of the joint reward model's backbone and tokenizer; null: the agents' model."),
   reward_model_device: textOrNull(null).describe("Device of the reward model; null: agent 0's device."),
@@ -59,18 +55,10 @@ type MarlhfFields = ConfigOf<typeof MARLHF_FIELDS>;
 function marlhfRules<C extends MarlhfFields>(): ConfigRule<C>[] {
   return [
     {
-      field: "parallel_training",
-      uses: [],
-      check: (c) =>
-        c.parallel_training === "mp"
-          ? 'got "mp"; MARLHF\'s RL stage trains its agents in one thread in this version of pbrl (worker threads run the MADPO trainers\' updates); use "none"'
-          : undefined,
-    },
-    {
       field: "num_generations",
       uses: ["rl_algorithm"],
       check: (c) =>
-        !isActorCritic(c.rl_algorithm) && c.num_generations < 2
+        isReinforceAlgorithm(c.rl_algorithm) && c.num_generations < 2
           ? `got ${c.num_generations}; rl_algorithm="${c.rl_algorithm}" compares samples within a group, so it needs num_generations ≥ 2`
           : undefined,
     },
@@ -85,10 +73,9 @@ function marlhfRules<C extends MarlhfFields>(): ConfigRule<C>[] {
   ];
 }
 
-/** The algorithm's advantage mode replaces advantage_mode, as CoMLRL's mapping does. */
+/** A REINFORCE-family algorithm's baseline replaces advantage_mode, as CoMLRL's mapping does. */
 function finishMarlhf<C extends MarlhfFields>(c: C): C {
-  const mode = ADVANTAGE_MODE[c.rl_algorithm];
-  return mode === undefined ? c : { ...c, advantage_mode: mode };
+  return isReinforceAlgorithm(c.rl_algorithm) ? { ...c, advantage_mode: REINFORCE_ALGORITHMS[c.rl_algorithm] } : c;
 }
 
 export type MARLHFConfig = Readonly<Omit<MarlhfFields, "train_batch_size"> & { train_batch_size: number }>;

@@ -1,33 +1,55 @@
 import { currentBackend, type RngStream } from "@pbrl/core-tensor";
-import { localAgents, type MadpoAgents, type TrainableAgent } from "@pbrl/dpo";
-import { ParallelPolicySampler, PolicySampler, type CandidateSampler, type GenerationSettings, type Policy } from "@pbrl/preference-data";
+import { localAgents, type MadpoAgents } from "@pbrl/dpo";
+import { ParallelPolicySampler, PolicySampler, type CandidateSampler, type GenerationSettings, type Policy, type TrainableAgent } from "@pbrl/preference-data";
+import { localPolicyGradientAgents, type PolicyGradientAgents } from "@pbrl/rl-backends";
 import { AgentWorkers } from "./agent-workers.js";
+
+/**
+ * The agents of one training phase, where they train: MADPO's two phases per update, the RL
+ * algorithms' policy steps and scoring, and sampling with the weights being trained.
+ */
+export interface AgentTeam extends MadpoAgents, PolicyGradientAgents {
+  readonly count: number;
+  sampler(policies: readonly Policy[], settings: GenerationSettings, rng: RngStream): CandidateSampler;
+}
 
 /**
  * Where the agents generate and train (parallel_training): in this thread, or one worker
  * thread per agent. Either way the results are the same: each agent samples from its own
- * stream split off the sampler's, and MADPO's two phases per update depend only on the batch.
+ * stream split off the sampler's, MADPO's two phases per update depend only on the batch, and
+ * an RL policy step only on the agent's own rows and advantages.
  */
 export interface AgentExecution {
   /** A sampler of the agents' candidates (one collection phase: weights as they are now). */
   sampler(policies: readonly Policy[], settings: GenerationSettings, rng: RngStream): CandidateSampler;
   /**
-   * One training phase: `fn` trains through the agents it is given and calls `syncWeights`
-   * before anything reads the trainer's weights mid-phase (an evaluation). When `fn` resolves,
-   * the trainer's agents hold the trained weights and optimizer state.
+   * One training phase: `fn` trains through the team it is given and calls `syncWeights` before
+   * anything reads the trainer's weights mid-phase (an evaluation). When `fn` resolves, the
+   * trainer's agents hold the trained weights and optimizer state.
    */
-  train<T>(agents: readonly TrainableAgent[], fn: (agents: MadpoAgents, syncWeights: () => Promise<void>) => Promise<T>): Promise<T>;
+  train<T>(agents: readonly TrainableAgent[], fn: (team: AgentTeam, syncWeights: () => Promise<void>) => Promise<T>): Promise<T>;
+  /** Whether the agents train in worker threads. */
+  readonly inWorkers: boolean;
   close(): Promise<void>;
 }
 
+const sampleHere = (policies: readonly Policy[], settings: GenerationSettings, rng: RngStream): CandidateSampler => new PolicySampler(policies, settings, rng);
+
+/** The agents in this thread, as a team. */
+export function localTeam(agents: readonly TrainableAgent[]): AgentTeam {
+  return { ...localAgents(agents), ...localPolicyGradientAgents(agents), sampler: sampleHere };
+}
+
 const inThisThread: AgentExecution = {
-  sampler: (policies, settings, rng) => new PolicySampler(policies, settings, rng),
-  train: (agents, fn) => fn(localAgents(agents), async () => {}),
+  sampler: sampleHere,
+  train: (agents, fn) => fn(localTeam(agents), async () => {}),
   close: async () => {},
+  inWorkers: false,
 };
 
 class InWorkers implements AgentExecution {
   private started: AgentWorkers | undefined;
+  readonly inWorkers = true;
 
   constructor(private readonly log: (line: string) => void) {}
 
@@ -55,7 +77,7 @@ class InWorkers implements AgentExecution {
     );
   }
 
-  async train<T>(agents: readonly TrainableAgent[], fn: (agents: MadpoAgents, syncWeights: () => Promise<void>) => Promise<T>): Promise<T> {
+  async train<T>(agents: readonly TrainableAgent[], fn: (team: AgentTeam, syncWeights: () => Promise<void>) => Promise<T>): Promise<T> {
     const workers = this.workers(agents.length);
     await workers.load(agents);
     // On an error the trainer's agents keep the weights they had before this phase.

@@ -1,14 +1,15 @@
 /**
  * A worker thread that holds one agent for parallel_training="mp": it generates the agent's
- * candidates and runs its share of each MADPO update (the detached margins, then its optimizer
- * step), with the same functions as this work in the trainer's thread, on the trainer's
- * backend, in a tfjs of its own.
+ * candidates, runs its share of each MADPO update (the detached margins, then its optimizer
+ * step) and its REINFORCE-family steps and scoring in MARLHF's RL stage, with the same functions
+ * as this work in the trainer's thread, on the trainer's backend, in a tfjs of its own.
  */
 import { parentPort } from "node:worker_threads";
 import { AdamW, onDevice, RngStream, setComputePrecision, useBackend } from "@pbrl/core-tensor";
-import { agentStep, detachedMargins, type TrainableAgent } from "@pbrl/dpo";
-import { CausalLM } from "@pbrl/models";
-import { sampleAgentRows } from "@pbrl/preference-data";
+import { agentStep, detachedMargins } from "@pbrl/dpo";
+import { CausalLM, scoreCompletions } from "@pbrl/models";
+import { sampleAgentRows, type TrainableAgent } from "@pbrl/preference-data";
+import { policyGradientStep } from "@pbrl/rl-backends";
 import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
 
 if (parentPort === null) throw new Error('agent-worker.js runs as a worker thread (parallel_training="mp"), not as a script');
@@ -51,6 +52,12 @@ async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: A
     case "step":
       agentStep(trainable(), req.pairs, req.others, req.index, req.options);
       return { value: undefined, transfer: [] };
+    case "policyStep":
+      return { value: policyGradientStep(trainable(), req.index, req.job), transfer: [] };
+    case "tokenLogProbs": {
+      const a = held();
+      return { value: scoreCompletions(a.model, req.rows, { padTokenId: a.padTokenId, batchSize: req.batchSize }).tokenLogProbs, transfer: [] };
+    }
     case "snapshot": {
       const a = trainable();
       const snap: AgentSnapshot = { weights: a.model.hostWeights(), optimizer: req.optimizer ? a.optimizer.getState() : undefined };

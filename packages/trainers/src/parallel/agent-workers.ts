@@ -1,7 +1,8 @@
 /**
  * parallel_training="mp": one worker thread per agent. Each worker holds a copy of its agent,
- * generates its candidates and runs its two phases of every MADPO update, so the agents'
- * generation and their forward and backward passes run at the same time on different cores.
+ * generates its candidates and runs its two phases of every MADPO update (in MARLHF's RL stage:
+ * its policy steps and the scoring the reference KL needs), so the agents' generation and their
+ * forward and backward passes run at the same time on different cores.
  * The trainer's own copies stay authoritative: weights go to the workers before they generate,
  * weights and optimizer state before a training phase, and both come back after it (the
  * weights also before any evaluation in the middle of one).
@@ -10,8 +11,11 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { computePrecision, nativeThreads, type AdamW, type BackendName, type RngStream } from "@pbrl/core-tensor";
-import { NonFiniteError, type MadpoAgents, type MadpoUpdateOptions, type TrainableAgent } from "@pbrl/dpo";
-import type { AgentPairTokens, GenerationSettings } from "@pbrl/preference-data";
+import type { MadpoUpdateOptions } from "@pbrl/dpo";
+import type { ScoringItem } from "@pbrl/models";
+import { NonFiniteError, ParallelPolicySampler, type AgentPairTokens, type CandidateSampler, type GenerationSettings, type Policy, type TrainableAgent } from "@pbrl/preference-data";
+import type { PolicyStepJob, PolicyStepResult } from "@pbrl/rl-backends";
+import type { AgentTeam } from "./agent-execution.js";
 import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
 
 /**
@@ -85,7 +89,7 @@ class AgentWorker {
   }
 }
 
-export class AgentWorkers implements MadpoAgents {
+export class AgentWorkers implements AgentTeam {
   private readonly workers: AgentWorker[];
   /** Whether the workers' weights have moved since the trainer's copies were last brought up to date. */
   private stepped = false;
@@ -141,6 +145,22 @@ export class AgentWorkers implements MadpoAgents {
   step(index: number, pairs: AgentPairTokens[], others: Float32Array, options: MadpoUpdateOptions): Promise<void> {
     this.stepped = true;
     return this.workers[index]!.request({ kind: "step", pairs, others, index, options });
+  }
+
+  /** Agent `index`'s REINFORCE-family optimizer step, taken by its worker exactly as policyGradientStep would here. */
+  policyStep(index: number, job: PolicyStepJob): Promise<PolicyStepResult> {
+    this.stepped = true;
+    return this.workers[index]!.request({ kind: "policyStep", index, job });
+  }
+
+  /** Agent `index`'s per-token log-probs on its rows, scored by its worker with the weights being trained. */
+  tokenLogProbs(index: number, rows: ScoringItem[], batchSize: number): Promise<number[][]> {
+    return this.workers[index]!.request({ kind: "tokenLogProbs", rows, batchSize });
+  }
+
+  /** A sampler of the workers' agents as they are now (weights loaded by `load` or `loadWeights`, and trained since). */
+  sampler(policies: readonly Policy[], settings: GenerationSettings, rng: RngStream): CandidateSampler {
+    return new ParallelPolicySampler(policies, settings, rng, (agent, promptIds, n, s, stream) => this.generate(agent, promptIds, n, s, policies[agent]!.eosTokenIds, stream));
   }
 
   /** Copies the workers' weights (and, with `optimizer`, their optimizer state) into the trainer's agents. */

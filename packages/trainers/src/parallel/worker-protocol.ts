@@ -4,8 +4,9 @@
  */
 import type { AdamWState, BackendName, ComputePrecision, HostTensor, RngState } from "@pbrl/core-tensor";
 import type { MadpoUpdateOptions } from "@pbrl/dpo";
-import type { CausalLMConfig } from "@pbrl/models";
+import type { CausalLMConfig, ScoringItem } from "@pbrl/models";
 import type { AgentPairTokens, GenerationSettings } from "@pbrl/preference-data";
+import type { PolicyStepJob } from "@pbrl/rl-backends";
 
 export type WorkerRequest =
   /** Takes the agent's weights (and optimizer state, to train), replacing what the worker held. */
@@ -16,6 +17,10 @@ export type WorkerRequest =
   | { kind: "margins"; pairs: AgentPairTokens[]; scoreLastToken: boolean }
   /** One optimizer step on the agent's live margins plus the others' detached sum (→ undefined). */
   | { kind: "step"; pairs: AgentPairTokens[]; others: Float32Array; index: number; options: MadpoUpdateOptions }
+  /** One REINFORCE-family optimizer step on the agent's rows and advantages (→ PolicyStepResult). */
+  | { kind: "policyStep"; index: number; job: PolicyStepJob }
+  /** The agent's per-token log-probs on rows, without gradients (→ number[][]). */
+  | { kind: "tokenLogProbs"; rows: ScoringItem[]; batchSize: number }
   /** The agent's weights, and its optimizer state when asked (→ AgentSnapshot). */
   | { kind: "snapshot"; optimizer: boolean };
 

@@ -1,0 +1,22 @@
+import type { AdamW } from "@pbrl/core-tensor";
+import type { CausalLM } from "@pbrl/models";
+
+/**
+ * An agent being trained: its model, its optimizer and the id that pads its batches. MADPO
+ * (@pbrl/dpo) and the RL algorithms (@pbrl/rl-backends) train the same objects, so the type lives
+ * below both.
+ */
+export interface TrainableAgent {
+  model: CausalLM;
+  optimizer: AdamW;
+  padTokenId: number;
+}
+
+/**
+ * A NaN or ±∞ where a loss, gradient, log-prob, margin or return must be finite. Training stops
+ * with it (nothing is skipped or replaced); the message names the agent, batch and round. One
+ * class for every algorithm, so one `instanceof` catches them all.
+ */
+export class NonFiniteError extends Error {
+  override name = "NonFiniteError";
+}

@@ -1,0 +1,117 @@
+/**
+ * One agent's REINFORCE-family optimizer step, and where the agents taking such steps live: in
+ * this thread, or (parallel_training="mp") one worker thread each, which run exactly this code.
+ */
+import { globalGradNorm, tf } from "@pbrl/core-tensor";
+import { buildScoringBatch, completionLogProbs, scoreCompletions, type CausalLM, type ScoringItem } from "@pbrl/models";
+import { NonFiniteError, type TrainableAgent } from "@pbrl/preference-data";
+import { addGrads } from "./grads.js";
+
+/** One agent's share of an update: its (prompt, completion) rows and their advantages. Plain data, so it can cross to a worker thread. */
+export interface PolicyStepJob {
+  rows: ScoringItem[];
+  /** One per row. */
+  advantages: number[];
+  /** Per row, the item and generation it came from (names a non-finite log-prob). */
+  owners: { item: number; g: number }[];
+  /** Names the batch in errors, e.g. "epoch 2, batch 7". */
+  where: string;
+  /** Rows per forward pass (default all); gradients accumulate, still one optimizer step. */
+  maxRowsPerForward?: number | undefined;
+}
+
+/** What a step reports, computed in the forward pass that produced the gradients (pre-step). */
+export interface PolicyStepResult {
+  loss: number;
+  /** Sequence log-prob of every row. */
+  logProbs: number[];
+}
+
+/**
+ * Differentiable log π(completion | prompt) per row: the sum over every completion token, EOS
+ * included, padding excluded. All rows go through one right-padded forward pass; padding is
+ * placed by length, never found by comparing with the pad id, so an EOS equal to the pad id is
+ * still scored.
+ */
+export function sequenceLogProbs(model: CausalLM, rows: readonly ScoringItem[], padTokenId: number): tf.Tensor1D {
+  return tf.tidy(() => {
+    const { tokens, sums } = completionLogProbs(model, buildScoringBatch(rows, padTokenId));
+    tokens.dispose();
+    return sums;
+  });
+}
+
+/**
+ * Agent `index`'s optimizer step on L = mean over its rows of −log π(completion | prompt) · A
+ * (sum of log-probs over every generated token, EOS included; as CoMLRL, no per-token
+ * normalisation). A non-finite log-prob, loss or gradient stops with a `NonFiniteError` naming
+ * the agent and `where`, before the step; nothing is skipped or replaced.
+ */
+export function policyGradientStep(agent: TrainableAgent, index: number, job: PolicyStepJob): PolicyStepResult {
+  const { rows, where } = job;
+  const chunk = job.maxRowsPerForward;
+  if (chunk !== undefined && (!Number.isInteger(chunk) || chunk < 1)) throw new RangeError(`maxRowsPerForward must be an integer ≥ 1, got ${chunk}`);
+  if (job.advantages.length !== rows.length) throw new RangeError(`agent ${index}: ${job.advantages.length} advantage(s) for ${rows.length} row(s) in ${where}`);
+  if (rows.every((row) => row.completionIds.length === 0)) throw new RangeError(`agent ${index} generated no tokens in ${where}; there is nothing to train on`);
+  const n = rows.length;
+  const size = chunk ?? n;
+  const grads = new Map<string, tf.Tensor>();
+  const logProbs: number[] = [];
+  let loss = 0;
+  try {
+    for (let start = 0; start < n; start += size) {
+      const part = rows.slice(start, start + size);
+      if (part.every((row) => row.completionIds.length === 0)) {
+        // No token: log π = 0 and no gradient; the rows still count in the mean.
+        logProbs.push(...part.map(() => 0));
+        continue;
+      }
+      const a = job.advantages.slice(start, start + size);
+      const { value, grads: raw } = tf.variableGrads(() => {
+        const sums = sequenceLogProbs(agent.model, part, agent.padTokenId);
+        logProbs.push(...sums.dataSync());
+        // Σ_rows −log π · A / n: this part's share of the mean over the whole batch.
+        return tf.div(tf.sum(tf.mul(tf.neg(sums), tf.tensor1d(a))), n) as tf.Scalar;
+      }, agent.model.trainableVariables());
+      loss += value.dataSync()[0]!;
+      value.dispose();
+      addGrads(grads, agent.model.gradsByWeightName(raw));
+    }
+    const badRow = logProbs.findIndex((x) => !Number.isFinite(x));
+    if (badRow >= 0) {
+      const o = job.owners[badRow] ?? { item: -1, g: -1 };
+      throw new NonFiniteError(`agent ${index} has a non-finite log-prob (${logProbs[badRow]}) for generation ${o.g} of item ${o.item} in ${where}`);
+    }
+    if (!Number.isFinite(loss)) throw new NonFiniteError(`agent ${index} has a non-finite loss (${loss}) in ${where}`);
+    const norm = globalGradNorm(grads.values());
+    if (!Number.isFinite(norm)) throw new NonFiniteError(`agent ${index} has non-finite gradients (norm ${norm}) in ${where}`);
+    agent.optimizer.step(grads);
+  } finally {
+    tf.dispose([...grads.values()]);
+  }
+  return { loss, logProbs };
+}
+
+/** Scores agent `index`'s rows under its current policy without gradients: each row's per-token log-probs. */
+export interface PolicyScorer {
+  tokenLogProbs(index: number, rows: ScoringItem[], batchSize: number): Promise<number[][]>;
+}
+
+/**
+ * Where the agents of the REINFORCE family's updates live and take their steps: in this thread
+ * ({@link localPolicyGradientAgents}) or one per worker thread. Each agent's steps depend only
+ * on its own rows and advantages, so the agents can step side by side.
+ */
+export interface PolicyGradientAgents extends PolicyScorer {
+  readonly count: number;
+  policyStep(index: number, job: PolicyStepJob): Promise<PolicyStepResult>;
+}
+
+/** Agents held by this thread: each request runs at once, agent after agent. */
+export function localPolicyGradientAgents(agents: readonly TrainableAgent[]): PolicyGradientAgents {
+  return {
+    count: agents.length,
+    policyStep: async (i, job) => policyGradientStep(agents[i]!, i, job),
+    tokenLogProbs: async (i, rows, batchSize) => scoreCompletions(agents[i]!.model, rows, { padTokenId: agents[i]!.padTokenId, batchSize }).tokenLogProbs,
+  };
+}

@@ -1,0 +1,13 @@
+/**
+ * The run's random streams the trainers draw from, split off `seed` by name. The names are part
+ * of checkpoints (a resume restores each stream by its name): never rename one.
+ */
+export const STREAMS = {
+  policy: "policy_sampling",
+  eval: "eval_sampling",
+  pairs: "pair_selection",
+  shuffle: "epoch_shuffle",
+  comparator: "comparator_sampling",
+  replay: "replay",
+  apiBackoff: "comparator_api_backoff",
+} as const;

@@ -1,0 +1,204 @@
+/**
+ * What all four trainers share, whatever their schedule (collect once, or every round) and their
+ * learning step (MADPO, or MARLHF): the task, the agents (loaded once the backend is chosen),
+ * the checks made before output_dir is touched, evaluation with the task reward, saving and
+ * pushing the trained agents, and freeing everything.
+ */
+import * as path from "node:path";
+import { AdamW, RngStreams, type BackendInfo, type RngStream } from "@pbrl/core-tensor";
+import type { CausalLM, Tokenizer } from "@pbrl/models";
+import type { CentralizedAdapter, Formatter, RewardFunc, RewardProcessor, TaskItem } from "@pbrl/preference-data";
+import type { JointRewardModel } from "@pbrl/reward-model";
+import { disposeAgents, saveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
+import { taskSetup, type TaskSetup } from "./collaboration.js";
+import type { MADPOConfig } from "./config/madpo-config.js";
+import type { MADPOIterConfig } from "./config/madpo-iter-config.js";
+import { evaluatePolicies, type EvalResult } from "./evaluation.js";
+import type { Learner } from "./learner.js";
+import type { MetricsListener, MetricsLog } from "./metrics-log.js";
+import { agentExecution, type AgentExecution } from "./parallel/agent-execution.js";
+import { checkContextRoom, runPromptTokens } from "./prompt-room.js";
+import { checkPushReady, hubBaseModel, pushAgents } from "./push-agents.js";
+import { checkDataset } from "./run-config-record.js";
+import type { RunDirPlan } from "./run-dir.js";
+import { checkRunMemory } from "./run-memory.js";
+import { samplingSettings } from "./sampling-settings.js";
+import { STREAMS } from "./stream-names.js";
+import { loadTrainerAgents } from "./trainer-agents.js";
+import type { TrainingCounters } from "./training-counters.js";
+
+/** The options every trainer takes besides its config. */
+export interface TrainerOptions {
+  /** One source per agent: checkpoint folders, hub ids, built models or loaded checkpoints. */
+  agents?: readonly AgentSource[];
+  /** One checkpoint (folder or hub id) for every agent; each agent gets its own copy. */
+  agentModel?: string;
+  /** Tokenizer(s) for model objects, or to override a checkpoint's: one shared or one per agent. */
+  tokenizer?: Tokenizer | readonly Tokenizer[];
+  trainDataset: readonly TaskItem[];
+  evalDataset?: readonly TaskItem[];
+  rewardFunc: RewardFunc;
+  rewardProcessor?: RewardProcessor;
+  /** One formatter per agent (per role when centralized), or one shared; default: the item's `prompt` field. */
+  formatters?: Formatter | readonly Formatter[];
+  /** collaboration_mode="centralized": builds the joint prompt and splits the joint completion (default: the tagged adapter); iterative: the centralized comparator's too. */
+  centralizedAdapter?: CentralizedAdapter;
+  /** Where progress lines go when verbose (default: stderr). */
+  log?: (line: string) => void;
+  /** Receives every metrics record as it is written to metrics.jsonl (with `time` and `elapsed_s`), e.g. to stream it to your own tracker. */
+  onLog?: MetricsListener;
+}
+
+/** The configs a trainer runs with (the MARLHF ones extend these). */
+export type TrainerConfig = MADPOConfig | MADPOIterConfig;
+
+/** How a trainer names itself: in config.json and checkpoints, and in its config's errors. */
+export interface TrainerNames {
+  trainerName: string;
+  configName: string;
+}
+
+/** What a trainer builds its learner from. */
+export interface LearnerParts {
+  task: TaskSetup;
+  execution: AgentExecution;
+  log: (line: string) => void;
+}
+
+/** A config object already built by its builder (frozen, defaults filled) is used as it is; anything else is input to the builder. */
+export function configFrom<C, I>(given: C | I | undefined, build: (input: I) => C, marker: string): C {
+  const built = given !== undefined && Object.isFrozen(given) && marker in (given as object) && typeof (given as { train_batch_size?: unknown }).train_batch_size === "number";
+  return built ? (given as C) : build((given ?? {}) as I);
+}
+
+export abstract class TrainerCore<C extends TrainerConfig> {
+  readonly args: C;
+  /** The tensor backend the run computes on, once the agents are loaded. */
+  backend: BackendInfo | undefined;
+  protected readonly trainerName: string;
+  protected readonly configName: string;
+  protected readonly task: TaskSetup;
+  protected readonly log: (line: string) => void;
+  /** Where the agents generate and train (parallel_training). */
+  protected readonly execution: AgentExecution;
+  protected readonly learner: Learner;
+  /** One per agent, from the first training run on; they persist across rounds. */
+  protected optimizers: AdamW[] = [];
+  private agentsPromise: Promise<ResolvedAgent[]> | undefined;
+  private resolved: ResolvedAgent[] | undefined;
+
+  protected constructor(
+    protected readonly options: TrainerOptions,
+    names: TrainerNames,
+    args: C,
+    learner: (parts: LearnerParts) => Learner,
+  ) {
+    this.args = args;
+    this.trainerName = names.trainerName;
+    this.configName = names.configName;
+    if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
+    this.task = taskSetup({ collaborationMode: args.collaboration_mode, numAgents: args.num_agents, formatters: options.formatters, rewardFunc: options.rewardFunc, adapter: options.centralizedAdapter, scoreLastToken: args.madpo_score_last_token });
+    const verbose = args.verbose;
+    this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
+    this.execution = agentExecution(args.parallel_training, this.task.actors, this.log);
+    this.learner = learner({ task: this.task, execution: this.execution, log: this.log });
+  }
+
+  /** The agents, loaded on first use (after the backend is chosen). */
+  async agents(): Promise<ResolvedAgent[]> {
+    this.agentsPromise ??= (async () => {
+      const { compute, agents } = await loadTrainerAgents({ trainerName: this.trainerName, configName: this.configName, args: this.args, task: this.task, sources: this.options, log: this.log });
+      this.backend = compute.backend;
+      this.resolved = agents;
+      this.learner.checkAgents(agents);
+      return agents;
+    })();
+    return this.agentsPromise;
+  }
+
+  /** Samples the current policies on the eval set and scores them with the task reward (never a learned reward model). */
+  async evaluate(rng: RngStream = new RngStreams(this.args.seed).get(STREAMS.eval)): Promise<EvalResult | undefined> {
+    const items = (this.options.evalDataset ?? []).slice(0, this.args.eval_num_samples);
+    if (items.length === 0) return undefined;
+    return evaluatePolicies({
+      policies: await this.agents(),
+      items,
+      formatters: this.task.formatters,
+      rewardFunc: this.task.rewardFunc,
+      rewardProcessor: this.options.rewardProcessor,
+      settings: samplingSettings(this.args),
+      rng,
+      concurrency: this.args.reward_concurrency,
+      rewardTimeoutS: this.args.reward_timeout_s,
+      onWarning: (m) => this.log(`pbrl: eval: ${m}`),
+    });
+  }
+
+  /** The reward model the learning step fitted (MARLHF: the latest, kept until the next replaces it; MADPO fits none), until dispose. */
+  get fittedRewardModel(): JointRewardModel | undefined {
+    return this.learner.rewardModel;
+  }
+
+  /** The frozen reference models of the KL (MARLHF with reference_kl_enabled: one per actor on reference_devices), once learning has started; until dispose. */
+  get frozenReferences(): readonly CausalLM[] | undefined {
+    return this.learner.references;
+  }
+
+  /** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder. */
+  async saveModel(dir: string): Promise<void> {
+    await saveAgents(dir, await this.agents(), this.args.save_dtype);
+  }
+
+  /** Frees the agents' weights, their optimizer state and what the learner holds. */
+  dispose(): void {
+    void this.execution.close();
+    this.learner.dispose();
+    for (const o of this.optimizers) o.dispose();
+    disposeAgents(this.resolved ?? []);
+  }
+
+  /**
+   * Everything read and checked before output_dir is touched, so a run that cannot start leaves
+   * it as it was: the dataset, the hub token, the folder's plan, the agents, and whether the run
+   * fits the backend's memory and the models' context.
+   */
+  protected async checkBeforeRun(planDir: () => RunDirPlan): Promise<{ agents: ResolvedAgent[]; plan: RunDirPlan }> {
+    const a = this.args;
+    checkDataset(this.configName, this.options.trainDataset);
+    checkPushReady(this.configName, a);
+    const plan = planDir();
+    const agents = await this.agents();
+    const promptTokens = runPromptTokens(agents, this.task.formatters, this.options.trainDataset, a);
+    checkRunMemory(this.trainerName, a, agents, promptTokens, this.options.trainDataset.length);
+    checkContextRoom(agents, promptTokens, a);
+    return { agents, plan };
+  }
+
+  /** An AdamW per agent at agent_learning_rate; the trainer frees them on dispose. */
+  protected startOptimizers(agents: readonly ResolvedAgent[]): AdamW[] {
+    this.optimizers = agents.map((ag) => new AdamW(ag.model.params, { lr: this.args.agent_learning_rate }));
+    return this.optimizers;
+  }
+
+  /** Evaluates (see {@link evaluate}) and writes the eval metrics line at `step` (default: the current env_step). */
+  protected async evaluateAndRecord(metrics: MetricsLog, counters: TrainingCounters, rng: RngStream, step = counters.envStep): Promise<EvalResult | undefined> {
+    const n = Math.min(this.args.eval_num_samples, (this.options.evalDataset ?? []).length);
+    if (n === 0) return undefined;
+    this.log(`pbrl: evaluating on ${n} eval items after ${counters.updates} updates`);
+    const r = (await this.evaluate(rng))!;
+    metrics.write({ kind: "eval", step, update: counters.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
+    this.log(`pbrl: eval after ${counters.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);
+    return r;
+  }
+
+  /** The end of a run: the final evaluation (unless eval_interval=0), the trained agents saved under output_dir/agents, and pushed when asked. */
+  protected async finishRun(o: { metrics: MetricsLog; counters: TrainingCounters; evalRng: RngStream; record: Readonly<Record<string, unknown>>; done: string }): Promise<EvalResult | undefined> {
+    const a = this.args;
+    const evalAfter = a.eval_interval > 0 ? await this.evaluateAndRecord(o.metrics, o.counters, o.evalRng) : undefined;
+    const dir = path.join(a.output_dir, "agents");
+    await this.saveModel(dir);
+    this.log(`pbrl: ${o.done}; agents saved under ${dir}`);
+    if (a.push_to_hub) await pushAgents({ agentsDir: dir, repo: a.hub_model_id!, private: a.hub_private_repo, trainer: this.trainerName, record: o.record, evalAfter, baseModel: hubBaseModel(this.options.agentModel), log: this.log });
+    return evalAfter;
+  }
+}
