@@ -7,7 +7,7 @@
 # fixture Python is there.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-F=packages/models/test/fixtures
+F=tests/test-fixtures/models
 PY=${PYTHON:-.venv-ref/bin/python}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

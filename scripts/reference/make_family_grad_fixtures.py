@@ -3,14 +3,14 @@
 Two tiny agents of the families most unlike Llama — tiny-gemma3 (sandwich and q/k norms,
 (1 + w) RMSNorm, GeGLU, scaled embeddings, a sliding-window layer, logit soft-capping) and
 tiny-phi3 (fused qkv/gate_up weights, partial rotary, longrope: sequences on both sides of its
-16-position switch) — from packages/models/test/fixtures, and a fixed set of preference pairs
+16-position switch) — from tests/test-fixtures/models, and a fixed set of preference pairs
 given as token ids. The loss is make_madpo_fixtures.py's: with margins
   δᵢ = Σ log πᵢ(winner tokens | prompt) − Σ log πᵢ(loser tokens | prompt)
 (decentralized scoring: each completion's last token left out), agent i's loss is
 mean_p −log σ(β (δᵢ(p) + Σ_{k≠i} δₖ(p).detach())), differentiated with respect to agent i's
 parameters only. Every sequence is scored alone, as its own forward pass.
 
-Writes packages/models/test/fixtures/madpo-families/: reference.json and grads_agent{0,1}.safetensors.
+Writes tests/test-fixtures/models/madpo-families/: reference.json and grads_agent{0,1}.safetensors.
 Run: .venv-ref/bin/python scripts/reference/make_family_grad_fixtures.py  (deterministic)
 """
 import json
@@ -29,7 +29,7 @@ torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-MODELS = ROOT / "packages" / "models" / "test" / "fixtures"
+MODELS = ROOT / "tests" / "test-fixtures" / "models"
 OUT = MODELS / "madpo-families"
 AGENTS = ["tiny-gemma3", "tiny-phi3"]
 EOS = 2  # both fixtures use the Llama-style tokenizer: <pad>=0, <s>=1, </s>=2

@@ -19,7 +19,7 @@ from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-MODELS = ROOT / "packages" / "models" / "test" / "fixtures"
+MODELS = ROOT / "tests" / "test-fixtures" / "models"
 OUT = ROOT / "packages" / "dpo" / "test" / "fixtures"
 BETA = 0.1
 

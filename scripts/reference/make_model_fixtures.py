@@ -64,7 +64,7 @@ transformers.logging.set_verbosity_error()
 transformers.logging.disable_progress_bar()
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = REPO_ROOT / "packages" / "models" / "test" / "fixtures"
+DEFAULT_OUT = REPO_ROOT / "tests" / "test-fixtures" / "models"
 
 VOCAB_SIZE = 384
 MAX_NEW_TOKENS = 12

@@ -38,7 +38,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 torch.set_num_threads(1)
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-MODEL = ROOT / "packages" / "models" / "test" / "fixtures" / "tiny-llama"
+MODEL = ROOT / "tests" / "test-fixtures" / "models" / "tiny-llama"
 OUT = ROOT / "packages" / "reward-model" / "test" / "fixtures"
 TRUNCATE_TO = 24
 

@@ -6,8 +6,9 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "./capture.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
-const TINY = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures/tiny-llama");
+const TINY = TINY_LLAMA;
 
 /** A copy of the tiny checkpoint in a fresh folder, and a snapshot of its bytes. */
 function workspace(): { root: string; src: string; snapshot: () => Record<string, string> } {

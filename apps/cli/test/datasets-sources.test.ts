@@ -9,9 +9,10 @@ import { loadDataset } from "../src/datasets/index.js";
 import { buildTrainerConfig, readRunFile, splitRunFile } from "../src/run-config.js";
 import { runCli } from "./capture.js";
 import { commitOf, startHub, type LoopbackHub } from "./datasets-hub-server.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 const FIXTURES = path.resolve(import.meta.dirname, "fixtures/datasets");
-const TINY = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures/tiny-llama");
+const TINY = TINY_LLAMA;
 const ENV = ["HF_ENDPOINT", "HF_HUB_CACHE", "HF_HOME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"];
 const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
 

@@ -7,8 +7,9 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileCli, packagesBuilt } from "./compiled-cli.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
-const TINY = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures/tiny-llama");
+const TINY = TINY_LLAMA;
 
 interface Exit {
   code: number | null;

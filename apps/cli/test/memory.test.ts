@@ -10,9 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadLibtorchAddon, loadNativeAddon, memoryCapacity, nativeThreads, registerMemoryLimit, useBackend } from "@pbrl/core-tensor";
 import { runCli } from "./capture.js";
 import { compileCli, packagesBuilt } from "./compiled-cli.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 const DEMO = path.resolve(import.meta.dirname, "../assets/demo-model");
-const TINY = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures/tiny-llama");
+const TINY = TINY_LLAMA;
 const native = loadNativeAddon();
 const nativeSkip = native.ok || process.env["PBRL_REQUIRE_NATIVE"] === "1" ? undefined : native.reason;
 const huge = ["generate", "--model", DEMO, "--prompt", "Once upon a time", "--num_return_sequences", "100000", "--max_new_tokens", "32", "--seed", "1"];

@@ -3,8 +3,9 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "./capture.js";
+import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
-const FIXTURES = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures");
+const FIXTURES = MODEL_FIXTURES;
 
 interface Ref {
   greedy: { max_new_tokens: number; results: { text_prompt: string; input_ids: number[]; new_token_ids: number[]; text: string }[] };

@@ -8,9 +8,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubProgressPrinter, onHubProgress } from "@pbrl/models";
 import { pushCommand } from "../src/commands/push.js";
 import type { CliIO } from "../src/io.js";
-import { startHubDouble, type HubDouble } from "../../../packages/models/test/fixtures/hub-server.js";
+import { type HubDouble, startHubDouble, TINY_LLAMA } from "@pbrl/test-fixtures";
 
-const TINY = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures/tiny-llama");
+const TINY = TINY_LLAMA;
 const TOKEN = "hf_push_secret_9f3c2e";
 let hub: HubDouble;
 const saved = { ...process.env };

@@ -11,9 +11,10 @@ import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPORT_SECTIONS } from "@pbrl/report";
 import { runCli } from "./capture.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 const CHROMIUM = "/usr/bin/chromium";
-const TINY = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures/tiny-llama");
+const TINY = TINY_LLAMA;
 const SHOTS = path.resolve(import.meta.dirname, "../test-output/report");
 const INJECTION = "<script>alert(1)</script>";
 const KEY_ENV = "PBRL_TEST_REPORT_KEY";

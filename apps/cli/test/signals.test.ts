@@ -8,8 +8,9 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "./capture.js";
 import { compileCli, packagesBuilt } from "./compiled-cli.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
-const TINY = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures/tiny-llama");
+const TINY = TINY_LLAMA;
 
 function train(main: string, args: string[], signalWhen?: RegExp): Promise<{ code: number | null; err: string; out: string }> {
   return new Promise((resolve, reject) => {

@@ -3,8 +3,9 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "./capture.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
-const TINY = path.resolve(import.meta.dirname, "../../../packages/models/test/fixtures/tiny-llama");
+const TINY = TINY_LLAMA;
 
 function project(): string {
   const dir = mkdtempSync(path.join(tmpdir(), "pbrl-train-"));

@@ -4,8 +4,9 @@ import { tf } from "@pbrl/core-tensor";
 import { loadPretrained, type CausalLM } from "@pbrl/models";
 import type { CentralizedAdapter, GenerationSettings, Policy, TaskItem } from "@pbrl/preference-data";
 import { TaggedCentralizedAdapter } from "../src/index.js";
+import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
-export const FIXTURES = path.join(import.meta.dirname, "../../models/test/fixtures");
+export const FIXTURES = MODEL_FIXTURES;
 export const LLAMA = path.join(FIXTURES, "tiny-llama");
 export const LLAMA_BF16 = path.join(FIXTURES, "tiny-llama-bf16");
 export const QWEN = path.join(FIXTURES, "tiny-qwen2");

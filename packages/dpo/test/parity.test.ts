@@ -7,9 +7,10 @@ import { loadLibtorchAddon, loadNativeAddon, nativeThreads, readSafetensors, tf,
 import { loadPretrained, type CausalLM } from "@pbrl/models";
 import type { AgentPairTokens } from "@pbrl/preference-data";
 import { agentLoss, agentMargins, madpoLoss, jointMargins, othersSum } from "../src/index.js";
+import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
 const FIX = path.join(import.meta.dirname, "fixtures");
-const MODELS = path.join(import.meta.dirname, "../../models/test/fixtures");
+const MODELS = MODEL_FIXTURES;
 interface Ref {
   beta: number;
   pairs: { prompt: number[]; winner: number[]; loser: number[] }[][];

@@ -4,8 +4,9 @@ import { AdamW, liveTensorCount, tf } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
 import type { AgentPairTokens } from "@pbrl/preference-data";
 import { agentMargins, localAgents, madpoUpdate, NonFiniteError, type TrainableAgent } from "../src/index.js";
+import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
-const MODELS = path.join(import.meta.dirname, "../../models/test/fixtures");
+const MODELS = MODEL_FIXTURES;
 
 async function agents(lr = 1e-2, eps = 1e-8): Promise<TrainableAgent[]> {
   const out: TrainableAgent[] = [];

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { downloadModel, resolveModelDir, type HubProgress } from "../src/index.js";
-import { addRepo, startHubDouble, type HubDouble } from "./fixtures/hub-server.js";
+import { addRepo, startHubDouble, type HubDouble } from "@pbrl/test-fixtures";
 import { FIXTURES } from "./reference.js";
 
 const TOKEN = "hf_download_secret_4b1d";

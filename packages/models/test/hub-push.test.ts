@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { HubPushError, modelCard, pushToHub, type HubProgress } from "../src/index.js";
-import { startHubDouble, type HubDouble } from "./fixtures/hub-server.js";
+import { startHubDouble, type HubDouble } from "@pbrl/test-fixtures";
 import { FIXTURES } from "./reference.js";
 
 const TOKEN = "hf_models_push_77";

@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { downloadModel, resolveModelDir } from "../src/index.js";
-import { addRepo, startHubDouble, type HubDouble } from "./fixtures/hub-server.js";
+import { addRepo, startHubDouble, type HubDouble } from "@pbrl/test-fixtures";
 import { FIXTURES } from "./reference.js";
 
 const run = promisify(execFile);

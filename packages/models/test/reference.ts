@@ -1,8 +1,9 @@
 // Typed access to the fixtures written by scripts/reference/make_model_fixtures.py.
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
+import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
-export const FIXTURES = path.join(import.meta.dirname, "fixtures");
+export const FIXTURES = MODEL_FIXTURES;
 
 export interface Reference {
   prompts: { text: string; input_ids: number[]; logits: number[][] }[];

@@ -1,6 +1,5 @@
 // Issue 17: every bad input a collection meets is a typed error that says what is wrong and how
 // to fix it. The agents are the real tiny Llama checkpoint; the failing parts are user code.
-import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RngStream } from "@pbrl/core-tensor";
 import { loadPretrained, type Pretrained } from "@pbrl/models";
@@ -22,12 +21,13 @@ import {
   type RewardFunc,
   type TaskItem,
 } from "../src/index.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 let loaded: Pretrained;
 let policy: Policy;
 
 beforeAll(async () => {
-  loaded = await loadPretrained(path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama"));
+  loaded = await loadPretrained(TINY_LLAMA);
   policy = { model: loaded.model, tokenizer: loaded.tokenizer!, eosTokenIds: [2], padTokenId: 0 };
 });
 afterAll(() => loaded.model.dispose());

@@ -28,8 +28,9 @@ import {
   type RewardContext,
   type TaskItem,
 } from "../src/index.js";
+import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
-const MODELS = path.join(import.meta.dirname, "../../models/test/fixtures");
+const MODELS = MODEL_FIXTURES;
 const settings: GenerationSettings = { maxNewTokens: 4, temperature: 1.2, topP: 1, topK: null, maxBatchRows: 8 };
 const user = (content: string): ChatMessage[] => [{ role: "user", content }];
 const CAT = user("The cat");

@@ -1,8 +1,8 @@
-import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { RngStream } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
 import { collectPreferencePairs, PairRecordSchema, PolicySampler, resolveFormatters, type AgentSamples, type CandidateSampler } from "../src/index.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 /** Answers with fixed texts: candidate j of agent a to prompt p is `${p}:${a}:${j}`. */
 class ScriptedSampler implements CandidateSampler {
@@ -92,7 +92,7 @@ describe("collecting pairs", () => {
   });
 
   it("samples real candidates with a policy and records what was generated", async () => {
-    const p = await loadPretrained(path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama"));
+    const p = await loadPretrained(TINY_LLAMA);
     const policy = { model: p.model, tokenizer: p.tokenizer!, eosTokenIds: [2], padTokenId: 0 };
     const sampler = new PolicySampler([policy, policy], { maxNewTokens: 6, temperature: 1.2, topP: 1, topK: null, maxBatchRows: 4 }, RngStream.fromSeed(0, "policy"));
     const r = await collectPreferencePairs({

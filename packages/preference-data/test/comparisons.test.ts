@@ -1,4 +1,3 @@
-import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { RngStream } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
@@ -12,6 +11,7 @@ import {
   type Comparator,
   type TaskItem,
 } from "../src/index.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 const allValid = (n: number) => ({ target: Array(n).fill(true) as boolean[], comparator: Array(n).fill(true) as boolean[] });
 
@@ -87,7 +87,7 @@ class FixedComparator implements Comparator {
 
 describe("collecting comparisons", () => {
   it("scores both sides, records raw and processed rewards, and tokens that re-create the pair", async () => {
-    const p = await loadPretrained(path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama"));
+    const p = await loadPretrained(TINY_LLAMA);
     const policy = { model: p.model, tokenizer: p.tokenizer!, eosTokenIds: [2], padTokenId: 0 };
     const countE = (c: string[][]) => c[0]!.map((x, j) => (x + c[1]![j]!).split("e").length - 1);
     const r = await collectComparisons({
@@ -127,7 +127,7 @@ describe("collecting comparisons", () => {
   });
 
   it("pairTokensFromRecord encodes records without ids and rejects ids that do not match the text", async () => {
-    const p = await loadPretrained(path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama"));
+    const p = await loadPretrained(TINY_LLAMA);
     const agent = { tokenizer: p.tokenizer!, eosTokenIds: [2] };
     const rec = { prompts: ["The cat"], winner_completions: [" sat"], loser_completions: [" ran"], winner_reward: 1, loser_reward: 0, candidate_reward_mean: 0.5 };
     const [t] = pairTokensFromRecord(rec, [agent]);

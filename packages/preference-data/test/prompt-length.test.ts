@@ -1,5 +1,4 @@
 // Issue 17 (d): prompts against the model's context (tiny Llama: max_position_embeddings=256).
-import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RngStream } from "@pbrl/core-tensor";
 import { loadPretrained, type Pretrained } from "@pbrl/models";
@@ -15,6 +14,7 @@ import {
   type Policy,
   type RewardFunc,
 } from "../src/index.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 let loaded: Pretrained;
 let policy: Policy;
@@ -23,7 +23,7 @@ const settings: GenerationSettings = { maxNewTokens: 6, temperature: 1.2, topP: 
 const byLength: RewardFunc = (c) => c[0]!.map((s, j) => s.length + c[1]![j]!.length);
 
 beforeAll(async () => {
-  loaded = await loadPretrained(path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama"));
+  loaded = await loadPretrained(TINY_LLAMA);
   policy = { model: loaded.model, tokenizer: loaded.tokenizer!, eosTokenIds: [2], padTokenId: 0 };
 });
 afterAll(() => loaded.model.dispose());

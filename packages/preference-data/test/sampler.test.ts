@@ -3,8 +3,9 @@ import { describe, expect, it } from "vitest";
 import { RngStream } from "@pbrl/core-tensor";
 import { generate, loadPretrained } from "@pbrl/models";
 import { ParallelPolicySampler, PolicySampler, sampleAgentRows, type GenerationSettings, type Policy } from "../src/index.js";
+import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
-const MODELS = path.join(import.meta.dirname, "../../models/test/fixtures");
+const MODELS = MODEL_FIXTURES;
 const settings: GenerationSettings = { maxNewTokens: 6, temperature: 1.1, topP: 1, topK: null, maxBatchRows: 4 };
 const prompts = [["The cat", "A bird"], ["We drink", "Snow falls"], ["The river", "Old trees"]];
 

@@ -1,9 +1,10 @@
 import * as path from "node:path";
 import type { RngStream } from "@pbrl/core-tensor";
 import type { PairRecord } from "@pbrl/preference-data";
+import { MODEL_FIXTURES, TINY_LLAMA } from "@pbrl/test-fixtures";
 
-export const MODELS = path.join(import.meta.dirname, "../../models/test/fixtures");
-export const TINY_LLAMA = path.join(MODELS, "tiny-llama");
+export { TINY_LLAMA };
+export const MODELS = MODEL_FIXTURES;
 export const TINY_QWEN2 = path.join(MODELS, "tiny-qwen2");
 export const FIXTURES = path.join(import.meta.dirname, "fixtures");
 

@@ -1,12 +1,12 @@
-// Shared fixtures: agents built from the tiny Llama checkpoint of @pbrl/models (real models,
+// Shared fixtures: agents built from the tiny Llama checkpoint of @pbrl/test-fixtures (real models,
 // real tokenizer, real sampler; nothing mocked).
-import * as path from "node:path";
 import { AdamW, RngStream } from "@pbrl/core-tensor";
 import { loadPretrained, type CausalLM, type Pretrained, type Tokenizer } from "@pbrl/models";
 import { PolicySampler, type Formatter, type Policy } from "@pbrl/preference-data";
 import type { TrainableAgent } from "../src/index.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
-export const TINY_LLAMA = path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama");
+export { TINY_LLAMA };
 export const EOS = 2;
 
 let cached: Pretrained | undefined;

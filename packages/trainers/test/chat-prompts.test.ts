@@ -14,9 +14,10 @@ import { MADPOIterTrainer, MARLHFIterTrainer } from "../src/index.js";
 import { rolePromptText, taskSetup } from "../src/collaboration.js";
 import { longestPromptTokens } from "../src/run-memory.js";
 import type { ResolvedAgent } from "../src/agents.js";
+import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
 const FIXTURES = path.join(import.meta.dirname, "fixtures");
-const MODELS = path.join(import.meta.dirname, "../../models/test/fixtures");
+const MODELS = MODEL_FIXTURES;
 const CHECKPOINTS = ["tiny-llama", "tiny-qwen2"] as const;
 const ITEMS: TaskItem[] = readFileSync(path.join(FIXTURES, "chat-dataset.jsonl"), "utf8")
   .split("\n")

@@ -7,8 +7,9 @@ import { describe, expect, it } from "vitest";
 import { CentralizedParseError, type CentralizedAdapter, type TaskItem } from "@pbrl/preference-data";
 import { MADPOIterTrainer, MADPOTrainer } from "../src/index.js";
 import { taskSetup } from "../src/collaboration.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
-const TINY = path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama");
+const TINY = TINY_LLAMA;
 const items: TaskItem[] = ["cats", "rivers", "snow", "bread"].map((topic, i) => ({ id: `t${i}`, topic }));
 const roles = [(x: TaskItem) => `Left about ${String(x["topic"])}:`, (x: TaskItem) => `Right about ${String(x["topic"])}:`];
 

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, MADPOIterTrainer } from "../src/index.js";
-import { startHubDouble, type HubDouble } from "../../models/test/fixtures/hub-server.js";
+import { startHubDouble, type HubDouble } from "@pbrl/test-fixtures";
 import { ITERATIVE_RUN } from "./child/iterative-run-config.js";
 
 const TOKEN = "hf_pushTestToken0123456789";

@@ -2,9 +2,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { MADPOConfigInput, RewardFunc } from "../src/index.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 /** One small MADPO run on the tiny fixture model, shared by the trainer's tests. */
-export const TINY = path.join(import.meta.dirname, "../../models/test/fixtures/tiny-llama");
+export const TINY = TINY_LLAMA;
 export const items = ["The cat", "We drink", "A bird", "Snow falls", "The river"].map((prompt, i) => ({ id: `q${i}`, prompt }));
 /** Rewards answers with more letter e's, from both agents together. */
 export const countE: RewardFunc = (c) => c[0]!.map((a, j) => (a + c[1]![j]!).split("e").length - 1);

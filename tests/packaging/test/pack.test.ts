@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { isolatedNpmEnv, npm } from "./npm-env.js";
 import { FIXTURE, NATIVE_REQUIRED, REBUILD_ARGS, REBUILD_COMMAND, ROOT } from "./workspace.js";
 
-const reference = JSON.parse(readFileSync(path.join(ROOT, "packages/models/test/fixtures/tiny-llama.reference.json"), "utf8")) as {
+const reference = JSON.parse(readFileSync(path.join(ROOT, "tests/test-fixtures/models/tiny-llama.reference.json"), "utf8")) as {
   greedy: { results: { text_prompt: string; input_ids: number[]; new_token_ids: number[] }[] };
 };
 

@@ -25,7 +25,7 @@ export const PUBLISHABLE = [...readdirSync(path.join(ROOT, "packages")).map((d) 
   return { dir: path.join(ROOT, dir), name, version };
 });
 
-export const FIXTURE = path.join(ROOT, "packages/models/test/fixtures/tiny-llama");
+export const FIXTURE = path.join(ROOT, "tests/test-fixtures/models/tiny-llama");
 
 /**
  * The native addon must build in a scratch project when CI says OpenBLAS is here

@@ -1,11 +1,11 @@
-import * as path from "node:path";
 import type { MADPOIterTrainerOptions } from "../../src/index.js";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 const items = ["The cat", "We drink", "A bird", "Snow falls", "The river", "Old trees"].map((prompt, i) => ({ id: `q${i}`, prompt }));
 
 /** One small iterative run, shared by the in-process tests and the child processes. */
 export const ITERATIVE_RUN = {
-  agentModel: path.join(import.meta.dirname, "../../../models/test/fixtures/tiny-llama"),
+  agentModel: TINY_LLAMA,
   trainDataset: items,
   evalDataset: items.slice(0, 3),
   // letter e's in both answers together; two answers of at most 6 tokens hold at most 12

@@ -1,0 +1,14 @@
+/**
+ * The fixtures every package's tests share, imported as "@pbrl/test-fixtures" (tests resolve the
+ * workspace's TypeScript sources): tiny Hugging Face checkpoints of each model family with
+ * transformers' reference outputs, written by scripts/reference/make_model_fixtures.py into
+ * `models/`, and a loopback double of the Hugging Face Hub.
+ */
+import * as path from "node:path";
+
+/** The checkpoint folders (tiny-llama, tiny-qwen2, …) and their `<name>.reference.json`. */
+export const MODEL_FIXTURES = path.join(import.meta.dirname, "..", "models");
+/** The Llama-style checkpoint most tests train and sample with. */
+export const TINY_LLAMA = path.join(MODEL_FIXTURES, "tiny-llama");
+
+export { addRepo, newCommit, startHubDouble, type HubDouble, type HubRepo, type RecordedRequest } from "./hub-server.js";
