@@ -46,7 +46,10 @@ console.log(`preset ${values.preset}: ${model.numParameters().toLocaleString("en
 
 function makeBatch() {
   const rows = Array.from({ length: B }, () => Array.from({ length: T }, () => data.int(config.vocabSize)));
-  return buildScoringBatch(rows.map((r) => ({ promptIds: r.slice(0, 1), completionIds: r.slice(1) })), 0);
+  return buildScoringBatch(
+    rows.map((r) => ({ promptIds: r.slice(0, 1), completionIds: r.slice(1) })),
+    0,
+  );
 }
 const lossFn = (batch) => () => {
   const { tokens, sums } = completionLogProbs(model, batch);
@@ -81,7 +84,9 @@ const fwdBwd = time(() => {
 });
 const adam = time(() => opt.step(model.gradsByWeightName(grads)));
 tf.dispose(Object.values(grads));
-console.log(`phases: forward ${fwd.toFixed(2)} s; forward+backward ${fwdBwd.toFixed(2)} s (backward ≈ ${(fwdBwd - fwd).toFixed(2)} s); AdamW update ${adam.toFixed(2)} s`);
+console.log(
+  `phases: forward ${fwd.toFixed(2)} s; forward+backward ${fwdBwd.toFixed(2)} s (backward ≈ ${(fwdBwd - fwd).toFixed(2)} s); AdamW update ${adam.toFixed(2)} s`,
+);
 
 // Kernels of one full step.
 const t0 = performance.now();
@@ -103,7 +108,9 @@ for (const k of profile.kernels) {
   b.n += 1;
   byShape.set(key, b);
 }
-console.log(`profiled step: ${wall.toFixed(2)} s wall, ${(total / 1000).toFixed(2)} s in ${profile.kernels.length} kernel calls, peak tensor bytes ${(profile.peakBytes / 2 ** 20).toFixed(0)} MB`);
+console.log(
+  `profiled step: ${wall.toFixed(2)} s wall, ${(total / 1000).toFixed(2)} s in ${profile.kernels.length} kernel calls, peak tensor bytes ${(profile.peakBytes / 2 ** 20).toFixed(0)} MB`,
+);
 const show = (title, m) => {
   console.log(`\n${title}`);
   for (const [name, { ms, n }] of [...m].sort((x, y) => y[1].ms - x[1].ms).slice(0, top)) {
@@ -118,9 +125,11 @@ const peakAt = ks.reduce((best, k, i) => (k.totalBytesSnapshot > ks[best].totalB
 const vocabExps = ks.flatMap((k, i) => (k.name === "Exp" && k.inputShapes[0]?.[1] === config.vocabSize ? [i] : []));
 const firstBackward = vocabExps[1] ?? -1;
 const mb = (b) => `${(b / 2 ** 20).toFixed(0)} MB`;
-console.log(`\nmemory: live tensor bytes before the step ${mb(ks[0].totalBytesSnapshot - ks[0].bytesAdded)}, ` +
-  (firstBackward > 0 ? `at the start of the backward pass (kernel ${firstBackward}) ${mb(ks[firstBackward].totalBytesSnapshot)}, ` : "") +
-  `peak ${mb(ks[peakAt].totalBytesSnapshot)} at kernel ${peakAt}/${ks.length} (${ks[peakAt].name} [${ks[peakAt].inputShapes.map((x) => `[${x}]`).join(" ")}])`);
+console.log(
+  `\nmemory: live tensor bytes before the step ${mb(ks[0].totalBytesSnapshot - ks[0].bytesAdded)}, ` +
+    (firstBackward > 0 ? `at the start of the backward pass (kernel ${firstBackward}) ${mb(ks[firstBackward].totalBytesSnapshot)}, ` : "") +
+    `peak ${mb(ks[peakAt].totalBytesSnapshot)} at kernel ${peakAt}/${ks.length} (${ks[peakAt].name} [${ks[peakAt].inputShapes.map((x) => `[${x}]`).join(" ")}])`,
+);
 show("by kernel and input shapes:", byShape);
 opt.dispose();
 model.dispose();

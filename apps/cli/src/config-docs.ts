@@ -37,7 +37,13 @@ export function fieldRows(trainers: readonly TrainerName[], value: (shown: strin
   }
   return [...docs].map(([name, byTrainer]) => {
     const cell = (f: (d: FieldDoc) => string) => merged(new Map([...byTrainer].map(([t, d]) => [t, f(d)])));
-    return { name, trainers: [...byTrainer.keys()], type: cell((d) => d.typeLabel), default: cell((d) => value(showDefault(d.default))), description: cell((d) => d.description) };
+    return {
+      name,
+      trainers: [...byTrainer.keys()],
+      type: cell((d) => d.typeLabel),
+      default: cell((d) => value(showDefault(d.default))),
+      description: cell((d) => d.description),
+    };
   });
 }
 
@@ -47,7 +53,8 @@ export interface RunKeyRow {
   description: string;
 }
 
-export const runKeyRows = (): RunKeyRow[] => RUN_KEYS.map((name) => ({ name, type: RUN_KEY_DOCS[name]?.typeLabel ?? "", description: RUN_KEY_DOCS[name]?.description ?? "" }));
+export const runKeyRows = (): RunKeyRow[] =>
+  RUN_KEYS.map((name) => ({ name, type: RUN_KEY_DOCS[name]?.typeLabel ?? "", description: RUN_KEY_DOCS[name]?.description ?? "" }));
 
 /** A run file of `trainer` as a JSON Schema: its config fields and the run keys, nothing else. */
 export function runFileSchema(trainer: TrainerName): JsonSchema {
@@ -113,7 +120,13 @@ function aliasRows(): [string, string][] {
   const seen = new Map<string, string>();
   for (const t of TRAINERS) {
     for (const d of fieldDocs(TRAINER_CONFIGS[t].fields)) {
-      if (d.aliases !== undefined && !seen.has(d.name)) seen.set(d.name, Object.entries(d.aliases).map(([a, n]) => `${a} → ${n}`).join(", "));
+      if (d.aliases !== undefined && !seen.has(d.name))
+        seen.set(
+          d.name,
+          Object.entries(d.aliases)
+            .map(([a, n]) => `${a} → ${n}`)
+            .join(", "),
+        );
     }
   }
   return [...seen];

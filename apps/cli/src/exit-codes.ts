@@ -62,7 +62,11 @@ export const BAD_INPUT_ERRORS: ReadonlySet<string> = new Set([
 export function isBadInput(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   if (BAD_INPUT_ERRORS.has(err.name)) return true;
-  for (let proto: object | null = Object.getPrototypeOf(err) as object | null; proto !== null && proto !== Error.prototype; proto = Object.getPrototypeOf(proto) as object | null) {
+  for (
+    let proto: object | null = Object.getPrototypeOf(err) as object | null;
+    proto !== null && proto !== Error.prototype;
+    proto = Object.getPrototypeOf(proto) as object | null
+  ) {
     const ctor = (proto as { constructor?: { name?: unknown } }).constructor;
     if (typeof ctor?.name === "string" && BAD_INPUT_ERRORS.has(ctor.name)) return true;
   }

@@ -40,7 +40,17 @@ export const TRAINERS = ["madpo", "madpo_iter", "marlhf", "marlhf_iter"] as cons
 export type TrainerName = (typeof TRAINERS)[number];
 
 /** Keys of a run file besides the trainer's config fields (run-keys.ts describes each). */
-export const RUN_KEYS = ["trainer", "agent_model", "agents", "train_dataset", "eval_dataset", ...DATASET_RUN_KEYS, "formatters", "reward_func", "reward_processor"] as const;
+export const RUN_KEYS = [
+  "trainer",
+  "agent_model",
+  "agents",
+  "train_dataset",
+  "eval_dataset",
+  ...DATASET_RUN_KEYS,
+  "formatters",
+  "reward_func",
+  "reward_processor",
+] as const;
 
 export interface RunFile {
   /** The merged values; paths in them are absolute (see `absolutizePaths`). */
@@ -59,7 +69,8 @@ function absolutizePaths(values: Record<string, unknown>, baseDir: string): void
   const maybeLocal = (p: string) => (p.startsWith(".") || p.startsWith("/") || existsSync(abs(p)) ? abs(p) : p);
   if (typeof values["output_dir"] === "string") values["output_dir"] = abs(values["output_dir"]);
   for (const key of ["train_dataset", "eval_dataset"]) if (typeof values[key] === "string") values[key] = datasetSourceForRun(values[key] as string, baseDir);
-  for (const key of ["reward_func", "reward_processor", "formatters"]) if (typeof values[key] === "string" && isModulePath(values[key] as string)) values[key] = abs(values[key] as string);
+  for (const key of ["reward_func", "reward_processor", "formatters"])
+    if (typeof values[key] === "string" && isModulePath(values[key] as string)) values[key] = abs(values[key] as string);
   if (typeof values["agent_model"] === "string") values["agent_model"] = maybeLocal(values["agent_model"]);
   if (Array.isArray(values["agents"])) values["agents"] = values["agents"].map((a) => (typeof a === "string" ? maybeLocal(a) : a));
 }
@@ -75,7 +86,8 @@ export function readRunFile(file: string | undefined, overrides: readonly string
     } catch (err) {
       throw new UsageError(`config file ${file} is not valid YAML/JSON: ${(err as Error).message}`);
     }
-    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new UsageError(`config file ${file} must hold a mapping of keys to values`);
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+      throw new UsageError(`config file ${file} must hold a mapping of keys to values`);
     values = parsed as Record<string, unknown>;
     absolutizePaths(values, path.dirname(path.resolve(file)));
   }
@@ -164,7 +176,10 @@ export function templateFormatter(template: string): Formatter {
       if (m === "{{") return "{";
       if (m === "}}") return "}";
       const v = item[field!.trim()];
-      if (v === undefined) throw new UsageError(`formatter template ${JSON.stringify(template)} uses {${field}}, which item ${JSON.stringify(item["id"] ?? "")} does not have (fields: ${Object.keys(item).join(", ")})`);
+      if (v === undefined)
+        throw new UsageError(
+          `formatter template ${JSON.stringify(template)} uses {${field}}, which item ${JSON.stringify(item["id"] ?? "")} does not have (fields: ${Object.keys(item).join(", ")})`,
+        );
       return typeof v === "string" ? v : JSON.stringify(v);
     });
 }
@@ -213,13 +228,16 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
   };
   // reward_func: a built-in task name or a module exporting reward_func (and optionally reward_processor)
   const rewardSpec = str("reward_func");
-  if (rewardSpec === undefined) throw new UsageError(`reward_func is required: a built-in name (${Object.keys(BUILTIN_TASKS).join(", ")}) or a module path exporting reward_func`);
+  if (rewardSpec === undefined)
+    throw new UsageError(`reward_func is required: a built-in name (${Object.keys(BUILTIN_TASKS).join(", ")}) or a module path exporting reward_func`);
   const rewardModule = isModulePath(rewardSpec) ? rewardSpec : undefined;
   const task = rewardModule === undefined ? BUILTIN_TASKS[rewardSpec] : undefined;
   if (rewardModule !== undefined && !existsSync(rewardModule)) throw new UsageError(`reward_func: module ${rewardModule} not found`);
   if (rewardModule === undefined && task === undefined) {
     const near = closestName(rewardSpec, Object.keys(BUILTIN_TASKS));
-    throw new UsageError(`reward_func: no built-in named ${JSON.stringify(rewardSpec)}${near ? ` (did you mean "${near}"?)` : ""}; built-ins: ${Object.keys(BUILTIN_TASKS).join(", ")}; or give a module path (.js/.mjs)`);
+    throw new UsageError(
+      `reward_func: no built-in named ${JSON.stringify(rewardSpec)}${near ? ` (did you mean "${near}"?)` : ""}; built-ins: ${Object.keys(BUILTIN_TASKS).join(", ")}; or give a module path (.js/.mjs)`,
+    );
   }
   const builtinData = task?.load();
   const processorModule = str("reward_processor");
@@ -230,7 +248,8 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
   if (typeof fSpec === "string" && isModulePath(fSpec)) {
     const mod = await importModule(fSpec, "formatters");
     const f = mod["formatters"] ?? mod["default"];
-    if (typeof f !== "function" && !(Array.isArray(f) && f.every((x) => typeof x === "function"))) throw new UsageError(`formatters: ${fSpec} exports no function or list of functions named formatters`);
+    if (typeof f !== "function" && !(Array.isArray(f) && f.every((x) => typeof x === "function")))
+      throw new UsageError(`formatters: ${fSpec} exports no function or list of functions named formatters`);
     formatters = f as Formatter | Formatter[];
   } else if (typeof fSpec === "string") {
     formatters = templateFormatter(fSpec);
@@ -244,18 +263,26 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
   const evalReq = datasetRequest(run, "eval_dataset");
   const log = options.log !== undefined ? { log: options.log } : {};
   const trainDataset = trainReq !== undefined ? await loadDataset(trainReq, log) : builtinData?.train;
-  if (trainDataset === undefined) throw new UsageError("train_dataset is required: a .jsonl, .json, .csv or .parquet file, a dataset folder, or a hub dataset id org/name (see docs/datasets.md)");
+  if (trainDataset === undefined)
+    throw new UsageError(
+      "train_dataset is required: a .jsonl, .json, .csv or .parquet file, a dataset folder, or a hub dataset id org/name (see docs/datasets.md)",
+    );
   const evalDataset = evalReq !== undefined ? await loadDataset(evalReq, log) : trainReq === undefined ? builtinData?.eval : undefined;
   const agentModel = str("agent_model");
   const agentsRaw = run["agents"];
   if (agentsRaw !== undefined && agentsRaw !== null && !(Array.isArray(agentsRaw) && agentsRaw.every((a) => typeof a === "string" && a !== ""))) {
     throw new UsageError(`agents: expected a list of checkpoint folders or hub ids, got ${JSON.stringify(agentsRaw)}`);
   }
-  if (agentModel === undefined && !Array.isArray(agentsRaw)) throw new UsageError("give agent_model (one checkpoint for every agent) or agents (one per agent)");
+  if (agentModel === undefined && !Array.isArray(agentsRaw))
+    throw new UsageError("give agent_model (one checkpoint for every agent) or agents (one per agent)");
   // Last: once started, the worker must be closed, and nothing else can fail before the trainer owns it.
   const inWorker = rewardModule !== undefined || processorModule !== undefined;
   const reward = inWorker
-    ? await startWorkerRewards({ ...(rewardModule !== undefined ? { rewardModule } : { builtin: task!.rewardFunc }), ...(processorModule !== undefined ? { processorModule } : {}), timeoutS: options.rewardTimeoutS })
+    ? await startWorkerRewards({
+        ...(rewardModule !== undefined ? { rewardModule } : { builtin: task!.rewardFunc }),
+        ...(processorModule !== undefined ? { processorModule } : {}),
+        timeoutS: options.rewardTimeoutS,
+      })
     : { rewardFunc: task!.rewardFunc, rewardProcessor: undefined, close: async () => {} };
   const out: ResolvedRun = { trainDataset, rewardFunc: reward.rewardFunc, close: reward.close };
   if (reward.rewardProcessor !== undefined) out.rewardProcessor = reward.rewardProcessor;

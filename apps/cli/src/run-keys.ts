@@ -38,10 +38,22 @@ function datasetKeys(dataset: string, defaultSplit: string): Record<string, RunK
 }
 
 export const RUN_KEY_DOCS: Record<string, RunKeyDoc> = {
-  trainer: key("madpo | madpo_iter | marlhf | marlhf_iter", "Which trainer runs, and so which config fields the file may set (pbrl train's default: madpo).", isPath, PATH),
+  trainer: key(
+    "madpo | madpo_iter | marlhf | marlhf_iter",
+    "Which trainer runs, and so which config fields the file may set (pbrl train's default: madpo).",
+    isPath,
+    PATH,
+  ),
   agent_model: key("string | null", "One checkpoint folder or hub id that every agent starts from (or give agents).", optionalPath, { anyOf: [PATH, NULL] }),
-  agents: key("string[] | null", "One checkpoint folder or hub id per agent (instead of agent_model).", (v) => v === null || isPathList(v), { anyOf: [PATH_LIST, NULL] }),
-  train_dataset: key("string", "Task items: a .jsonl, .json, .csv or .parquet file, a dataset folder, or a hub dataset id org/name (relative paths start at the run file's folder).", isPath, PATH),
+  agents: key("string[] | null", "One checkpoint folder or hub id per agent (instead of agent_model).", (v) => v === null || isPathList(v), {
+    anyOf: [PATH_LIST, NULL],
+  }),
+  train_dataset: key(
+    "string",
+    "Task items: a .jsonl, .json, .csv or .parquet file, a dataset folder, or a hub dataset id org/name (relative paths start at the run file's folder).",
+    isPath,
+    PATH,
+  ),
   eval_dataset: key("string | null", "The same, for evaluation.", optionalPath, { anyOf: [PATH, NULL] }),
   ...datasetKeys("train_dataset", "train"),
   ...datasetKeys("eval_dataset", "test"),
@@ -51,6 +63,11 @@ export const RUN_KEY_DOCS: Record<string, RunKeyDoc> = {
     (v) => optionalPath(v) || isPathList(v),
     { anyOf: [PATH, PATH_LIST, NULL] },
   ),
-  reward_func: key("string", "A built-in task name (summary_expansion) or a .mjs module exporting reward_func (and optionally reward_processor).", isPath, PATH),
+  reward_func: key(
+    "string",
+    "A built-in task name (summary_expansion) or a .mjs module exporting reward_func (and optionally reward_processor).",
+    isPath,
+    PATH,
+  ),
   reward_processor: key("string | null", "A .mjs module exporting reward_processor, which maps each reward.", optionalPath, { anyOf: [PATH, NULL] }),
 };

@@ -26,7 +26,11 @@ export function wrap(text: string, width: number): string[] {
  * Renders rows under a header. Every column but the last is as wide as its widest cell, capped by
  * `maxWidths`; the last takes what is left of `width` (at least `minLast` characters).
  */
-export function renderTable(header: readonly string[], rows: readonly (readonly string[])[], o: { width: number; maxWidths: readonly number[]; minLast?: number }): string {
+export function renderTable(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  o: { width: number; maxWidths: readonly number[]; minLast?: number },
+): string {
   const n = header.length;
   const widths = header.slice(0, n - 1).map((h, c) => Math.min(o.maxWidths[c] ?? Infinity, Math.max(h.length, ...rows.map((r) => r[c]!.length))));
   const used = widths.reduce((a, w) => a + w + 2, 0);
@@ -35,7 +39,13 @@ export function renderTable(header: readonly string[], rows: readonly (readonly 
   for (const row of [header, ...rows]) {
     const cells = row.map((cell, c) => wrap(cell, widths[c]!));
     const height = Math.max(...cells.map((l) => l.length));
-    for (let i = 0; i < height; i++) out.push(cells.map((l, c) => (c === n - 1 ? (l[i] ?? "") : (l[i] ?? "").padEnd(widths[c]!))).join("  ").trimEnd());
+    for (let i = 0; i < height; i++)
+      out.push(
+        cells
+          .map((l, c) => (c === n - 1 ? (l[i] ?? "") : (l[i] ?? "").padEnd(widths[c]!)))
+          .join("  ")
+          .trimEnd(),
+      );
   }
   return out.join("\n") + "\n";
 }

@@ -17,7 +17,17 @@ function project(): string {
   return dir;
 }
 const train = (dir: string, ...extra: string[]) =>
-  runCli(["train", `agent_model=${TINY}`, `train_dataset=${path.join(dir, "train.jsonl")}`, `reward_func=${path.join(dir, "reward.mjs")}`, `output_dir=${path.join(dir, "out")}`, "preference_num_candidates=2", "max_new_tokens=3", "verbose=false", ...extra]);
+  runCli([
+    "train",
+    `agent_model=${TINY}`,
+    `train_dataset=${path.join(dir, "train.jsonl")}`,
+    `reward_func=${path.join(dir, "reward.mjs")}`,
+    `output_dir=${path.join(dir, "out")}`,
+    "preference_num_candidates=2",
+    "max_new_tokens=3",
+    "verbose=false",
+    ...extra,
+  ]);
 
 describe("pbrl config validate TRAINER FILE", () => {
   it("refuses a file whose trainer key names another trainer, naming both", async () => {
@@ -74,15 +84,24 @@ describe("reward modules", () => {
     writeFileSync(file, "export const reward_func = () => { for (;;) {} };\n");
     const r = await train(dir, "reward_timeout_s=1");
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(new RegExp(`reward_func in ${escape(file)} did not return within reward_timeout_s=1 s, so its worker thread was stopped; make the function faster, or raise reward_timeout_s \\(null: no limit\\)`));
+    expect(r.err).toMatch(
+      new RegExp(
+        `reward_func in ${escape(file)} did not return within reward_timeout_s=1 s, so its worker thread was stopped; make the function faster, or raise reward_timeout_s \\(null: no limit\\)`,
+      ),
+    );
   });
 
   it("reward_processor from the reward module is applied (in the worker)", async () => {
     const dir = project();
-    writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => 10 + j);\nexport const reward_processor = (r) => r * 100;\n");
+    writeFileSync(
+      path.join(dir, "reward.mjs"),
+      "export const reward_func = (c) => c[0].map((a, j) => 10 + j);\nexport const reward_processor = (r) => r * 100;\n",
+    );
     const r = await train(dir, "num_train_epochs=1");
     expect(r.code, r.err).toBe(0);
-    const pairs = JSON.parse(readFileSync(path.join(dir, "out", "preference_pairs.json"), "utf8")) as { pairs: { winner_reward: number; loser_reward: number }[] };
+    const pairs = JSON.parse(readFileSync(path.join(dir, "out", "preference_pairs.json"), "utf8")) as {
+      pairs: { winner_reward: number; loser_reward: number }[];
+    };
     expect(pairs.pairs[0]).toMatchObject({ winner_reward: 1100, loser_reward: 1000 });
   });
 });
@@ -92,7 +111,9 @@ describe("pbrl generate --max_new_tokens", () => {
     const r = await runCli(["generate", "--model", DEMO, "--prompt", "Once upon a time", "--max_new_tokens", "1e12", "--backend", "wasm"]);
     expect(r.code).toBe(2);
     expect(r.out).toBe("");
-    expect(r.err).toMatch(/pbrl generate: --max_new_tokens=1000000000000 after a \d+-token prompt needs \d+ positions, more than this model's max_position_embeddings \(256\); give --max_new_tokens \d+ or fewer, or a shorter prompt/);
+    expect(r.err).toMatch(
+      /pbrl generate: --max_new_tokens=1000000000000 after a \d+-token prompt needs \d+ positions, more than this model's max_position_embeddings \(256\); give --max_new_tokens \d+ or fewer, or a shorter prompt/,
+    );
   });
 
   it.each(["1e20", "0", "2.5", "-3"])("%s is not a whole number ≥ 1", async (v) => {

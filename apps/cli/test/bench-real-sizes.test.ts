@@ -32,10 +32,38 @@ async function bench(args: string[]): Promise<{ code: number; report: Report; er
 describe("pbrl bench presets and workloads", () => {
   it("smollm2-135m and qwen2.5-0.5b have the checkpoints' shapes and parameter counts", () => {
     const smol = parseModelConfig(presetConfigJson("smollm2-135m"));
-    expect(smol).toMatchObject({ modelType: "llama", hiddenSize: 576, intermediateSize: 1536, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64, vocabSize: 49152, tieWordEmbeddings: true, ropeTheta: 100000, rmsNormEps: 1e-5, maxPositionEmbeddings: 8192, qkvBias: false });
+    expect(smol).toMatchObject({
+      modelType: "llama",
+      hiddenSize: 576,
+      intermediateSize: 1536,
+      numLayers: 30,
+      numHeads: 9,
+      numKvHeads: 3,
+      headDim: 64,
+      vocabSize: 49152,
+      tieWordEmbeddings: true,
+      ropeTheta: 100000,
+      rmsNormEps: 1e-5,
+      maxPositionEmbeddings: 8192,
+      qkvBias: false,
+    });
     expect(parameterCount(smol)).toBe(134_515_008);
     const qwen = parseModelConfig(presetConfigJson("qwen2.5-0.5b"));
-    expect(qwen).toMatchObject({ modelType: "qwen2", hiddenSize: 896, intermediateSize: 4864, numLayers: 24, numHeads: 14, numKvHeads: 2, headDim: 64, vocabSize: 151936, tieWordEmbeddings: true, ropeTheta: 1_000_000, rmsNormEps: 1e-6, qkvBias: true, oBias: false });
+    expect(qwen).toMatchObject({
+      modelType: "qwen2",
+      hiddenSize: 896,
+      intermediateSize: 4864,
+      numLayers: 24,
+      numHeads: 14,
+      numKvHeads: 2,
+      headDim: 64,
+      vocabSize: 151936,
+      tieWordEmbeddings: true,
+      ropeTheta: 1_000_000,
+      rmsNormEps: 1e-6,
+      qkvBias: true,
+      oBias: false,
+    });
     expect(parameterCount(qwen)).toBe(494_032_768);
     expect(parameterSpecs(qwen).some((s) => s.name === "lm_head.weight")).toBe(false);
     // The small presets are unchanged.
@@ -44,10 +72,29 @@ describe("pbrl bench presets and workloads", () => {
   });
 
   it("gives real sizes batch 4 or 2 × 128, one warm-up and cached generation, and lets flags override", () => {
-    expect(workloadsFor("libtorch", "real", 134_515_008)).toMatchObject({ train_batch: 4, train_seq_len: 128, train_steps: 3, train_warmup_steps: 1, gen_batch_sizes: [1, 8], gen_uncached: false });
+    expect(workloadsFor("libtorch", "real", 134_515_008)).toMatchObject({
+      train_batch: 4,
+      train_seq_len: 128,
+      train_steps: 3,
+      train_warmup_steps: 1,
+      gen_batch_sizes: [1, 8],
+      gen_uncached: false,
+    });
     expect(workloadsFor("pytorch", "real", 494_032_768)).toMatchObject({ train_batch: 2, train_seq_len: 128, gen_uncached: false });
-    expect(workloadsFor("libtorch", "real", 494_032_768, { steps: 2, trainBatch: 1, trainSeq: 64, uncached: true })).toMatchObject({ train_batch: 1, train_seq_len: 64, train_steps: 2, gen_uncached: true });
-    expect(workloadsFor("wasm", "small", 8_842_496)).toMatchObject({ train_batch: 8, train_seq_len: 128, train_steps: 3, train_warmup_steps: 2, gen_new_tokens: 64, gen_uncached: true });
+    expect(workloadsFor("libtorch", "real", 494_032_768, { steps: 2, trainBatch: 1, trainSeq: 64, uncached: true })).toMatchObject({
+      train_batch: 1,
+      train_seq_len: 64,
+      train_steps: 2,
+      gen_uncached: true,
+    });
+    expect(workloadsFor("wasm", "small", 8_842_496)).toMatchObject({
+      train_batch: 8,
+      train_seq_len: 128,
+      train_steps: 3,
+      train_warmup_steps: 2,
+      gen_new_tokens: 64,
+      gen_uncached: true,
+    });
     expect(workloadsFor("cpu", "small", 8_842_496)).toMatchObject({ train_steps: 1, gen_new_tokens: 16 });
   });
 
@@ -96,7 +143,9 @@ describe("pbrl bench at real sizes", () => {
     const { report, err } = await bench(["--preset", "smollm2-135m", "--backends", "wasm", "--no-torch"]);
     const wasm = report.results["pbrl_wasm"]!;
     expect(wasm["error"]).toBe("MemoryBudgetError");
-    expect(wasm["not_measured"]).toMatch(/a training step of this model \(llama, 134\.5M parameters.*\) on 4 sequences × 128 tokens needs about [\d.]+ GB of tensor memory, more than the wasm backend can hold/);
+    expect(wasm["not_measured"]).toMatch(
+      /a training step of this model \(llama, 134\.5M parameters.*\) on 4 sequences × 128 tokens needs about [\d.]+ GB of tensor memory, more than the wasm backend can hold/,
+    );
     expect(wasm["not_measured"]).toMatch(/--train_batch/);
     expect(report.workloads["pbrl_wasm"]).toMatchObject({ train_batch: 4, train_seq_len: 128 });
     expect(report.model).toMatchObject({ preset: "smollm2-135m", model_type: "llama", parameters: 134_515_008 });
@@ -128,7 +177,9 @@ describe("pbrl bench at real sizes", () => {
     const [pt, bf] = [report.results["pytorch"]!, report.results["pytorch_bf16"]!];
     expect(pt).toMatchObject({ precision: "float32", parameters: 110_912 });
     expect(bf).toMatchObject({ precision: "bf16", parameters: 110_912 });
-    for (const r of [pt, bf]) for (const m of ["train_tokens_per_s", "gen_b1_cached_tokens_per_s", "gen_b8_uncached_tokens_per_s", "load_s", "peak_rss_mb"]) expect(r[m], m).toBeGreaterThan(0);
+    for (const r of [pt, bf])
+      for (const m of ["train_tokens_per_s", "gen_b1_cached_tokens_per_s", "gen_b8_uncached_tokens_per_s", "load_s", "peak_rss_mb"])
+        expect(r[m], m).toBeGreaterThan(0);
     for (const m of BF16_WEIGHTS_METRICS) {
       expect(bf[m], m).toBeGreaterThan(0);
       expect(pt).not.toHaveProperty(m);
@@ -148,7 +199,8 @@ describe("pbrl bench at real sizes", () => {
     const bf16 = both.report.results["pbrl_libtorch_bf16"]!;
     expect(f32["precision"]).toBe("float32");
     expect(bf16["precision"]).toBe("bf16");
-    for (const r of [f32, bf16]) for (const m of ["train_tokens_per_s", "gen_b8_cached_tokens_per_s", "load_s", "peak_rss_mb"]) expect(r[m], m).toBeGreaterThan(0);
+    for (const r of [f32, bf16])
+      for (const m of ["train_tokens_per_s", "gen_b8_cached_tokens_per_s", "load_s", "peak_rss_mb"]) expect(r[m], m).toBeGreaterThan(0);
     // bf16 decodes with bfloat16 copies of the weights: its cached rates are the bf16-weights rates.
     for (const m of BF16_WEIGHTS_METRICS) {
       expect(f32).not.toHaveProperty(m);
@@ -166,15 +218,55 @@ describe("pbrl bench at real sizes", () => {
     const w = workloadsFor("libtorch", "real", 134_515_008);
     const cached = { gen_b1_cached_tokens_per_s: 20, gen_b8_cached_tokens_per_s: 80 };
     const results: Record<string, Outcome> = {
-      pbrl_libtorch: { ...cached, train_tokens_per_s: 200, peak_rss_mb: 3000, load_s: 1, workloads: w, precision: "float32", description: "libtorch", isolation: "child process" } as never,
-      pbrl_libtorch_bf16: { ...cached, train_tokens_per_s: 300, gen_b1_cached_bf16_weights_tokens_per_s: 40, peak_rss_mb: 3000, load_s: 1, workloads: w, precision: "bf16", description: "libtorch", isolation: "child process" } as never,
+      pbrl_libtorch: {
+        ...cached,
+        train_tokens_per_s: 200,
+        peak_rss_mb: 3000,
+        load_s: 1,
+        workloads: w,
+        precision: "float32",
+        description: "libtorch",
+        isolation: "child process",
+      } as never,
+      pbrl_libtorch_bf16: {
+        ...cached,
+        train_tokens_per_s: 300,
+        gen_b1_cached_bf16_weights_tokens_per_s: 40,
+        peak_rss_mb: 3000,
+        load_s: 1,
+        workloads: w,
+        precision: "bf16",
+        description: "libtorch",
+        isolation: "child process",
+      } as never,
       pbrl_wasm: { backend: "wasm", precision: "float32", not_measured: "a training step … needs about 8.9 GB\nEstimated need: …", error: "MemoryBudgetError" },
       pytorch: { ...cached, train_tokens_per_s: 100, peak_rss_mb: 3400, load_s: 2, workloads: w, precision: "float32" } as never,
-      pytorch_bf16: { ...cached, train_tokens_per_s: 150, gen_b1_cached_bf16_weights_tokens_per_s: 25, peak_rss_mb: 3000, load_s: 2, workloads: w, precision: "bf16" } as never,
+      pytorch_bf16: {
+        ...cached,
+        train_tokens_per_s: 150,
+        gen_b1_cached_bf16_weights_tokens_per_s: 25,
+        peak_rss_mb: 3000,
+        load_s: 2,
+        workloads: w,
+        precision: "bf16",
+      } as never,
     };
     const ratios = computeRatios(results);
-    expect(Object.keys(ratios)).toEqual(["pbrl_libtorch_vs_pytorch", "pbrl_libtorch_vs_pytorch_bf16", "pbrl_libtorch_vs_pytorch_best", "pbrl_libtorch_bf16_vs_pytorch", "pbrl_libtorch_bf16_vs_pytorch_bf16", "pbrl_libtorch_bf16_vs_pytorch_best"]);
-    expect(ratios["pbrl_libtorch_vs_pytorch"]).toMatchObject({ train_tokens_per_s: 2, gen_b1_cached_tokens_per_s: 1, peak_rss_mb: 0.8824, load_s: 0.5, same_workloads: true });
+    expect(Object.keys(ratios)).toEqual([
+      "pbrl_libtorch_vs_pytorch",
+      "pbrl_libtorch_vs_pytorch_bf16",
+      "pbrl_libtorch_vs_pytorch_best",
+      "pbrl_libtorch_bf16_vs_pytorch",
+      "pbrl_libtorch_bf16_vs_pytorch_bf16",
+      "pbrl_libtorch_bf16_vs_pytorch_best",
+    ]);
+    expect(ratios["pbrl_libtorch_vs_pytorch"]).toMatchObject({
+      train_tokens_per_s: 2,
+      gen_b1_cached_tokens_per_s: 1,
+      peak_rss_mb: 0.8824,
+      load_s: 0.5,
+      same_workloads: true,
+    });
     // Uncached generation was not timed: no ratio rather than NaN.
     expect(ratios["pbrl_libtorch_vs_pytorch"]).not.toHaveProperty("gen_b1_uncached_tokens_per_s");
     expect(ratios["pbrl_libtorch_bf16_vs_pytorch_best"]).toMatchObject({ train_tokens_per_s: 2, pytorch_best: "pytorch_bf16" });
@@ -183,7 +275,16 @@ describe("pbrl bench at real sizes", () => {
     expect(ratios["pbrl_libtorch_bf16_vs_pytorch_bf16"]!.gen_b1_cached_bf16_weights_tokens_per_s).toBe(1.6);
     const report: BenchReport = {
       model: { preset: "smollm2-135m", model_type: "llama", parameters: 134_515_008 },
-      machine: { cpus: 2, cpu_model: "test cpu", cpu_flags: null, total_memory_gb: 1, node_version: "v20", platform: "linux", arch: "x64", load_average_at_start: [0, 0, 0] },
+      machine: {
+        cpus: 2,
+        cpu_model: "test cpu",
+        cpu_flags: null,
+        total_memory_gb: 1,
+        node_version: "v20",
+        platform: "linux",
+        arch: "x64",
+        load_average_at_start: [0, 0, 0],
+      },
       workloads: { pbrl_libtorch: w },
       results,
       ratios,

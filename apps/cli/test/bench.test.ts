@@ -38,7 +38,17 @@ describe("pbrl bench", () => {
     expect(wasm).not.toHaveProperty("flatness");
     // parallel_training: the same sampling and updates in this thread and in worker threads, timed.
     const parallel = wasm["parallel_training"] as { workload: Json; generation: Json; update: Json };
-    expect(parallel.workload).toEqual({ agents: 2, gen_prompts: 8, gen_candidates: 8, gen_prompt_len: 16, gen_new_tokens: 32, pairs_per_update: 8, prompt_len: 16, completion_len: 48, updates: 2 });
+    expect(parallel.workload).toEqual({
+      agents: 2,
+      gen_prompts: 8,
+      gen_candidates: 8,
+      gen_prompt_len: 16,
+      gen_new_tokens: 32,
+      pairs_per_update: 8,
+      prompt_len: 16,
+      completion_len: 48,
+      updates: 2,
+    });
     for (const t of [parallel.generation, parallel.update]) {
       for (const k of ["sequential_s", "mp_s", "speedup"]) expect(t[k]).toBeGreaterThan(0);
       expect(t["speedup"]).toBeCloseTo((t["sequential_s"] as number) / (t["mp_s"] as number), 6);
@@ -51,7 +61,9 @@ describe("pbrl bench", () => {
     for (const k of ["sequential_s", "mp_s", "speedup"]) expect(rl[k]).toBeGreaterThan(0);
     expect(rl["generations"]).toBe(2);
     expect(rl["max_abs_weight_diff"]).toBe(0);
-    expect(err).toMatch(/pbrl bench \[wasm\]: parallel_training: MARLHF policy-gradient update of 2 agents \(8 items × 2 samples\): [\d.]+ s in this thread, [\d.]+ s in worker threads/);
+    expect(err).toMatch(
+      /pbrl bench \[wasm\]: parallel_training: MARLHF policy-gradient update of 2 agents \(8 items × 2 samples\): [\d.]+ s in this thread, [\d.]+ s in worker threads/,
+    );
     expect(err).toMatch(/pbrl bench \[wasm\]: parallel_training: MADPO update of 2 agents \(8 pairs\): [\d.]+ s in this thread, [\d.]+ s in worker threads/);
     // Progress goes to stderr, so stdout is exactly one JSON document.
     expect(err).toMatch(/pbrl bench \[wasm\]: train step 2\/2/);
@@ -76,9 +88,27 @@ describe("pbrl bench", () => {
 
   it("--rounds N records live tensors, tf memory and RSS after each demo round and judges flatness", async () => {
     const t0 = performance.now();
-    const { code, out, err } = await runCli(["bench", "--preset", "tiny", "--backends", "wasm", "--no-torch", "--json", "--steps", "1", "--no-demo-round", "--rounds", "3"]);
+    const { code, out, err } = await runCli([
+      "bench",
+      "--preset",
+      "tiny",
+      "--backends",
+      "wasm",
+      "--no-torch",
+      "--json",
+      "--steps",
+      "1",
+      "--no-demo-round",
+      "--rounds",
+      "3",
+    ]);
     expect(code, err).toBe(0);
-    const f = (JSON.parse(out) as { results: Record<string, Json> }).results["pbrl_wasm"]!["flatness"] as { rounds: number; series: RoundSample[]; summary: Json; updates: number };
+    const f = (JSON.parse(out) as { results: Record<string, Json> }).results["pbrl_wasm"]!["flatness"] as {
+      rounds: number;
+      series: RoundSample[];
+      summary: Json;
+      updates: number;
+    };
     expect(f.rounds).toBe(3);
     expect(f).toMatchObject({ rss_after_gc: false, workload: smallDemoWorkload() });
     expect(f.series.map((s) => s.round)).toEqual([1, 2, 3]);
@@ -94,13 +124,34 @@ describe("pbrl bench", () => {
     expect(typeof f.summary["flat"]).toBe("boolean");
     expect(f.summary["meaning"]).toMatch(/live tensors/);
     expect(err).toMatch(/pbrl bench \[wasm\]: 3 demo rounds: live tensors (\d+) → \1, .*MB\/round, no gc\(\) before each sample\): (flat|NOT flat)/);
-    console.log(`flatness (tiny rounds, wasm): ${JSON.stringify(f.series)}; ${JSON.stringify(f.summary)}; test ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `flatness (tiny rounds, wasm): ${JSON.stringify(f.series)}; ${JSON.stringify(f.summary)}; test ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
   }, 600_000);
 
   it("judges flatness by equal tensors and tf memory and the slope of RSS from round 2", () => {
-    const sample = (round: number, live: number, rss: number): RoundSample => ({ round, round_s: 1, pairs: 8, train_pairs: 8, live_tensors: live, tf_memory_bytes: 1000, rss_mb: rss, js_heap_mb: 30, external_mb: 300 });
+    const sample = (round: number, live: number, rss: number): RoundSample => ({
+      round,
+      round_s: 1,
+      pairs: 8,
+      train_pairs: 8,
+      live_tensors: live,
+      tf_memory_bytes: 1000,
+      rss_mb: rss,
+      js_heap_mb: 30,
+      external_mb: 300,
+    });
     const flat = flatnessSummary([sample(1, 50, 300), sample(2, 50, 340), sample(3, 50, 340.5), sample(4, 50, 341)]);
-    expect(flat).toMatchObject({ live_tensors_first: 50, live_tensors_last: 50, rss_mb_round_2: 340, rss_mb_last: 341, rss_growth_mb: 1, rss_growth_mb_per_round: 0.5, rss_slope_mb_per_round: 0.5, flat: true });
+    expect(flat).toMatchObject({
+      live_tensors_first: 50,
+      live_tensors_last: 50,
+      rss_mb_round_2: 340,
+      rss_mb_last: 341,
+      rss_growth_mb: 1,
+      rss_growth_mb_per_round: 0.5,
+      rss_slope_mb_per_round: 0.5,
+      flat: true,
+    });
     // One low sample at round 2 makes the endpoint growth large; the slope over all rounds is not.
     const jitter = flatnessSummary([300, 360, 390, 380, 376, 384, 378, 388, 376].map((rss, i) => sample(i + 1, 50, rss)));
     expect(jitter.rss_growth_mb_per_round).toBeGreaterThan(FLAT_RSS_MB_PER_ROUND);
@@ -139,7 +190,16 @@ describe("pbrl bench", () => {
     const rates = Object.fromEntries(RATE_METRICS.map((m) => [m, 100]));
     const report: BenchReport = {
       model: { preset: "tiny", model_type: "llama", vocab_size: 256, parameters: 37_024 },
-      machine: { cpus: 2, cpu_model: "test cpu", cpu_flags: null, total_memory_gb: 1, node_version: "v20", platform: "linux", arch: "x64", load_average_at_start: [0, 0, 0] },
+      machine: {
+        cpus: 2,
+        cpu_model: "test cpu",
+        cpu_flags: null,
+        total_memory_gb: 1,
+        node_version: "v20",
+        platform: "linux",
+        arch: "x64",
+        load_average_at_start: [0, 0, 0],
+      },
       workloads: { pbrl_wasm: w, pytorch: w },
       results: {
         pbrl_wasm: { ...rates, train_tokens_per_s: 50, peak_rss_mb: 100, workloads: w, description: "wasm", isolation: "child process" } as never,
@@ -163,7 +223,20 @@ describe("pbrl bench", () => {
   it.skipIf(!packagesBuilt)("runs each backend in its own child process from compiled JS, and reports a missing Python as skipped", async () => {
     const { main, cleanup } = await compileCli();
     try {
-      const { stdout } = await run(process.execPath, [main, "bench", "--preset", "tiny", "--backends", "wasm,cpu", "--json", "--steps", "1", "--no-demo-round", "--python", "/nonexistent/python"]);
+      const { stdout } = await run(process.execPath, [
+        main,
+        "bench",
+        "--preset",
+        "tiny",
+        "--backends",
+        "wasm,cpu",
+        "--json",
+        "--steps",
+        "1",
+        "--no-demo-round",
+        "--python",
+        "/nonexistent/python",
+      ]);
       const report = JSON.parse(stdout) as { results: Record<string, Json>; workloads: Record<string, Json> };
       const { pbrl_wasm: wasm, pbrl_cpu: cpu, pytorch } = report.results;
       for (const r of [wasm!, cpu!]) {

@@ -24,7 +24,19 @@ export async function compileCli(): Promise<{ main: string; cleanup: () => void 
   const out = mkdtempSync(path.join(cache, "pbrl-cli-test-"));
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
   // tsc emits even when another file has a type error (the typecheck task reports those).
-  const compiled = await run(process.execPath, [tsc, "-p", path.join(CLI, "tsconfig.build.json"), "--outDir", out, "--declaration", "false", "--declarationMap", "false", "--sourceMap", "false"]).catch((e: { stdout?: string }) => e);
+  const compiled = await run(process.execPath, [
+    tsc,
+    "-p",
+    path.join(CLI, "tsconfig.build.json"),
+    "--outDir",
+    out,
+    "--declaration",
+    "false",
+    "--declarationMap",
+    "false",
+    "--sourceMap",
+    "false",
+  ]).catch((e: { stdout?: string }) => e);
   const main = path.join(out, "main.js");
   if (!existsSync(main)) throw new Error(`compiling the CLI failed:\n${String(compiled.stdout)}`);
   return { main, cleanup: () => rmSync(out, { recursive: true, force: true }) };

@@ -33,7 +33,10 @@ describe("pbrl config fields", () => {
     const rows = parseTable(r.out);
     expect(rows.map((row) => row["FIELD"])).toEqual(docs.map((d) => d.name));
     rows.forEach((row, i) => expect(row["DESCRIPTION"], docs[i]!.name).toBe(docs[i]!.description));
-    expect(rows.find((row) => row["FIELD"] === "comparator_policy")).toMatchObject({ TYPE: "current | current_copy | model | history | api", DEFAULT: "current" });
+    expect(rows.find((row) => row["FIELD"] === "comparator_policy")).toMatchObject({
+      TYPE: "current | current_copy | model | history | api",
+      DEFAULT: "current",
+    });
     expect(rows.find((row) => row["FIELD"] === "num_iterations")).toMatchObject({ TYPE: "int ≥ 1", DEFAULT: "6" });
     for (const k of RUN_KEYS) expect(r.out, k).toMatch(new RegExp(`^${k} `, "m"));
     for (const line of r.out.split("\n")) expect(line.length, line).toBeLessThanOrEqual(Math.max(80, process.stdout.columns ?? 120));
@@ -51,10 +54,16 @@ describe("pbrl config fields", () => {
   it("--json gives the same as data", async () => {
     const r = await runCli(["config", "fields", "--json", "marlhf"]);
     expect(r.code, r.err).toBe(0);
-    const j = JSON.parse(r.out) as { trainers: Record<string, { configName: string; fields: { name: string; default: unknown; description: string }[] }>; runKeys: { name: string }[] };
+    const j = JSON.parse(r.out) as {
+      trainers: Record<string, { configName: string; fields: { name: string; default: unknown; description: string }[] }>;
+      runKeys: { name: string }[];
+    };
     expect(Object.keys(j.trainers)).toEqual(["marlhf"]);
     expect(j.trainers["marlhf"]!.configName).toBe("MARLHFConfig");
-    expect(j.trainers["marlhf"]!.fields.find((f) => f.name === "rl_algorithm")).toMatchObject({ default: "magrpo", description: expect.stringMatching(/RL algorithm/) });
+    expect(j.trainers["marlhf"]!.fields.find((f) => f.name === "rl_algorithm")).toMatchObject({
+      default: "magrpo",
+      description: expect.stringMatching(/RL algorithm/),
+    });
     expect(j.runKeys.map((k) => k.name)).toEqual([...RUN_KEYS]);
   });
 
@@ -74,7 +83,11 @@ describe("pbrl config schema", () => {
   it("prints a JSON Schema of the trainer's run file: the run keys and every field, described, with defaults", async () => {
     const r = await runCli(["config", "schema", "madpo_iter"]);
     expect(r.code, r.err).toBe(0);
-    const s = JSON.parse(r.out) as { $schema: string; additionalProperties: boolean; properties: Record<string, { description?: string; default?: unknown; enum?: unknown[] }> };
+    const s = JSON.parse(r.out) as {
+      $schema: string;
+      additionalProperties: boolean;
+      properties: Record<string, { description?: string; default?: unknown; enum?: unknown[] }>;
+    };
     expect(s.$schema).toBe("http://json-schema.org/draft-07/schema#");
     expect(s.additionalProperties).toBe(false);
     expect(Object.keys(s.properties)).toEqual([...RUN_KEYS, ...Object.keys(TRAINER_CONFIGS.madpo_iter.fields)]);

@@ -16,7 +16,10 @@ describe("config --out", () => {
     expect(JSON.parse(readFileSync(schema, "utf8")).title).toBe("pbrl madpo_iter run file");
     const mine = path.join(dir, "notes.md");
     writeFileSync(mine, "my notes\n");
-    for (const argv of [["config", "reference", "--out", mine], ["config", "schema", "madpo", "--out", mine]]) {
+    for (const argv of [
+      ["config", "reference", "--out", mine],
+      ["config", "schema", "madpo", "--out", mine],
+    ]) {
       const r = await runCli(argv);
       expect(r.code).toBe(2);
       expect(r.err).toMatch(/already exists and was not written by this command; it is not replaced/);

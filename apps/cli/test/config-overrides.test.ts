@@ -19,12 +19,38 @@ describe("key=value overrides are read as their key takes them", () => {
   });
 
   it("keeps string fields strings (numbers-looking paths and ids included), and parses numbers, booleans and null where the field takes them", async () => {
-    const c = await validated("madpo_iter", "output_dir=1e3", "comparator_policy=History", "comparator_history_k=2", "top_k=null", "dpo_beta=0.25", "verbose=false", "agent_devices=[cpu, cpu]", "parallel_training=null");
+    const c = await validated(
+      "madpo_iter",
+      "output_dir=1e3",
+      "comparator_policy=History",
+      "comparator_history_k=2",
+      "top_k=null",
+      "dpo_beta=0.25",
+      "verbose=false",
+      "agent_devices=[cpu, cpu]",
+      "parallel_training=null",
+    );
     expect(c.output_dir).toBe(path.resolve("1e3"));
-    expect(c).toMatchObject({ comparator_policy: "history", comparator_history_k: 2, top_k: null, dpo_beta: 0.25, verbose: false, agent_devices: ["cpu", "cpu"], parallel_training: "none" });
+    expect(c).toMatchObject({
+      comparator_policy: "history",
+      comparator_history_k: 2,
+      top_k: null,
+      dpo_beta: 0.25,
+      verbose: false,
+      agent_devices: ["cpu", "cpu"],
+      parallel_training: "none",
+    });
     expect(await validated("madpo_iter", "comparator_policy=model", "comparator_model_name=0x10")).toMatchObject({ comparator_model_name: "0x10" });
     expect(await validated("madpo_iter", "resume_from_checkpoint=true")).toMatchObject({ resume_from_checkpoint: true });
-    expect(await validated("madpo_iter", "comparator_policy=api", "comparator_api_url=http://x", "comparator_api_key_prefix=", "comparator_api_headers={X-Team: a b}")).toMatchObject({
+    expect(
+      await validated(
+        "madpo_iter",
+        "comparator_policy=api",
+        "comparator_api_url=http://x",
+        "comparator_api_key_prefix=",
+        "comparator_api_headers={X-Team: a b}",
+      ),
+    ).toMatchObject({
       comparator_api_key_prefix: "",
       comparator_api_headers: { "X-Team": "a b" },
     });

@@ -12,7 +12,10 @@ describe("docs/config-reference.md", () => {
   it("is what the schemas say today", () => {
     const committed = readFileSync(DOC, "utf8");
     // A failure here means a field, default or description changed since the file was written.
-    expect(committed === configReferenceMarkdown(), `docs/config-reference.md is stale; regenerate it from the repository root with:\n  ${REFERENCE_COMMAND}`).toBe(true);
+    expect(
+      committed === configReferenceMarkdown(),
+      `docs/config-reference.md is stale; regenerate it from the repository root with:\n  ${REFERENCE_COMMAND}`,
+    ).toBe(true);
   });
 
   it("has every field of the four trainers and every run key, with its description", () => {

@@ -28,7 +28,9 @@ describe("pbrl convert --out", () => {
     const before = snapshot();
     const r = await convert(src, src, "--dtype", "bfloat16");
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/--out .*src is the source checkpoint folder; writing there would replace the original weights\. Choose a new or empty folder for --out/);
+    expect(r.err).toMatch(
+      /--out .*src is the source checkpoint folder; writing there would replace the original weights\. Choose a new or empty folder for --out/,
+    );
     expect(snapshot()).toEqual(before);
     expect(hidden(root)).toEqual([]);
   });
@@ -59,7 +61,9 @@ describe("pbrl convert --out", () => {
     writeFileSync(path.join(dir, "results.csv"), "1,2");
     const b = await convert(src, dir);
     expect(b.code).toBe(2);
-    expect(b.err).toMatch(/mine already holds files that pbrl convert did not write \(results\.csv\); it never deletes them\. Choose a new or empty folder for --out, or empty this one yourself/);
+    expect(b.err).toMatch(
+      /mine already holds files that pbrl convert did not write \(results\.csv\); it never deletes them\. Choose a new or empty folder for --out, or empty this one yourself/,
+    );
     expect(readdirSync(dir)).toEqual(["results.csv"]);
     expect(hidden(root)).toEqual([]);
   });
@@ -69,7 +73,14 @@ describe("pbrl convert --out", () => {
     const out = path.join(root, "converted", "bf16");
     const first = await convert(src, out, "--dtype", "bfloat16");
     expect(first.code, first.err).toBe(0);
-    expect(readdirSync(out).sort()).toEqual([".pbrl-convert.json", "config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]);
+    expect(readdirSync(out).sort()).toEqual([
+      ".pbrl-convert.json",
+      "config.json",
+      "generation_config.json",
+      "model.safetensors",
+      "tokenizer.json",
+      "tokenizer_config.json",
+    ]);
     expect(JSON.parse(readFileSync(path.join(out, "config.json"), "utf8"))).toMatchObject({ dtype: "bfloat16" });
     const again = await convert(src, out);
     expect(again.code, again.err).toBe(0);

@@ -37,7 +37,11 @@ describe("parseCsv", () => {
   });
 
   it("keeps empty fields (a trailing comma is one), skips blank lines, keeps a quote inside an unquoted field", () => {
-    expect(parseCsv("a,b,c\n,,\n\n\nx,,\n").map((r) => r.fields)).toEqual([["a", "b", "c"], ["", "", ""], ["x", "", ""]]);
+    expect(parseCsv("a,b,c\n,,\n\n\nx,,\n").map((r) => r.fields)).toEqual([
+      ["a", "b", "c"],
+      ["", "", ""],
+      ["x", "", ""],
+    ]);
     expect(parseCsv('a\n5" screen\n')[1]!.fields).toEqual(['5" screen']);
     expect(parseCsv("")).toEqual([]);
   });
@@ -62,7 +66,9 @@ describe("csvRows", () => {
   });
 
   it("rejects a ragged row, naming its line and both field counts", () => {
-    expect(() => csvRows('id,topic\nt0,cat\nt1,"a\nb",extra\n')).toThrow(/^line 3 has 3 fields, the header \(line 1\) has 2; quote a field that contains commas/);
+    expect(() => csvRows('id,topic\nt0,cat\nt1,"a\nb",extra\n')).toThrow(
+      /^line 3 has 3 fields, the header \(line 1\) has 2; quote a field that contains commas/,
+    );
     expect(() => csvRows("id,topic\nt0\n")).toThrow(/^line 2 has 1 field, the header/);
   });
 });
@@ -80,7 +86,9 @@ describe("CSV dataset files", () => {
     const dir = tmp();
     const file = path.join(dir, "ragged.csv");
     writeFileSync(file, "id,topic\nt0,cat\nt1,dog,extra\n");
-    await expect(loadDataset({ key: "eval_dataset", source: file })).rejects.toThrow(`eval_dataset: ${file} is not valid CSV: line 3 has 3 fields, the header (line 1) has 2`);
+    await expect(loadDataset({ key: "eval_dataset", source: file })).rejects.toThrow(
+      `eval_dataset: ${file} is not valid CSV: line 3 has 3 fields, the header (line 1) has 2`,
+    );
   });
 
   it("rejects a CSV that is not UTF-8 (Latin-1 here), naming the byte offset and line, never decoding it as U+FFFD", async () => {
@@ -92,6 +100,8 @@ describe("CSV dataset files", () => {
       (e: unknown) => e as Error,
     );
     expect(err.name).toBe("UsageError");
-    expect(err.message).toMatch(/^train_dataset file .*latin1\.csv is not valid UTF-8 text: invalid UTF-8 at byte offset 15 \(line 2; bytes 0xE9 0x0A\).*iconv -f LATIN1 -t UTF-8/);
+    expect(err.message).toMatch(
+      /^train_dataset file .*latin1\.csv is not valid UTF-8 text: invalid UTF-8 at byte offset 15 \(line 2; bytes 0xE9 0x0A\).*iconv -f LATIN1 -t UTF-8/,
+    );
   });
 });

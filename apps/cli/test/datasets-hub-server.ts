@@ -69,19 +69,35 @@ export async function startHub(repos: HubRepo[], options: { pageSize?: number; s
     const m = /^\/(?:api\/)?datasets\/([^/]+\/[^/]+)\/(revision|tree|resolve)\/([^/]+)(?:\/(.*))?$/.exec(url.pathname);
     const repo = m ? repos.find((r) => r.id === m[1]) : undefined;
     if (!m || !repo) return json(res, 401, { error: "Repository not found" }, { "x-error-code": "RepoNotFound" });
-    if (repo.gated && req.headers.authorization !== "Bearer good-token") return json(res, 403, { error: "Access to dataset is restricted" }, { "x-error-code": "GatedRepo" });
+    if (repo.gated && req.headers.authorization !== "Bearer good-token")
+      return json(res, 403, { error: "Access to dataset is restricted" }, { "x-error-code": "GatedRepo" });
     const rev = decodeURIComponent(m[3]!);
     const at = repo.revisions[rev] ?? Object.values(repo.revisions).find((r) => r.sha === rev);
     if (at === undefined) return json(res, 404, { error: `Revision Not Found for url ${req.url}` }, { "x-error-code": "RevisionNotFound" });
     const names = Object.keys(at.files).sort();
     if (m[2] === "revision") return json(res, 200, { id: repo.id, sha: at.sha, siblings: names.map((rfilename) => ({ rfilename })) });
     if (m[2] === "tree") {
-      const dirs = [...new Set(names.flatMap((n) => n.split("/").slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join("/"))))];
+      const dirs = [
+        ...new Set(
+          names.flatMap((n) =>
+            n
+              .split("/")
+              .slice(0, -1)
+              .map((_, i, parts) => parts.slice(0, i + 1).join("/")),
+          ),
+        ),
+      ];
       const entries = [
         ...dirs.map((p) => ({ type: "directory", oid: commitOf(p), size: 0, path: p })),
         ...names.map((p) => {
           const b = bytes(at.files[p]!);
-          return { type: "file", oid: gitBlobId(b), size: isLfs(p) ? 134 : b.length, path: p, ...(isLfs(p) ? { lfs: { oid: sha256(b), size: b.length, pointerSize: 134 } } : {}) };
+          return {
+            type: "file",
+            oid: gitBlobId(b),
+            size: isLfs(p) ? 134 : b.length,
+            path: p,
+            ...(isLfs(p) ? { lfs: { oid: sha256(b), size: b.length, pointerSize: 134 } } : {}),
+          };
         }),
       ];
       const cursor = Number(url.searchParams.get("cursor") ?? "0");

@@ -12,7 +12,16 @@ import { commitOf, startHub, type HubRepo, type LoopbackHub } from "./datasets-h
 
 const FIXTURES = path.resolve(import.meta.dirname, "fixtures/datasets");
 const fixture = (f: string) => new Uint8Array(readFileSync(path.join(FIXTURES, f)));
-const ENV = ["HF_ENDPOINT", "HF_HUB_CACHE", "HF_HOME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DOWNLOAD_TIMEOUT"];
+const ENV = [
+  "HF_ENDPOINT",
+  "HF_HUB_CACHE",
+  "HF_HOME",
+  "HF_TOKEN",
+  "HUGGING_FACE_HUB_TOKEN",
+  "HF_HUB_OFFLINE",
+  "HF_DATASETS_OFFLINE",
+  "HF_HUB_DOWNLOAD_TIMEOUT",
+];
 const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
 
 const MAIN = commitOf("items main");
@@ -38,7 +47,20 @@ const SUBSETS: HubRepo = {
     main: {
       sha: commitOf("subsets"),
       files: {
-        "README.md": ["---", "configs:", "- config_name: en", "  data_files:", "  - split: train", "    path: en/*.csv", "- config_name: fr", "  data_files:", "  - split: train", "    path: fr/*.csv", "---", ""].join("\n"),
+        "README.md": [
+          "---",
+          "configs:",
+          "- config_name: en",
+          "  data_files:",
+          "  - split: train",
+          "    path: en/*.csv",
+          "- config_name: fr",
+          "  data_files:",
+          "  - split: train",
+          "    path: fr/*.csv",
+          "---",
+          "",
+        ].join("\n"),
         "en/part-0.csv": fixture("items.csv"),
         "fr/part-0.csv": "id,topic\nf0,Le chat\n",
       },
@@ -58,7 +80,8 @@ const GATED: HubRepo = { id: "pbrl-test/gated", gated: true, revisions: { main: 
 let hub: LoopbackHub;
 let cache: string;
 let logs: string[];
-const load = (req: Omit<DatasetRequest, "key"> & { key?: DatasetRequest["key"] }) => loadDataset({ key: "train_dataset", ...req }, { log: (l) => logs.push(l) });
+const load = (req: Omit<DatasetRequest, "key"> & { key?: DatasetRequest["key"] }) =>
+  loadDataset({ key: "train_dataset", ...req }, { log: (l) => logs.push(l) });
 const failure = (p: Promise<unknown>): Promise<Error> =>
   p.then(
     () => new Error("expected a failure"),
@@ -77,8 +100,9 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await hub.close();
-  for (const k of ENV) if (saved[k] === undefined) delete process.env[k];
-  else process.env[k] = saved[k];
+  for (const k of ENV)
+    if (saved[k] === undefined) delete process.env[k];
+    else process.env[k] = saved[k];
 });
 
 describe("hub datasets", () => {
@@ -87,7 +111,10 @@ describe("hub datasets", () => {
     const repo = path.join(cache, "datasets--pbrl-test--items");
     expect(readFileSync(path.join(repo, "refs", "main"), "utf8")).toBe(MAIN);
     // the file list of the commit, in huggingface_hub's trees/{commit}.json format (all pages of the listing)
-    const tree = JSON.parse(readFileSync(path.join(repo, "trees", `${MAIN}.json`), "utf8")) as { format_version: number; files: Record<string, { size: number; blob_id: string; lfs_sha256?: string }> };
+    const tree = JSON.parse(readFileSync(path.join(repo, "trees", `${MAIN}.json`), "utf8")) as {
+      format_version: number;
+      files: Record<string, { size: number; blob_id: string; lfs_sha256?: string }>;
+    };
     expect(tree.format_version).toBe(1);
     expect(Object.keys(tree.files)).toEqual([".gitattributes", "README.md", "data/test-00000-of-00001.parquet", "data/train-00000-of-00001.parquet"]);
     // snapshot files link to blobs named by their etag (the LFS sha256 for Parquet)
@@ -101,14 +128,18 @@ describe("hub datasets", () => {
     expect(existsSync(path.join(repo, "snapshots", MAIN, "data", "test-00000-of-00001.parquet"))).toBe(false);
     expect(logs).toEqual([
       expect.stringMatching(/^pbrl: train_dataset: hub dataset pbrl-test\/items: downloading README\.md \(29 B\) from http:\/\/127\.0\.0\.1:\d+$/),
-      expect.stringMatching(/^pbrl: train_dataset: hub dataset pbrl-test\/items: downloading data\/train-00000-of-00001\.parquet \(837 B\) from http:\/\/127\.0\.0\.1:\d+$/),
+      expect.stringMatching(
+        /^pbrl: train_dataset: hub dataset pbrl-test\/items: downloading data\/train-00000-of-00001\.parquet \(837 B\) from http:\/\/127\.0\.0\.1:\d+$/,
+      ),
     ]);
   });
 
   it("eval_dataset reads the test split by default; a missing split lists the splits there are", async () => {
     const test = await load({ key: "eval_dataset", source: "pbrl-test/items" });
     expect(test.map((r) => r["id"])).toEqual([1, 2]);
-    await expect(load({ source: "pbrl-test/items", split: "validation" })).rejects.toThrow('train_dataset: hub dataset pbrl-test/items has no split "validation"; its splits: "train", "test". Set train_dataset_split to one of them');
+    await expect(load({ source: "pbrl-test/items", split: "validation" })).rejects.toThrow(
+      'train_dataset: hub dataset pbrl-test/items has no split "validation"; its splits: "train", "test". Set train_dataset_split to one of them',
+    );
   });
 
   it("a second load uses the cache: with the hub stopped (saying so), and with HF_HUB_OFFLINE=1 (asking nothing)", async () => {
@@ -116,7 +147,11 @@ describe("hub datasets", () => {
     await hub.close();
     logs = [];
     expect(await load({ source: "pbrl-test/items" })).toEqual(first);
-    expect(logs).toEqual([expect.stringMatching(/^pbrl: train_dataset: hub dataset pbrl-test\/items: cannot reach http:\/\/127\.0\.0\.1:\d+ \((ECONNREFUSED|UND_ERR_SOCKET)\); using the cached copy in .*datasets--pbrl-test--items$/)]);
+    expect(logs).toEqual([
+      expect.stringMatching(
+        /^pbrl: train_dataset: hub dataset pbrl-test\/items: cannot reach http:\/\/127\.0\.0\.1:\d+ \((ECONNREFUSED|UND_ERR_SOCKET)\); using the cached copy in .*datasets--pbrl-test--items$/,
+      ),
+    ]);
     hub = await startHub([ITEMS]);
     process.env["HF_ENDPOINT"] = hub.url;
     process.env["HF_HUB_OFFLINE"] = "1";
@@ -140,7 +175,9 @@ describe("hub datasets", () => {
     await hub.close();
     const err = await failure(load({ source: "pbrl-test/items" }));
     expect(err.name).toBe("DatasetSourceError");
-    expect(err.message).toMatch(/^train_dataset: hub dataset pbrl-test\/items: cannot reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\), and it is not in the Hugging Face cache \(.*\); check the network and HF_ENDPOINT/);
+    expect(err.message).toMatch(
+      /^train_dataset: hub dataset pbrl-test\/items: cannot reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\), and it is not in the Hugging Face cache \(.*\); check the network and HF_ENDPOINT/,
+    );
   });
 
   it("drops a download that stalls for HF_HUB_DOWNLOAD_TIMEOUT seconds, leaving no partial file", async () => {
@@ -148,14 +185,18 @@ describe("hub datasets", () => {
     hub = await startHub([ITEMS], { stallCdn: true });
     process.env["HF_ENDPOINT"] = hub.url;
     process.env["HF_HUB_DOWNLOAD_TIMEOUT"] = "0.3";
-    await expect(load({ source: "pbrl-test/items" })).rejects.toThrow(/^train_dataset: hub dataset pbrl-test\/items: no data from http:\/\/127\.0\.0\.1:\d+ for 0\.3 s while downloading data\/train-00000-of-00001\.parquet \(HF_HUB_DOWNLOAD_TIMEOUT\), and it is not in the Hugging Face cache/);
+    await expect(load({ source: "pbrl-test/items" })).rejects.toThrow(
+      /^train_dataset: hub dataset pbrl-test\/items: no data from http:\/\/127\.0\.0\.1:\d+ for 0\.3 s while downloading data\/train-00000-of-00001\.parquet \(HF_HUB_DOWNLOAD_TIMEOUT\), and it is not in the Hugging Face cache/,
+    );
     expect(readdirSync(path.join(cache, "datasets--pbrl-test--items", "blobs")).filter((f) => f.endsWith(".incomplete"))).toEqual([]);
   });
 
   it("an offline cache of one split does not stand in for another", async () => {
     await load({ source: "pbrl-test/items" });
     process.env["HF_HUB_OFFLINE"] = "1";
-    await expect(load({ key: "eval_dataset", source: "pbrl-test/items" })).rejects.toThrow(/eval_dataset: hub dataset pbrl-test\/items \(split "test"\) is not in the Hugging Face cache/);
+    await expect(load({ key: "eval_dataset", source: "pbrl-test/items" })).rejects.toThrow(
+      /eval_dataset: hub dataset pbrl-test\/items \(split "test"\) is not in the Hugging Face cache/,
+    );
   });
 
   it("sends HF_TOKEN as a Bearer token to the hub only, never to the CDN a download redirects to, and never prints it", async () => {
@@ -175,10 +216,18 @@ describe("hub datasets", () => {
   });
 
   it("a gated dataset without a token, an unknown dataset, an unknown revision: errors that say what to do", async () => {
-    await expect(load({ source: "pbrl-test/gated" })).rejects.toThrow(`train_dataset: hub dataset pbrl-test/gated: access denied (HTTP 403) (Access to dataset is restricted); accept its conditions on ${hub.url}/datasets/pbrl-test/gated, then set HF_TOKEN to an access token`);
-    await expect(load({ source: "pbrl-test/nope" })).rejects.toThrow(`train_dataset: hub dataset pbrl-test/nope: no dataset pbrl-test/nope on ${hub.url} (HTTP 401) (Repository not found); check the id (org/name, as on the dataset's page), or set HF_TOKEN if it is private`);
-    await expect(load({ source: "pbrl-test/items", revision: "v9" })).rejects.toThrow('train_dataset: hub dataset pbrl-test/items@v9: the dataset has no revision "v9"');
-    await expect(load({ source: "pbrl-test/items", revision: "../../etc" })).rejects.toThrow('train_dataset_revision: "../../etc" is not a branch, tag or commit name');
+    await expect(load({ source: "pbrl-test/gated" })).rejects.toThrow(
+      `train_dataset: hub dataset pbrl-test/gated: access denied (HTTP 403) (Access to dataset is restricted); accept its conditions on ${hub.url}/datasets/pbrl-test/gated, then set HF_TOKEN to an access token`,
+    );
+    await expect(load({ source: "pbrl-test/nope" })).rejects.toThrow(
+      `train_dataset: hub dataset pbrl-test/nope: no dataset pbrl-test/nope on ${hub.url} (HTTP 401) (Repository not found); check the id (org/name, as on the dataset's page), or set HF_TOKEN if it is private`,
+    );
+    await expect(load({ source: "pbrl-test/items", revision: "v9" })).rejects.toThrow(
+      'train_dataset: hub dataset pbrl-test/items@v9: the dataset has no revision "v9"',
+    );
+    await expect(load({ source: "pbrl-test/items", revision: "../../etc" })).rejects.toThrow(
+      'train_dataset_revision: "../../etc" is not a branch, tag or commit name',
+    );
   });
 
   it("reads a revision (tag or commit), recording the tag's commit in refs/", async () => {
@@ -191,7 +240,9 @@ describe("hub datasets", () => {
   it("picks a subset from README.md's configs, and lists them when the one asked for is missing", async () => {
     expect(await load({ source: "pbrl-test/subsets", config: "fr" })).toEqual([{ id: "f0", topic: "Le chat" }]);
     expect(await load({ source: "pbrl-test/subsets", config: "en" })).toEqual(await jsonlItems());
-    await expect(load({ source: "pbrl-test/subsets" })).rejects.toThrow('train_dataset: hub dataset pbrl-test/subsets has 2 subsets (configs) and none is the default: set train_dataset_config to one of "en", "fr"');
+    await expect(load({ source: "pbrl-test/subsets" })).rejects.toThrow(
+      'train_dataset: hub dataset pbrl-test/subsets has 2 subsets (configs) and none is the default: set train_dataset_config to one of "en", "fr"',
+    );
   });
 
   it("falls back to the Hub's Parquet conversion when the repository's files are in a format pbrl does not read, online and offline", async () => {

@@ -42,7 +42,10 @@ describe("Parquet dataset files", () => {
     expect(await loadDataset({ key: "train_dataset", source: path.join(FIXTURES, "items.gzip.parquet") })).toEqual(jsonl);
     const zstd = loadDataset({ key: "train_dataset", source: path.join(FIXTURES, "items.zstd.parquet") });
     if ("zstdDecompressSync" in zlib) expect(await zstd).toEqual(jsonl);
-    else await expect(zstd).rejects.toThrow(/unsupported compression codec: ZSTD; pbrl reads Parquet compressed with snappy, gzip, brotli \(zstd from Node 22\.15\) or none: re-save it/);
+    else
+      await expect(zstd).rejects.toThrow(
+        /unsupported compression codec: ZSTD; pbrl reads Parquet compressed with snappy, gzip, brotli \(zstd from Node 22\.15\) or none: re-save it/,
+      );
   });
 
   it("converts hyparquet's values to JSON values", () => {

@@ -18,7 +18,12 @@ const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
 
 let hub: LoopbackHub;
 const HUB_ID = "pbrl-test/items";
-const SOURCES = { jsonl: path.join(FIXTURES, "items.jsonl"), csv: path.join(FIXTURES, "items.csv"), parquet: path.join(FIXTURES, "items.parquet"), hub: HUB_ID };
+const SOURCES = {
+  jsonl: path.join(FIXTURES, "items.jsonl"),
+  csv: path.join(FIXTURES, "items.csv"),
+  parquet: path.join(FIXTURES, "items.parquet"),
+  hub: HUB_ID,
+};
 
 beforeAll(async () => {
   for (const k of ENV) delete process.env[k];
@@ -28,7 +33,11 @@ beforeAll(async () => {
       revisions: {
         main: {
           sha: commitOf("sources"),
-          files: { "README.md": "# items\n", "data/train-00000-of-00001.parquet": new Uint8Array(readFileSync(SOURCES.parquet)), "data/test-00000-of-00001.csv": "id,topic\ne0,Snow\n" },
+          files: {
+            "README.md": "# items\n",
+            "data/train-00000-of-00001.parquet": new Uint8Array(readFileSync(SOURCES.parquet)),
+            "data/test-00000-of-00001.csv": "id,topic\ne0,Snow\n",
+          },
         },
       },
     },
@@ -39,8 +48,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await hub.close();
-  for (const k of ENV) if (saved[k] === undefined) delete process.env[k];
-  else process.env[k] = saved[k];
+  for (const k of ENV)
+    if (saved[k] === undefined) delete process.env[k];
+    else process.env[k] = saved[k];
 });
 
 describe("the same items from every source", () => {
@@ -85,13 +95,25 @@ describe("run-file keys for dataset sources", () => {
   it("keeps a hub id as written, resolves file paths against the run file's folder, and accepts the split/subset/revision keys", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "pbrl-sources-run-"));
     const file = path.join(dir, "run.yaml");
-    writeFileSync(file, ["train_dataset: org/name", "train_dataset_split: train", "train_dataset_config: en", "train_dataset_revision: v1", "eval_dataset: data/eval.csv", "eval_dataset_split: null"].join("\n"));
+    writeFileSync(
+      file,
+      [
+        "train_dataset: org/name",
+        "train_dataset_split: train",
+        "train_dataset_config: en",
+        "train_dataset_revision: v1",
+        "eval_dataset: data/eval.csv",
+        "eval_dataset_split: null",
+      ].join("\n"),
+    );
     const { values } = readRunFile(file, []);
     expect(values["train_dataset"]).toBe("org/name");
     expect(values["eval_dataset"]).toBe(path.join(dir, "data", "eval.csv"));
     const { run } = splitRunFile(values, "madpo");
     expect(run).toMatchObject({ train_dataset_split: "train", train_dataset_config: "en", train_dataset_revision: "v1" });
-    expect(() => buildTrainerConfig("madpo", splitRunFile({ train_dataset_splt: "x" }, "madpo").config)).toThrow(/train_dataset_splt: unknown key for trainer madpo \(did you mean "train_dataset_split"\?\)/);
+    expect(() => buildTrainerConfig("madpo", splitRunFile({ train_dataset_splt: "x" }, "madpo").config)).toThrow(
+      /train_dataset_splt: unknown key for trainer madpo \(did you mean "train_dataset_split"\?\)/,
+    );
   });
 
   it("pbrl train names a split key without its dataset, and a hub id that does not resolve", async () => {

@@ -18,12 +18,17 @@ describe("pbrl demo trainer=marlhf_iter", () => {
     expect(r.code, r.err).toBe(0);
     const before = Number(/eval reward before: ([\d.]+)/.exec(r.out)![1]);
     const after = Number(/eval reward after : ([\d.]+)/.exec(r.out)![1]);
-    const metrics = readFileSync(path.join(out, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>);
+    const metrics = readFileSync(path.join(out, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, number | string>);
     const heldout = metrics.filter((m) => "reward/heldout_accuracy" in m);
     expect(heldout).toHaveLength(1);
     const acc = heldout[0]!["reward/heldout_accuracy"] as number;
     const n = heldout[0]!["reward/heldout_pairs"] as number;
-    console.log(`marlhf_iter demo (${process.env["PBRL_BACKEND"]}): eval ${before} -> ${after}; held-out reward-model accuracy ${acc.toFixed(3)} on ${n} pairs`);
+    console.log(
+      `marlhf_iter demo (${process.env["PBRL_BACKEND"]}): eval ${before} -> ${after}; held-out reward-model accuracy ${acc.toFixed(3)} on ${n} pairs`,
+    );
     expect(after).toBeGreaterThan(before + 0.03);
     expect(n).toBeGreaterThanOrEqual(128);
     expect(acc).toBeGreaterThan(0.55);

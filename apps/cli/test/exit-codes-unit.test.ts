@@ -15,10 +15,35 @@ describe("exit codes", () => {
   });
 
   it("bad input is 2: the packages' typed errors, by class or by name", () => {
-    for (const e of [new UsageError("u"), new ConfigError("MADPOConfig", ["x: bad"]), new MemoryBudgetError("m", { backend: "wasm", afterCrash: false }), new RewardError("r"), new RewardTimeoutError("t", 1)]) {
+    for (const e of [
+      new UsageError("u"),
+      new ConfigError("MADPOConfig", ["x: bad"]),
+      new MemoryBudgetError("m", { backend: "wasm", afterCrash: false }),
+      new RewardError("r"),
+      new RewardTimeoutError("t", 1),
+    ]) {
       expect(exitCodeFor(e), e.name).toBe(2);
     }
-    for (const name of ["CheckpointError", "AgentSourceError", "SafetensorsError", "WeightLoadError", "ModelSourceError", "TokenizerLoadError", "ModelConfigError", "PairFileError", "FormatterError", "RetokenizeError", "ReplayError", "DeviceUnavailableError", "BackendUnavailableError", "PrecisionUnavailableError", "PromptTooLongError", "RunDirError", "RunLockError", "ContextLengthError"]) {
+    for (const name of [
+      "CheckpointError",
+      "AgentSourceError",
+      "SafetensorsError",
+      "WeightLoadError",
+      "ModelSourceError",
+      "TokenizerLoadError",
+      "ModelConfigError",
+      "PairFileError",
+      "FormatterError",
+      "RetokenizeError",
+      "ReplayError",
+      "DeviceUnavailableError",
+      "BackendUnavailableError",
+      "PrecisionUnavailableError",
+      "PromptTooLongError",
+      "RunDirError",
+      "RunLockError",
+      "ContextLengthError",
+    ]) {
       expect(exitCodeFor(named(name)), name).toBe(2);
     }
   });
@@ -31,7 +56,14 @@ describe("exit codes", () => {
   });
 
   it("anything else is 1", () => {
-    for (const e of [new Error("bug"), new TypeError("x is undefined"), new RangeError("Invalid typed array length"), named("NonFiniteError"), named("ApiComparatorError"), "a string"]) {
+    for (const e of [
+      new Error("bug"),
+      new TypeError("x is undefined"),
+      new RangeError("Invalid typed array length"),
+      named("NonFiniteError"),
+      named("ApiComparatorError"),
+      "a string",
+    ]) {
       expect(exitCodeFor(e)).toBe(1);
     }
   });

@@ -23,7 +23,11 @@ interface Exit {
 function pbrl(main: string, args: string[], o: { cwd?: string; onErr?: (err: string, kill: (s: NodeJS.Signals) => void) => void } = {}): Promise<Exit> {
   return new Promise((resolve, reject) => {
     const start = Date.now();
-    const child = spawn(process.execPath, [main, ...args], { stdio: ["ignore", "pipe", "pipe"], cwd: o.cwd ?? process.cwd(), env: { ...process.env, PBRL_BACKEND: "wasm" } });
+    const child = spawn(process.execPath, [main, ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+      cwd: o.cwd ?? process.cwd(),
+      env: { ...process.env, PBRL_BACKEND: "wasm" },
+    });
     let err = "";
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
@@ -48,7 +52,16 @@ function project(reward: string): string {
   return dir;
 }
 const REWARD = "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n";
-const runArgs = (dir: string, ...extra: string[]) => ["train", `agent_model=${TINY}`, `train_dataset=${path.join(dir, "train.jsonl")}`, `reward_func=${path.join(dir, "reward.mjs")}`, `output_dir=${path.join(dir, "out")}`, "preference_num_candidates=2", "max_new_tokens=3", ...extra];
+const runArgs = (dir: string, ...extra: string[]) => [
+  "train",
+  `agent_model=${TINY}`,
+  `train_dataset=${path.join(dir, "train.jsonl")}`,
+  `reward_func=${path.join(dir, "reward.mjs")}`,
+  `output_dir=${path.join(dir, "out")}`,
+  "preference_num_candidates=2",
+  "max_new_tokens=3",
+  ...extra,
+];
 
 describe.skipIf(!packagesBuilt)("exit codes of a real pbrl process", () => {
   let main = "";
@@ -107,7 +120,10 @@ describe.skipIf(!packagesBuilt)("exit codes of a real pbrl process", () => {
 
   it("1: anything else (a run whose training diverged)", async () => {
     const lengths = project("export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).length);\n");
-    const r = await pbrl(main, runArgs(lengths, "preference_num_candidates=4", "agent_learning_rate=1e30", "train_batch_size=1", "num_train_epochs=2", "verbose=false"));
+    const r = await pbrl(
+      main,
+      runArgs(lengths, "preference_num_candidates=4", "agent_learning_rate=1e30", "train_batch_size=1", "num_train_epochs=2", "verbose=false"),
+    );
     expect(r.code, r.err).toBe(1);
     expect(r.err).toMatch(/NonFiniteError: .*non-finite/);
     expect(r.err).toMatch(/not an input error \(exit code 1\); PBRL_DEBUG=1 prints where it happened/);
@@ -117,7 +133,9 @@ describe.skipIf(!packagesBuilt)("exit codes of a real pbrl process", () => {
     const cwd = mkdtempSync(path.join(tmpdir(), "pbrl-exit-cwd-"));
     const r = await pbrl(main, ["convert", "--model", TINY, "--out", "."], { cwd });
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/--out \. is the current directory, which pbrl convert does not replace\. Choose a new or empty folder for --out, e\.g\. --out converted/);
+    expect(r.err).toMatch(
+      /--out \. is the current directory, which pbrl convert does not replace\. Choose a new or empty folder for --out, e\.g\. --out converted/,
+    );
     expect(readdirSync(cwd)).toEqual([]);
     expect(readdirSync(path.dirname(cwd)).filter((f) => f.startsWith(`.${path.basename(cwd)}`))).toEqual([]);
   }, 60_000);

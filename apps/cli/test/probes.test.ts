@@ -9,7 +9,17 @@ const FIXTURES = MODEL_FIXTURES;
 
 interface Ref {
   greedy: { max_new_tokens: number; results: { text_prompt: string; input_ids: number[]; new_token_ids: number[]; text: string }[] };
-  logprobs: { items: { prompt: string; completion: string; ends_with_eos: boolean; prompt_ids: number[]; completion_ids: number[]; token_logprobs: number[]; sum: number }[] };
+  logprobs: {
+    items: {
+      prompt: string;
+      completion: string;
+      ends_with_eos: boolean;
+      prompt_ids: number[];
+      completion_ids: number[];
+      token_logprobs: number[];
+      sum: number;
+    }[];
+  };
 }
 
 describe.each(["tiny-llama", "tiny-qwen2"])("CLI probes on %s", (name) => {
@@ -18,7 +28,17 @@ describe.each(["tiny-llama", "tiny-qwen2"])("CLI probes on %s", (name) => {
 
   it("pbrl generate --greedy --json reproduces the greedy tokens", async () => {
     for (const r of ref.greedy.results) {
-      const { code, out, err } = await runCli(["generate", "--model", dir, "--prompt", r.text_prompt, "--greedy", "--max_new_tokens", String(ref.greedy.max_new_tokens), "--json"]);
+      const { code, out, err } = await runCli([
+        "generate",
+        "--model",
+        dir,
+        "--prompt",
+        r.text_prompt,
+        "--greedy",
+        "--max_new_tokens",
+        String(ref.greedy.max_new_tokens),
+        "--json",
+      ]);
       expect(code, err).toBe(0);
       const json = JSON.parse(out) as { prompt_ids: number[]; results: { token_ids: number[]; text: string }[] };
       expect(json.prompt_ids).toEqual(r.input_ids);

@@ -32,7 +32,11 @@ beforeAll(async () => {
     req.on("data", (d: Buffer) => (body += d.toString()));
     req.on("end", () => {
       const n = (JSON.parse(body) as { n: number }).n;
-      const choices = Array.from({ length: n }, (_, i) => ({ index: i, finish_reason: "stop", message: { role: "assistant", content: i % 2 === 0 ? ` ${INJECTION}` : " e e" } }));
+      const choices = Array.from({ length: n }, (_, i) => ({
+        index: i,
+        finish_reason: "stop",
+        message: { role: "assistant", content: i % 2 === 0 ? ` ${INJECTION}` : " e e" },
+      }));
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ choices }));
     });
@@ -48,7 +52,10 @@ describe.runIf(haveChromium || required)("pbrl report in a browser", () => {
     const items = ["The cat", "We drink", "A bird", "Snow falls", "The river", "Old trees"].map((text, i) => JSON.stringify({ id: `q${i}`, prompt: text }));
     writeFileSync(path.join(dir, "train.jsonl"), items.join("\n") + "\n");
     // letter e's in the joint answer, declared range for log_reward_distribution
-    writeFileSync(path.join(dir, "reward.mjs"), "export function reward_func(c) { return c[0].map((a, j) => Math.min(20, (a + c[1][j]).split('e').length - 1)); }\nreward_func.reward_range = [0, 20];\n");
+    writeFileSync(
+      path.join(dir, "reward.mjs"),
+      "export function reward_func(c) { return c[0].map((a, j) => Math.min(20, (a + c[1][j]).split('e').length - 1)); }\nreward_func.reward_range = [0, 20];\n",
+    );
     const out = path.join(dir, "out");
     process.env[KEY_ENV] = "sk-report-test-key-000";
     const run = await runCli([
@@ -82,7 +89,10 @@ describe.runIf(haveChromium || required)("pbrl report in a browser", () => {
     const file = path.join(out, "report.html");
     const html = readFileSync(file, "utf8");
     expect(html).not.toContain(INJECTION); // escaped in the file itself
-    const metrics = readFileSync(path.join(out, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const metrics = readFileSync(path.join(out, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const evals = metrics.filter((m) => m["kind"] === "eval").length;
     const trains = metrics.filter((m) => m["kind"] === "train").length;
     expect(evals).toBeGreaterThanOrEqual(2);
@@ -107,7 +117,11 @@ describe.runIf(haveChromium || required)("pbrl report in a browser", () => {
       const finite = (kind: string, keys: string[]) => byKind(kind).reduce((n, m) => n + keys.filter((k) => Number.isFinite(m[k])).length, 0);
       const bars = (values: number[]) => values.filter((v) => v !== 0 && Number.isFinite(v)).length;
       const rounds = byKind("round");
-      const dist = (r: number) => JSON.parse(readFileSync(path.join(out, "reward_distributions", `iteration_000${r}.json`), "utf8")) as Record<"candidate" | "selected", Record<"target" | "comparator", { counts: number[] }>>;
+      const dist = (r: number) =>
+        JSON.parse(readFileSync(path.join(out, "reward_distributions", `iteration_000${r}.json`), "utf8")) as Record<
+          "candidate" | "selected",
+          Record<"target" | "comparator", { counts: number[] }>
+        >;
       const histBars = (r: number, which: "candidate" | "selected") => bars(dist(r)[which].target.counts) + bars(dist(r)[which].comparator.counts);
       const expected: Record<string, { points?: number; bars?: number }> = {
         "Evaluation reward (task reward)": { points: evals },
@@ -116,9 +130,22 @@ describe.runIf(haveChromium || required)("pbrl report in a browser", () => {
         margin: { points: finite("train", ["joint/margin", "agent_0/margin", "agent_1/margin"]) },
         "turn_1/reward_mean": { points: finite("train", ["turn_1/reward_mean"]) },
         "turn_1/expected_return": { points: finite("train", ["turn_1/expected_return"]) },
-        "Preference pairs per round": { bars: rounds.reduce((n, m) => n + bars(["iter/current_preference_pairs", "iter/total_preference_pairs", "iter/train_preference_pairs", "iter/replayed_train_pairs"].map((k) => Number(m[k]))), 0) },
+        "Preference pairs per round": {
+          bars: rounds.reduce(
+            (n, m) =>
+              n +
+              bars(
+                ["iter/current_preference_pairs", "iter/total_preference_pairs", "iter/train_preference_pairs", "iter/replayed_train_pairs"].map((k) =>
+                  Number(m[k]),
+                ),
+              ),
+            0,
+          ),
+        },
         "comparator win rate": { points: finite("round", ["iter/comparator_win_rate"]) },
-        "Invalid candidates per round": { bars: rounds.reduce((n, m) => n + bars([Number(m["iter/invalid_target_candidates"]), Number(m["iter/invalid_comparator_candidates"])]), 0) },
+        "Invalid candidates per round": {
+          bars: rounds.reduce((n, m) => n + bars([Number(m["iter/invalid_target_candidates"]), Number(m["iter/invalid_comparator_candidates"])]), 0),
+        },
         "Mean candidate reward per round": { points: finite("round", ["iter/target_reward_mean", "iter/comparator_reward_mean"]) },
         "Time per round": { bars: 2 },
         "Round 1: all candidates": { bars: histBars(1, "candidate") },
@@ -126,7 +153,13 @@ describe.runIf(haveChromium || required)("pbrl report in a browser", () => {
         "Round 2: all candidates": { bars: histBars(2, "candidate") },
         "Round 2: selected pairs": { bars: histBars(2, "selected") },
       };
-      const charts = await page.locator("svg[data-chart]").evaluateAll((els) => els.map((e) => ({ title: e.getAttribute("aria-label") ?? "", points: e.querySelectorAll("circle[data-point]").length, bars: e.querySelectorAll("rect[data-bar]").length })));
+      const charts = await page.locator("svg[data-chart]").evaluateAll((els) =>
+        els.map((e) => ({
+          title: e.getAttribute("aria-label") ?? "",
+          points: e.querySelectorAll("circle[data-point]").length,
+          bars: e.querySelectorAll("rect[data-bar]").length,
+        })),
+      );
       expect(charts.map((c) => c.title).sort()).toEqual(Object.keys(expected).sort());
       for (const c of charts) {
         const want = expected[c.title]!;

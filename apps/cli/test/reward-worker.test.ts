@@ -15,11 +15,17 @@ function module(name: string, source: string): string {
   return file;
 }
 const context: RewardContext = { item: { id: "a", topic: "cats" }, itemIndex: 0, prompts: ["p0", "p1"] };
-const completions = [["ab", "abcd"], ["x", "yy"]];
+const completions = [
+  ["ab", "abcd"],
+  ["x", "yy"],
+];
 
 describe("reward modules in a worker thread", () => {
   it("returns reward_func's numbers, applies reward_processor there, and carries reward_range", async () => {
-    const file = module("ok.mjs", "export function reward_func(c, ctx) { return c[0].map((a, j) => a.length + c[1][j].length + (ctx.item.topic === 'cats' ? 100 : 0)); }\nreward_func.reward_range = [0, 200];\nexport const reward_processor = (r) => r / 2;\n");
+    const file = module(
+      "ok.mjs",
+      "export function reward_func(c, ctx) { return c[0].map((a, j) => a.length + c[1][j].length + (ctx.item.topic === 'cats' ? 100 : 0)); }\nreward_func.reward_range = [0, 200];\nexport const reward_processor = (r) => r / 2;\n",
+    );
     const w = await startWorkerRewards({ rewardModule: file, timeoutS: 10 });
     try {
       const raw = await w.rewardFunc(completions, context);
@@ -50,7 +56,11 @@ describe("reward modules in a worker thread", () => {
     let ticks = 0;
     const timer = setInterval(() => ticks++, 20);
     try {
-      await expect(w.rewardFunc(completions, context)).rejects.toThrow(new RegExp(`reward_func in ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} did not return within reward_timeout_s=0\\.5 s, so its worker thread was stopped`));
+      await expect(w.rewardFunc(completions, context)).rejects.toThrow(
+        new RegExp(
+          `reward_func in ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} did not return within reward_timeout_s=0\\.5 s, so its worker thread was stopped`,
+        ),
+      );
       expect(ticks).toBeGreaterThan(5);
       await expect(w.rewardFunc(completions, context)).rejects.toThrow(/reward_timeout_s=0\.5/);
     } finally {
@@ -82,10 +92,16 @@ describe("reward modules in a worker thread", () => {
 
   it("names a module with a syntax error with its line and column, and one that exports no reward_func", async () => {
     const bad = module("syntax.mjs", "export function reward_func(c) {\n  return c[0].map((x) => x.length;\n}\n");
-    await expect(startWorkerRewards({ rewardModule: bad, timeoutS: 10 })).rejects.toThrow(`reward_func: ${bad} has a syntax error at ${bad}:2:28: missing ) after argument list`);
+    await expect(startWorkerRewards({ rewardModule: bad, timeoutS: 10 })).rejects.toThrow(
+      `reward_func: ${bad} has a syntax error at ${bad}:2:28: missing ) after argument list`,
+    );
     const top = module("top.mjs", "const table = JSON.parse('{oops');\nexport const reward_func = () => table;\n");
-    await expect(startWorkerRewards({ rewardModule: top, timeoutS: 10 })).rejects.toThrow(new RegExp(`importing .*top\\.mjs failed: SyntaxError: .*\\(at .*top\\.mjs:1:\\d+\\)`));
+    await expect(startWorkerRewards({ rewardModule: top, timeoutS: 10 })).rejects.toThrow(
+      new RegExp(`importing .*top\\.mjs failed: SyntaxError: .*\\(at .*top\\.mjs:1:\\d+\\)`),
+    );
     const none = module("none.mjs", "export const reward = () => [1];\n");
-    await expect(startWorkerRewards({ rewardModule: none, timeoutS: 10 })).rejects.toThrow(/none\.mjs exports no function named reward_func \(or a default export\)/);
+    await expect(startWorkerRewards({ rewardModule: none, timeoutS: 10 })).rejects.toThrow(
+      /none\.mjs exports no function named reward_func \(or a default export\)/,
+    );
   });
 });

@@ -136,7 +136,13 @@ describe("summary/expansion joint reward", () => {
 
   it("gives the numbers of the Python port (scripts/demo/reward_examples.json)", () => {
     const file = path.resolve(import.meta.dirname, "../../../scripts/demo/reward_examples.json");
-    const examples = JSON.parse(readFileSync(file, "utf8")) as { text: string; summary: string; expansion: string; components: Record<string, number>; reward: number }[];
+    const examples = JSON.parse(readFileSync(file, "utf8")) as {
+      text: string;
+      summary: string;
+      expansion: string;
+      components: Record<string, number>;
+      reward: number;
+    }[];
     expect(examples.length).toBeGreaterThanOrEqual(20);
     for (const ex of examples) {
       const c = rewardComponents(ex.summary, ex.expansion, ex.text);

@@ -54,7 +54,11 @@ describe("readUtf8File", () => {
   it("names the file, the byte offset, the line and the bytes", () => {
     const file = path.join(dir, "latin1.jsonl");
     writeFileSync(file, Buffer.concat([Buffer.from('{"a": "x"}\n{"a": "caf'), Buffer.from([0xe9]), Buffer.from('"}\n')]));
-    expect(() => readUtf8File(file, "train_dataset file")).toThrow(new RegExp(`^train_dataset file ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid UTF-8 text: invalid UTF-8 at byte offset 21 \\(line 2; bytes 0xE9 0x22 0x7D 0x0A\\)`));
+    expect(() => readUtf8File(file, "train_dataset file")).toThrow(
+      new RegExp(
+        `^train_dataset file ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid UTF-8 text: invalid UTF-8 at byte offset 21 \\(line 2; bytes 0xE9 0x22 0x7D 0x0A\\)`,
+      ),
+    );
   });
 
   it("says UTF-16 when the file starts with its byte-order mark", () => {

@@ -11,7 +11,10 @@ function project(): string {
   const dir = mkdtempSync(path.join(tmpdir(), "pbrl-train-"));
   writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird"].map((p, i) => JSON.stringify({ id: `t${i}`, topic: p })).join("\n") + "\n");
   writeFileSync(path.join(dir, "eval.json"), JSON.stringify([{ id: "e0", topic: "Snow" }]));
-  writeFileSync(path.join(dir, "reward.mjs"), "export function reward_func(c) { return c[0].map((a, j) => (a + c[1][j]).split('e').length); }\nexport const reward_processor = (r) => r / 10;\n");
+  writeFileSync(
+    path.join(dir, "reward.mjs"),
+    "export function reward_func(c) { return c[0].map((a, j) => (a + c[1][j]).split('e').length); }\nexport const reward_processor = (r) => r / 10;\n",
+  );
   writeFileSync(
     path.join(dir, "run.yaml"),
     [
@@ -53,12 +56,24 @@ describe("pbrl train", () => {
   ])("trainer=%s: fits the reward model and trains with RL", async (trainer, extra) => {
     const dir = project();
     const out = path.join(dir, "out");
-    const r = await runCli(["train", "--config", path.join(dir, "run.yaml"), `trainer=${trainer}`, "num_generations=2", "reward_train_batch_size=2", "logging_steps=1", ...extra]);
+    const r = await runCli([
+      "train",
+      "--config",
+      path.join(dir, "run.yaml"),
+      `trainer=${trainer}`,
+      "num_generations=2",
+      "reward_train_batch_size=2",
+      "logging_steps=1",
+      ...extra,
+    ]);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/eval reward after : [\d.]+/);
     const cfg = JSON.parse(readFileSync(path.join(out, "config.json"), "utf8")) as Record<string, unknown>;
     expect(cfg["trainer"]).toBe(trainer);
-    const lines = readFileSync(path.join(out, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = readFileSync(path.join(out, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.some((l) => l["kind"] === "reward" && typeof l["reward/loss"] === "number")).toBe(true);
     expect(lines.some((l) => l["kind"] === "train" && typeof l["agent_1/loss"] === "number")).toBe(true);
     if (trainer === "marlhf") expect(cfg).toMatchObject({ rl_algorithm: "mareinforce", advantage_mode: "raw" });

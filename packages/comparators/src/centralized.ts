@@ -39,14 +39,22 @@ export class CentralizedComparator implements Comparator {
     const policy = this.generatorPolicy();
     const promptIds = items.map((item, k) => {
       const joint = this.o.adapter.buildPrompt(item, prompts[k]!);
-      if (typeof joint !== "string" || joint.trim() === "") throw new TypeError(`${this.description}: the centralized adapter built an empty joint prompt for item ${k}; buildPrompt must return a non-empty string`);
+      if (typeof joint !== "string" || joint.trim() === "")
+        throw new TypeError(
+          `${this.description}: the centralized adapter built an empty joint prompt for item ${k}; buildPrompt must return a non-empty string`,
+        );
       return policy.tokenizer.encode(joint);
     });
     const rows = this.generateRows(policy, promptIds, n);
     return items.map((item, k) => {
       const mine = rows.slice(k * n, (k + 1) * n);
       const numAgents = prompts[k]!.length;
-      const split = splitJointCompletions(this.o.adapter, mine.map((r) => policy.tokenizer.decode(r.tokens)), item, numAgents);
+      const split = splitJointCompletions(
+        this.o.adapter,
+        mine.map((r) => policy.tokenizer.decode(r.tokens)),
+        item,
+        numAgents,
+      );
       const stopped = mine.map((r, j) => split.valid[j]! && r.finishReason === "stop");
       return { texts: split.texts, stopped: split.texts.map(() => [...stopped]), valid: split.valid };
     });
@@ -62,7 +70,8 @@ export class CentralizedComparator implements Comparator {
 
   private generatorPolicy(): RoundPolicy {
     const policies = this.o.generator.policies();
-    if (policies.length !== 1) throw new Error(`${this.description}: the generator source serves ${policies.length} policies; centralized generation needs exactly one`);
+    if (policies.length !== 1)
+      throw new Error(`${this.description}: the generator source serves ${policies.length} policies; centralized generation needs exactly one`);
     return policies[0]!;
   }
 

@@ -42,7 +42,12 @@ export type CurrentCopyOptions = LocalComparatorOptions & ComparatorDeviceOption
 export class CurrentCopyComparator extends LocalComparator {
   constructor(o: CurrentCopyOptions) {
     const n = o.agents.length;
-    const copy = comparatorDevicesDiffer(o.devices, o.agentDevices, n, o.agents.map((_, i) => i));
+    const copy = comparatorDevicesDiffer(
+      o.devices,
+      o.agentDevices,
+      n,
+      o.agents.map((_, i) => i),
+    );
     // A copy exists because the names differ, so "auto" here is the backend's default device.
     const devices = resolveDevices(o.devices ?? o.agentDevices, n, "comparator_devices");
     super(new RoundCopies(o.agents, copy, devices), o.generation, o.rng, copy ? "current_copy (frozen copies)" : "current_copy (live agents: same devices)");
@@ -66,7 +71,12 @@ export class ModelComparator extends LocalComparator {
 
   constructor(o: ModelComparatorOptions) {
     const n = o.agents.length;
-    const models = new FrozenModels(decentralizedModelSources(o.modelName, o.comparatorAgents, n), o.agents, undefined, comparatorDevices(o.devices, o.agentDevices, n));
+    const models = new FrozenModels(
+      decentralizedModelSources(o.modelName, o.comparatorAgents, n),
+      o.agents,
+      undefined,
+      comparatorDevices(o.devices, o.agentDevices, n),
+    );
     super(models, o.generation, o.rng, `model (${models.description})`);
     this.models = models;
   }

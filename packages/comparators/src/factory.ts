@@ -48,13 +48,21 @@ export interface ComparatorOptions {
 /** Builds the comparator the config asks for. Nothing is loaded until the first beginRound. */
 export function createComparator(o: ComparatorOptions): Comparator {
   if (o.policy === "api") {
-    if (o.api === undefined) throw new Error('comparator_policy="api" is not available in @pbrl/comparators without ComparatorOptions.api (the comparator_api_* settings)');
+    if (o.api === undefined)
+      throw new Error('comparator_policy="api" is not available in @pbrl/comparators without ComparatorOptions.api (the comparator_api_* settings)');
     const mode = o.generationMode ?? "decentralized";
     const index = o.centralizedAgentIndex ?? 0;
     if (mode === "centralized" && o.agents.length > 0) pickAgents(o.agents, [index], "comparator_centralized_agent_index");
     // The agents' tokenizers hold remote completions to max_new_tokens, as the agents are held.
     const tokenizers = o.agents.map((a) => a.tokenizer);
-    return new ApiComparator({ ...o.api, generation: o.generation, generationMode: mode, centralizedAgentIndex: index, tokenizers, ...(o.adapter !== undefined && { adapter: o.adapter }) });
+    return new ApiComparator({
+      ...o.api,
+      generation: o.generation,
+      generationMode: mode,
+      centralizedAgentIndex: index,
+      tokenizers,
+      ...(o.adapter !== undefined && { adapter: o.adapter }),
+    });
   }
   if (o.agents.length === 0) throw new RangeError("a comparator needs at least one agent");
   const k = o.historyK ?? 1;
@@ -88,7 +96,9 @@ export function createComparator(o: ComparatorOptions): Comparator {
       generator = new LiveAgents([agent!]);
       break;
     case "current_copy":
-      generator = new RoundCopies([agent!], comparatorDevicesDiffer(o.devices, o.agentDevices, o.agents.length, [index]), [resolveDevices(o.devices ?? o.agentDevices, o.agents.length, "comparator_devices")[index]!]);
+      generator = new RoundCopies([agent!], comparatorDevicesDiffer(o.devices, o.agentDevices, o.agents.length, [index]), [
+        resolveDevices(o.devices ?? o.agentDevices, o.agents.length, "comparator_devices")[index]!,
+      ]);
       break;
     case "model":
       generator = new FrozenModels([centralizedModelSource(o.modelName, o.comparatorAgents, index)], [agent!], [index], [devices[index]!]);
@@ -100,7 +110,13 @@ export function createComparator(o: ComparatorOptions): Comparator {
       return unknownPolicy(o.policy);
   }
   const policy = o.policy === "history" ? `history (k=${k})` : o.policy;
-  return new CentralizedComparator({ generator, adapter: o.adapter ?? new TaggedCentralizedAdapter(), generation: o.generation, rng: o.rng, description: `centralized ${policy} (agent ${index} writes every role)` });
+  return new CentralizedComparator({
+    generator,
+    adapter: o.adapter ?? new TaggedCentralizedAdapter(),
+    generation: o.generation,
+    rng: o.rng,
+    description: `centralized ${policy} (agent ${index} writes every role)`,
+  });
 }
 
 function unknownPolicy(policy: never): never {

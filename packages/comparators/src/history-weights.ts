@@ -38,7 +38,8 @@ export class HistoryWeights implements PolicySource {
     if (!Number.isInteger(o.k) || o.k < 1) throw new RangeError(`comparator_history_k: got ${o.k}; expected an integer ≥ 1`);
     this.indices = o.agentIndices ?? o.agents.map((_, i) => i);
     for (const i of this.indices) {
-      if (!Number.isInteger(i) || o.agents[i] === undefined) throw new RangeError(`history comparator: agent index ${i} is out of range; there are ${o.agents.length} agents`);
+      if (!Number.isInteger(i) || o.agents[i] === undefined)
+        throw new RangeError(`history comparator: agent index ${i} is out of range; there are ${o.agents.length} agents`);
     }
     this.description = `weights from ${o.k} round${o.k === 1 ? "" : "s"} back`;
   }
@@ -56,9 +57,14 @@ export class HistoryWeights implements PolicySource {
     const folders = this.indices.map((i) => path.join(dir, `agent_${i}`));
     const missing = folders.filter((f) => !existsSync(path.join(f, "config.json")));
     if (missing.length > 0) {
-      throw new Error(`history comparator (round ${round}, k=${this.o.k}): the weights round ${from} started from are incomplete; missing checkpoint folder${missing.length > 1 ? "s" : ""}: ${missing.join(", ")}`);
+      throw new Error(
+        `history comparator (round ${round}, k=${this.o.k}): the weights round ${from} started from are incomplete; missing checkpoint folder${missing.length > 1 ? "s" : ""}: ${missing.join(", ")}`,
+      );
     }
-    const loaded = await loadModelSources(folders, this.indices.map((i) => this.o.devices?.[i] ?? "auto"));
+    const loaded = await loadModelSources(
+      folders,
+      this.indices.map((i) => this.o.devices?.[i] ?? "auto"),
+    );
     try {
       this.ready = loaded.map((m, slot) => pairWithAgent(m, this.o.agents[this.indices[slot]!]!, this.indices[slot]!, `history checkpoint of round ${from}`));
       this.loaded = loaded;

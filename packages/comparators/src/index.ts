@@ -9,7 +9,15 @@ export { RoundCopies } from "./round-copies.js";
 export { FrozenModels } from "./frozen-models.js";
 export { HistoryWeights } from "./history-weights.js";
 export type { WeightsAt, HistoryWeightsOptions } from "./history-weights.js";
-export { loadModelSource, loadModelSources, releaseLoaded, pairWithAgent, decentralizedModelSources, centralizedModelSource, VocabularyMismatchError } from "./model-sources.js";
+export {
+  loadModelSource,
+  loadModelSources,
+  releaseLoaded,
+  pairWithAgent,
+  decentralizedModelSources,
+  centralizedModelSource,
+  VocabularyMismatchError,
+} from "./model-sources.js";
 export type { ModelSource, LoadedModel } from "./model-sources.js";
 export { LocalComparator } from "./local-comparator.js";
 export { CurrentComparator, CurrentCopyComparator, ModelComparator, HistoryComparator } from "./comparators.js";
@@ -31,4 +39,14 @@ export {
   redactUrlSecrets,
   redactHeaderSecrets,
 } from "./api/index.js";
-export type { ApiComparatorOptions, ApiComparatorSettings, ApiComparatorStats, ApiFormat, ApiFormatName, ApiGenerationSettings, ApiRetryEvent, ApiTokenizer, SleepFn } from "./api/index.js";
+export type {
+  ApiComparatorOptions,
+  ApiComparatorSettings,
+  ApiComparatorStats,
+  ApiFormat,
+  ApiFormatName,
+  ApiGenerationSettings,
+  ApiRetryEvent,
+  ApiTokenizer,
+  SleepFn,
+} from "./api/index.js";

@@ -27,7 +27,8 @@ export class LocalComparator implements Comparator {
     if (prompts.length !== items.length) throw new RangeError(`${this.description}: ${prompts.length} prompt lists for ${items.length} items`);
     const policies = this.source.policies();
     prompts.forEach((p, k) => {
-      if (p.length !== policies.length) throw new RangeError(`${this.description}: item ${k} has ${p.length} agent prompts, the comparator has ${policies.length} agents`);
+      if (p.length !== policies.length)
+        throw new RangeError(`${this.description}: item ${k} has ${p.length} agent prompts, the comparator has ${policies.length} agents`);
     });
     const samples = new PolicySampler(policies, this.generation, this.rng).sample(prompts, n);
     const withIds = policies.every((p) => p.sharesAgentVocabulary);

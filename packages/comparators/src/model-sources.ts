@@ -31,7 +31,10 @@ export async function loadModelSource(source: ModelSource, device?: string): Pro
     const p = await loadPretrained(source, where !== undefined ? { device: where } : {});
     return { model: p.model, tokenizer: p.tokenizer, owned: true, label: source };
   }
-  const given: LoadedModel = "model" in source ? { model: source.model, tokenizer: source.tokenizer, owned: false, label: source.dir } : { model: source, tokenizer: undefined, owned: false, label: "a CausalLM object" };
+  const given: LoadedModel =
+    "model" in source
+      ? { model: source.model, tokenizer: source.tokenizer, owned: false, label: source.dir }
+      : { model: source, tokenizer: undefined, owned: false, label: "a CausalLM object" };
   return where !== undefined && given.model.device() !== where ? { ...given, model: given.model.clone(where), owned: true } : given;
 }
 
@@ -102,9 +105,14 @@ export function pairWithAgent(loaded: LoadedModel, agent: Policy, agentIndex: nu
  * The sources of a `model` comparator, one per agent: comparator_agents (one per agent) or
  * comparator_model_name for every agent.
  */
-export function decentralizedModelSources(modelName: ModelSource | null | undefined, comparatorAgents: readonly ModelSource[] | null | undefined, numAgents: number): ModelSource[] {
+export function decentralizedModelSources(
+  modelName: ModelSource | null | undefined,
+  comparatorAgents: readonly ModelSource[] | null | undefined,
+  numAgents: number,
+): ModelSource[] {
   if (comparatorAgents !== null && comparatorAgents !== undefined) {
-    if (comparatorAgents.length !== numAgents) throw new RangeError(`comparator_agents: has ${comparatorAgents.length} entries; give one per agent (${numAgents})`);
+    if (comparatorAgents.length !== numAgents)
+      throw new RangeError(`comparator_agents: has ${comparatorAgents.length} entries; give one per agent (${numAgents})`);
     return [...comparatorAgents];
   }
   if (modelName === null || modelName === undefined) throw new Error('comparator_policy="model" needs comparator_model_name or comparator_agents');
@@ -115,10 +123,17 @@ export function decentralizedModelSources(modelName: ModelSource | null | undefi
  * The one model of a centralized `model` comparator: comparator_agents' only entry or its entry at
  * the centralized index, else comparator_model_name.
  */
-export function centralizedModelSource(modelName: ModelSource | null | undefined, comparatorAgents: readonly ModelSource[] | null | undefined, index: number): ModelSource {
+export function centralizedModelSource(
+  modelName: ModelSource | null | undefined,
+  comparatorAgents: readonly ModelSource[] | null | undefined,
+  index: number,
+): ModelSource {
   if (comparatorAgents !== null && comparatorAgents !== undefined) {
     const pick = comparatorAgents.length === 1 ? comparatorAgents[0] : comparatorAgents[index];
-    if (pick === undefined) throw new RangeError(`comparator_agents: has ${comparatorAgents.length} entries and no entry ${index} for comparator_centralized_agent_index=${index}; give one entry or one per agent`);
+    if (pick === undefined)
+      throw new RangeError(
+        `comparator_agents: has ${comparatorAgents.length} entries and no entry ${index} for comparator_centralized_agent_index=${index}; give one entry or one per agent`,
+      );
     return pick;
   }
   if (modelName === null || modelName === undefined) throw new Error('comparator_policy="model" needs comparator_model_name or comparator_agents');

@@ -46,7 +46,8 @@ export function pickAgents<T>(agents: readonly T[], indices: readonly number[] |
   if (indices === undefined) return [...agents];
   return indices.map((i) => {
     const a = agents[i];
-    if (!Number.isInteger(i) || a === undefined) throw new RangeError(`${what}: agent index ${i} is out of range; there are ${agents.length} agents (0 … ${agents.length - 1})`);
+    if (!Number.isInteger(i) || a === undefined)
+      throw new RangeError(`${what}: agent index ${i} is out of range; there are ${agents.length} agents (0 … ${agents.length - 1})`);
     return a;
   });
 }

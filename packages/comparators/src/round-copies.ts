@@ -21,7 +21,8 @@ export class RoundCopies implements PolicySource {
     private readonly copy: boolean,
     private readonly devices?: readonly string[],
   ) {
-    if (devices !== undefined && devices.length !== agents.length) throw new RangeError(`current_copy comparator: ${devices.length} devices for ${agents.length} agents`);
+    if (devices !== undefined && devices.length !== agents.length)
+      throw new RangeError(`current_copy comparator: ${devices.length} devices for ${agents.length} agents`);
     this.description = copy ? "frozen copies of the agents made at round start" : "live agents (comparator devices equal the agents')";
   }
 

@@ -34,7 +34,10 @@ export function splitJointCompletions(adapter: CentralizedAdapter, completions: 
 
 function checkContract(roles: unknown, numAgents: number, candidate: number): asserts roles is string[] {
   const where = `CentralizedAdapter.parseCompletion contract broken for candidate ${candidate}`;
-  if (!Array.isArray(roles)) throw new TypeError(`${where}: it must return an array of ${numAgents} strings (one per agent), got ${typeof roles === "string" ? "a single string" : typeof roles}`);
+  if (!Array.isArray(roles))
+    throw new TypeError(
+      `${where}: it must return an array of ${numAgents} strings (one per agent), got ${typeof roles === "string" ? "a single string" : typeof roles}`,
+    );
   if (roles.length !== numAgents) throw new RangeError(`${where}: it must return exactly ${numAgents} strings (one per agent), got ${roles.length}`);
   const bad = roles.findIndex((r) => typeof r !== "string");
   if (bad >= 0) throw new TypeError(`${where}: entry ${bad} is ${typeof roles[bad]}, not a string`);

@@ -11,12 +11,14 @@ export class TaggedCentralizedAdapter implements CentralizedAdapter {
     const n = agentPrompts.length;
     const prompts = agentPrompts.map((p, i) => `Agent ${i} original prompt:\n${p}`).join("\n\n");
     const sections = agentPrompts.map((_, i) => `<agent_${i}>\n...\n</agent_${i}>`).join("\n");
-    return [
-      `You are a centralized coordinator that writes the separate outputs of ${n} agents.`,
-      "Each output has to satisfy the original prompt of its agent. Keep the outputs separate;\ndo not merge them, and write nothing outside the required tags.",
-      prompts,
-      `Answer with exactly one section per agent, in this format:\n${sections}`,
-    ].join("\n\n") + "\n";
+    return (
+      [
+        `You are a centralized coordinator that writes the separate outputs of ${n} agents.`,
+        "Each output has to satisfy the original prompt of its agent. Keep the outputs separate;\ndo not merge them, and write nothing outside the required tags.",
+        prompts,
+        `Answer with exactly one section per agent, in this format:\n${sections}`,
+      ].join("\n\n") + "\n"
+    );
   }
 
   parseCompletion(completion: string, _item: TaskItem, numAgents: number): string[] {

@@ -118,7 +118,12 @@ describe("CentralizedComparator", () => {
     const empty: CentralizedAdapter = { buildPrompt: () => "  ", parseCompletion: () => [] };
     const c1 = new CentralizedComparator({ generator: new LiveAgents([agent]), adapter: empty, generation: GEN, rng: RngStream.fromSeed(1) });
     await expect(c1.sample(ITEMS, PROMPTS, 1)).rejects.toThrow(/empty joint prompt for item 0/);
-    const c2 = new CentralizedComparator({ generator: new LiveAgents([agent, agent]), adapter: new TaggedCentralizedAdapter(), generation: GEN, rng: RngStream.fromSeed(1) });
+    const c2 = new CentralizedComparator({
+      generator: new LiveAgents([agent, agent]),
+      adapter: new TaggedCentralizedAdapter(),
+      generation: GEN,
+      rng: RngStream.fromSeed(1),
+    });
     await expect(c2.sample(ITEMS, PROMPTS, 1)).rejects.toThrow(/serves 2 policies; centralized generation needs exactly one/);
     agent.model.dispose();
   });

@@ -97,7 +97,9 @@ describe("CurrentCopyComparator", () => {
       await comparator.endRound();
       comparator.dispose();
     }
-    expect(() => new CurrentCopyComparator({ agents, generation: GEN, rng: RngStream.fromSeed(1), devices: ["a", "b", "c"] })).toThrow(/comparator_devices: has 3 entries; give one device or 2/);
+    expect(() => new CurrentCopyComparator({ agents, generation: GEN, rng: RngStream.fromSeed(1), devices: ["a", "b", "c"] })).toThrow(
+      /comparator_devices: has 3 entries; give one device or 2/,
+    );
     agents.forEach((a) => a.model.dispose());
   });
 });

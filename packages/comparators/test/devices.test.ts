@@ -6,7 +6,16 @@ import { mkdtemp, rm } from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { deviceOf, DeviceUnavailableError, liveTensorCount, loadLibtorchAddon, nativeThreads, parseBackendName, RngStream, useBackend } from "@pbrl/core-tensor";
+import {
+  deviceOf,
+  DeviceUnavailableError,
+  liveTensorCount,
+  loadLibtorchAddon,
+  nativeThreads,
+  parseBackendName,
+  RngStream,
+  useBackend,
+} from "@pbrl/core-tensor";
 import { loadPretrained, savePretrained, type CausalLM } from "@pbrl/models";
 import { comparatorDevices, HistoryComparator, ModelComparator, placement, RoundCopies } from "../src/index.js";
 import { GEN, ITEMS, LLAMA, loadAgent, PROMPTS } from "./agents.js";
@@ -14,7 +23,10 @@ import { GEN, ITEMS, LLAMA, loadAgent, PROMPTS } from "./agents.js";
 const load = loadLibtorchAddon(nativeThreads());
 const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
 const info = load.ok ? load.info : undefined;
-const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu").split(",").map((d) => d.trim()).filter((d) => d !== "");
+const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu")
+  .split(",")
+  .map((d) => d.trim())
+  .filter((d) => d !== "");
 const DEVICES = [listed[0] ?? "cpu", listed[1] ?? listed[0] ?? "cpu"];
 
 afterEach(async () => {
@@ -82,7 +94,14 @@ describe.skipIf(missing !== undefined)(`comparator models on libtorch devices${m
     const tmp = await mkdtemp(path.join(os.tmpdir(), "pbrl-comparator-devices-"));
     const agents = [await loadAgent(), await loadAgent()];
     for (const [i, a] of agents.entries()) await savePretrained(path.join(tmp, "round_1", `agent_${i}`), { model: a.model, tokenizer: a.tokenizer });
-    const history = new HistoryComparator({ agents, generation: GEN, rng: RngStream.fromSeed(1), k: 1, weightsAt: (r) => path.join(tmp, `round_${r}`), devices: DEVICES });
+    const history = new HistoryComparator({
+      agents,
+      generation: GEN,
+      rng: RngStream.fromSeed(1),
+      k: 1,
+      weightsAt: (r) => path.join(tmp, `round_${r}`),
+      devices: DEVICES,
+    });
     await history.beginRound(1);
     history.source.policies().forEach((p, i) => expect([...devicesOf(p.model)]).toEqual([DEVICES[i]]));
     await history.endRound();

@@ -51,9 +51,29 @@ describe("createComparator", () => {
   it("refuses what this package does not provide or cannot build", () => {
     expect(() => createComparator({ ...base(), policy: "api" })).toThrow(/comparator_policy="api" is not available in @pbrl\/comparators/);
     expect(() => createComparator({ ...base(), policy: "history" })).toThrow(/needs weightsAt/);
-    expect(() => createComparator({ ...base(), generationMode: "centralized", centralizedAgentIndex: 2 })).toThrow(/comparator_centralized_agent_index: agent index 2 is out of range; there are 2 agents/);
-    expect(() => createComparator({ ...base(), policy: "model", generationMode: "centralized", comparatorAgents: [LLAMA, LLAMA], centralizedAgentIndex: 1, agents: [...agents, agents[0]!] })).not.toThrow();
-    expect(() => createComparator({ ...base(), policy: "model", generationMode: "centralized", comparatorAgents: [LLAMA, LLAMA], centralizedAgentIndex: 2, agents: [...agents, agents[0]!] })).toThrow(/comparator_agents: has 2 entries and no entry 2/);
+    expect(() => createComparator({ ...base(), generationMode: "centralized", centralizedAgentIndex: 2 })).toThrow(
+      /comparator_centralized_agent_index: agent index 2 is out of range; there are 2 agents/,
+    );
+    expect(() =>
+      createComparator({
+        ...base(),
+        policy: "model",
+        generationMode: "centralized",
+        comparatorAgents: [LLAMA, LLAMA],
+        centralizedAgentIndex: 1,
+        agents: [...agents, agents[0]!],
+      }),
+    ).not.toThrow();
+    expect(() =>
+      createComparator({
+        ...base(),
+        policy: "model",
+        generationMode: "centralized",
+        comparatorAgents: [LLAMA, LLAMA],
+        centralizedAgentIndex: 2,
+        agents: [...agents, agents[0]!],
+      }),
+    ).toThrow(/comparator_agents: has 2 entries and no entry 2/);
   });
 
   it("centralized current uses the agent at the centralized index", async () => {
@@ -65,12 +85,26 @@ describe("createComparator", () => {
 
   it("centralized current_copy copies only the generator, and only when its device differs", async () => {
     const before = liveTensorCount();
-    const same = createComparator({ ...base(), policy: "current_copy", generationMode: "centralized", centralizedAgentIndex: 1, devices: ["other", "cpu"], agentDevices: "cpu" }) as CentralizedComparator;
+    const same = createComparator({
+      ...base(),
+      policy: "current_copy",
+      generationMode: "centralized",
+      centralizedAgentIndex: 1,
+      devices: ["other", "cpu"],
+      agentDevices: "cpu",
+    }) as CentralizedComparator;
     await same.beginRound(1);
     expect(liveTensorCount()).toBe(before);
     expect(same.generator.policies()[0]!.model).toBe(agents[1]!.model);
     await same.endRound();
-    const moved = createComparator({ ...base(), policy: "current_copy", generationMode: "centralized", centralizedAgentIndex: 1, devices: ["cpu", "other"], agentDevices: "cpu" }) as CentralizedComparator;
+    const moved = createComparator({
+      ...base(),
+      policy: "current_copy",
+      generationMode: "centralized",
+      centralizedAgentIndex: 1,
+      devices: ["cpu", "other"],
+      agentDevices: "cpu",
+    }) as CentralizedComparator;
     await moved.beginRound(1);
     expect(liveTensorCount() - before).toBe(agents[1]!.model.params.size); // one model's variables
     await moved.endRound();
@@ -78,10 +112,22 @@ describe("createComparator", () => {
   });
 
   it("centralized model takes comparator_agents' entry at the centralized index", async () => {
-    const c = createComparator({ ...base(), policy: "model", generationMode: "centralized", centralizedAgentIndex: 1, comparatorAgents: others }) as CentralizedComparator;
+    const c = createComparator({
+      ...base(),
+      policy: "model",
+      generationMode: "centralized",
+      centralizedAgentIndex: 1,
+      comparatorAgents: others,
+    }) as CentralizedComparator;
     await c.beginRound(1);
     expect(c.generator.policies()[0]!.model).toBe(others[1]!.model);
-    const one = createComparator({ ...base(), policy: "model", generationMode: "centralized", centralizedAgentIndex: 1, comparatorAgents: [others[0]!] }) as CentralizedComparator;
+    const one = createComparator({
+      ...base(),
+      policy: "model",
+      generationMode: "centralized",
+      centralizedAgentIndex: 1,
+      comparatorAgents: [others[0]!],
+    }) as CentralizedComparator;
     await one.beginRound(1);
     expect(one.generator.policies()[0]!.model).toBe(others[0]!.model);
     c.dispose();

@@ -58,7 +58,10 @@ describe("HistoryComparator", () => {
         await comparator.beginRound(t);
         const state = rng.getState();
         // two sample calls in one round (two item batches): still one load
-        const sets = [...(await comparator.sample(ITEMS.slice(0, 1), PROMPTS.slice(0, 1), 3)), ...(await comparator.sample(ITEMS.slice(1), PROMPTS.slice(1), 3))];
+        const sets = [
+          ...(await comparator.sample(ITEMS.slice(0, 1), PROMPTS.slice(0, 1), 3)),
+          ...(await comparator.sample(ITEMS.slice(1), PROMPTS.slice(1), 3)),
+        ];
         await comparator.endRound();
         expect(liveTensorCount()).toBe(before);
 
@@ -84,10 +87,14 @@ describe("HistoryComparator", () => {
     const empty = await mkdtemp(path.join(tmp, "empty-"));
     const comparator = new HistoryComparator({ agents: weights[0]!, generation: GEN, rng: RngStream.fromSeed(1), k: 1, weightsAt: () => empty });
     const before = liveTensorCount();
-    await expect(comparator.beginRound(3)).rejects.toThrow(new RegExp(`round 3, k=1.*round 2 started from.*missing checkpoint folders: ${empty}/agent_0, ${empty}/agent_1`));
+    await expect(comparator.beginRound(3)).rejects.toThrow(
+      new RegExp(`round 3, k=1.*round 2 started from.*missing checkpoint folders: ${empty}/agent_0, ${empty}/agent_1`),
+    );
     expect(liveTensorCount()).toBe(before);
     await expect(comparator.sample(ITEMS, PROMPTS, 1)).rejects.toThrow(/call beginRound first/);
-    expect(() => new HistoryComparator({ agents: weights[0]!, generation: GEN, rng: RngStream.fromSeed(1), k: 0, weightsAt: () => empty })).toThrow(/comparator_history_k: got 0/);
+    expect(() => new HistoryComparator({ agents: weights[0]!, generation: GEN, rng: RngStream.fromSeed(1), k: 0, weightsAt: () => empty })).toThrow(
+      /comparator_history_k: got 0/,
+    );
     comparator.dispose();
   });
 

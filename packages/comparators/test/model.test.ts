@@ -76,7 +76,9 @@ describe("ModelComparator", () => {
     expect(liveTensorCount()).toBe(before);
     expect(given.model.params.get("model.norm.weight")!.isDisposed).toBe(false);
     given.model.dispose();
-    expect(() => new ModelComparator({ agents, generation: GEN, rng: RngStream.fromSeed(1), comparatorAgents: [LLAMA_BF16] })).toThrow(/comparator_agents: has 1 entries; give one per agent \(2\)/);
+    expect(() => new ModelComparator({ agents, generation: GEN, rng: RngStream.fromSeed(1), comparatorAgents: [LLAMA_BF16] })).toThrow(
+      /comparator_agents: has 1 entries; give one per agent \(2\)/,
+    );
     expect(() => new ModelComparator({ agents, generation: GEN, rng: RngStream.fromSeed(1) })).toThrow(/needs comparator_model_name or comparator_agents/);
     agents.forEach((a) => a.model.dispose());
   });

@@ -67,7 +67,11 @@ const r = buildAddon({
   addonDir,
   target: "pbrl_libtorch",
   // Shared with the native addon: the vectorisable exp (fused log-softmax loops) and OpenBLAS.
-  extraFiles: { "src/exp.h": path.join(nativeSrc, "exp.h"), "src/blas.h": path.join(nativeSrc, "blas.h"), "src/few_rows.h": path.join(nativeSrc, "few_rows.h") },
+  extraFiles: {
+    "src/exp.h": path.join(nativeSrc, "exp.h"),
+    "src/blas.h": path.join(nativeSrc, "blas.h"),
+    "src/few_rows.h": path.join(nativeSrc, "few_rows.h"),
+  },
   probe: `(i => "libtorch " + i.torchVersion + (i.cuda ? " (CUDA)" : " (CPU)"))(a.init(1))`,
   env: { PBRL_LIBTORCH_DIR: dir, PBRL_LIBTORCH_CUDA: cuda ? "1" : "0", PBRL_LIBTORCH_OPENBLAS: openblas ? "1" : "0" },
 });

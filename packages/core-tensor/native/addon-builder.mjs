@@ -58,7 +58,10 @@ export function findNodeDir() {
 
 /** The line of compiler or loader output that names the problem, for a one-line summary. */
 export function reasonFrom(output) {
-  const lines = output.split("\n").map((l) => l.trim()).filter(Boolean);
+  const lines = output
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   const hit =
     lines.find((l) => /cannot find -l|fatal error|command not found/i.test(l)) ??
     lines.find((l) => /not found|No such file|cannot open shared object/i.test(l)) ??
@@ -94,13 +97,19 @@ const COMPILER_ENV = ["CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CPATH", "CP
 function filesUnder(root, p) {
   const full = path.join(root, p);
   if (!statSync(full).isDirectory()) return [p];
-  return readdirSync(full).sort().flatMap((name) => filesUnder(root, path.join(p, name)));
+  return readdirSync(full)
+    .sort()
+    .flatMap((name) => filesUnder(root, path.join(p, name)));
 }
 
 /** A digest of what a build depends on: its input files, its options, this Node and the compiler settings. */
 function inputsDigest(addonDir, inputs, extraFiles, gypArgs, env) {
   const hash = createHash("sha256");
-  for (const file of inputs.flatMap((input) => filesUnder(addonDir, input))) hash.update(`${file}\0`).update(readFileSync(path.join(addonDir, file))).update("\0");
+  for (const file of inputs.flatMap((input) => filesUnder(addonDir, input)))
+    hash
+      .update(`${file}\0`)
+      .update(readFileSync(path.join(addonDir, file)))
+      .update("\0");
   for (const [dest, source] of Object.entries(extraFiles)) hash.update(`${dest}\0`).update(readFileSync(source)).update("\0");
   const settings = Object.fromEntries(COMPILER_ENV.map((k) => [k, process.env[k] ?? ""]));
   hash.update(JSON.stringify({ gypArgs, env, settings, node: process.version, platform: process.platform, arch: process.arch }));

@@ -15,6 +15,8 @@ for (const script of ADDON_BUILD_SCRIPTS) {
   // A process per script: one addon's crash (or process.exit) cannot stop the others' builds.
   const r = spawnSync(process.execPath, [path.join(packageRoot, script)], { cwd: packageRoot, stdio: "inherit" });
   if (r.status !== 0) {
-    process.stderr.write(`pbrl addons: ${script} stopped (${r.error ? String(r.error) : `exit ${r.status ?? r.signal}`}); that addon is not available, pbrl falls back without it\n`);
+    process.stderr.write(
+      `pbrl addons: ${script} stopped (${r.error ? String(r.error) : `exit ${r.status ?? r.signal}`}); that addon is not available, pbrl falls back without it\n`,
+    );
   }
 }

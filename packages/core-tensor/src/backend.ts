@@ -34,9 +34,7 @@ let current: BackendInfo | undefined;
 /** Parses a user-supplied backend name, with an error that lists what is accepted. */
 export function parseBackendName(value: string): BackendName {
   if ((BACKEND_NAMES as readonly string[]).includes(value)) return value as BackendName;
-  throw new BackendUnavailableError(
-    `backend: unknown value ${JSON.stringify(value)}; expected one of ${BACKEND_NAMES.join(", ")}`,
-  );
+  throw new BackendUnavailableError(`backend: unknown value ${JSON.stringify(value)}; expected one of ${BACKEND_NAMES.join(", ")}`);
 }
 
 /**
@@ -88,7 +86,9 @@ export async function useBackend(name: BackendName = "wasm"): Promise<BackendInf
     const load = loadLibtorchAddon(nativeThreads());
     if (!load.ok) {
       throw new BackendUnavailableError(
-        `backend=libtorch is unavailable: ${load.reason}` + (load.disabled ? "; unset PBRL_LIBTORCH to use it" : `; ${LIBTORCH_INSTALL_HINT}`) + ". Or choose backend=native or backend=wasm.",
+        `backend=libtorch is unavailable: ${load.reason}` +
+          (load.disabled ? "; unset PBRL_LIBTORCH to use it" : `; ${LIBTORCH_INSTALL_HINT}`) +
+          ". Or choose backend=native or backend=wasm.",
       );
     }
     if (current?.name === name && tf.getBackend() === name) return current;

@@ -76,7 +76,12 @@ export interface BlasCoreChoice {
  * second-guessed). OpenBLAS's own pick stays when it is as recent as the CPU allows — it may
  * know the model better (e.g. its Zen tuning) — and is replaced when it is older.
  */
-export function chooseBlasCore(input: { features: CpuFeatures; detected: string; available: readonly string[]; override?: string | undefined }): BlasCoreChoice {
+export function chooseBlasCore(input: {
+  features: CpuFeatures;
+  detected: string;
+  available: readonly string[];
+  override?: string | undefined;
+}): BlasCoreChoice {
   const { features, detected, available, override } = input;
   if (override !== undefined && override !== "") return { reason: "set by PBRL_BLAS_CORETYPE" };
   const cpu = describeCpuFeatures(features);

@@ -33,7 +33,9 @@ export function checkDevice(device: string): void {
   const own = currentBackend()?.device ?? "cpu";
   if (device !== own) {
     const name = tf.getBackend();
-    throw new DeviceUnavailableError(`device ${device}: the ${name} backend computes on ${own === "cpu" ? "the CPU" : own} only; devices such as cuda:N need backend=libtorch with a CUDA libtorch`);
+    throw new DeviceUnavailableError(
+      `device ${device}: the ${name} backend computes on ${own === "cpu" ? "the CPU" : own} only; devices such as cuda:N need backend=libtorch with a CUDA libtorch`,
+    );
   }
 }
 

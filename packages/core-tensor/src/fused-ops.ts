@@ -3,7 +3,19 @@
  * equivalent sequence of tfjs ops elsewhere (the same ops, in the same order, that callers used
  * before, so the wasm and cpu results do not change).
  */
-import { PBRL_ADAMW, PBRL_ATTENTION, PBRL_ATTENTION_GRAD, PBRL_LOG_SOFTMAX_GRAD, PBRL_LOG_SOFTMAX_SELECT, PBRL_RMS_NORM, PBRL_SCATTER_ADD_ROWS, PBRL_ROPE, PBRL_RMS_NORM_GRAD, PBRL_SWIGLU, PBRL_SWIGLU_GRAD } from "./native-backend.js";
+import {
+  PBRL_ADAMW,
+  PBRL_ATTENTION,
+  PBRL_ATTENTION_GRAD,
+  PBRL_LOG_SOFTMAX_GRAD,
+  PBRL_LOG_SOFTMAX_SELECT,
+  PBRL_RMS_NORM,
+  PBRL_SCATTER_ADD_ROWS,
+  PBRL_ROPE,
+  PBRL_RMS_NORM_GRAD,
+  PBRL_SWIGLU,
+  PBRL_SWIGLU_GRAD,
+} from "./native-backend.js";
 import { fusedKernelsActive as onNative } from "./backend-traits.js";
 import { tf } from "./tf.js";
 
@@ -40,7 +52,9 @@ export function scatterAddRows(dy: tf.Tensor, indices: Int32Array, rows: number)
   if (dy.size !== indices.length * cols) throw new RangeError(`scatterAddRows: ${indices.length} indices for a gradient of shape [${dy.shape.join(", ")}]`);
   for (const i of indices) if (i < 0 || i >= rows) throw new RangeError(`scatterAddRows: index ${i} outside [0, ${rows})`);
   if (onNative() && dy.dtype === "float32") {
-    return tf.tidy(() => run(PBRL_SCATTER_ADD_ROWS, { dy: tf.reshape(dy, [indices.length, cols]), indices: tf.tensor1d(indices, "int32") }, { rows })) as tf.Tensor2D;
+    return tf.tidy(() =>
+      run(PBRL_SCATTER_ADD_ROWS, { dy: tf.reshape(dy, [indices.length, cols]), indices: tf.tensor1d(indices, "int32") }, { rows }),
+    ) as tf.Tensor2D;
   }
   const g = dy.dataSync();
   const acc = new Float32Array(rows * cols);
@@ -149,8 +163,20 @@ export function fusedAttention(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, k
   if (!onNative()) throw new Error(`fusedAttention runs on the native and libtorch backends only (active: ${tf.getBackend()})`);
   const [b, h, t, d] = q.shape;
   const [kb, kv, s, kd] = k.shape;
-  const ok = kb === b && kd === d && kv > 0 && h % kv === 0 && s >= t && v.shape.every((n, i) => n === k.shape[i]) && keyMask.dtype === "int32" && keyMask.shape[0] === b && keyMask.shape[1] === s;
-  if (!ok) throw new RangeError(`fusedAttention: q [${q.shape}], k [${k.shape}], v [${v.shape}] and keyMask [${keyMask.shape}] (${keyMask.dtype}) do not fit together`);
+  const ok =
+    kb === b &&
+    kd === d &&
+    kv > 0 &&
+    h % kv === 0 &&
+    s >= t &&
+    v.shape.every((n, i) => n === k.shape[i]) &&
+    keyMask.dtype === "int32" &&
+    keyMask.shape[0] === b &&
+    keyMask.shape[1] === s;
+  if (!ok)
+    throw new RangeError(
+      `fusedAttention: q [${q.shape}], k [${k.shape}], v [${v.shape}] and keyMask [${keyMask.shape}] (${keyMask.dtype}) do not fit together`,
+    );
   const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [qi, ki, vi] = args as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
     const save = args[3] as tf.GradSaveFunc;

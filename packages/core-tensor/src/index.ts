@@ -1,7 +1,24 @@
 export { tf } from "./tf.js";
-export { useBackend, useBackendSetting, useDefaultBackend, ensureBackend, currentBackend, parseBackendName, BACKEND_NAMES, BackendUnavailableError } from "./backend.js";
+export {
+  useBackend,
+  useBackendSetting,
+  useDefaultBackend,
+  ensureBackend,
+  currentBackend,
+  parseBackendName,
+  BACKEND_NAMES,
+  BackendUnavailableError,
+} from "./backend.js";
 export type { BackendName, BackendInfo, BackendSetting } from "./backend.js";
-export { applyBlasCoreChoice, loadNativeAddon, nativeAddonPath, nativeThreads, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS, FUSED_KERNEL_NAMES } from "./native-backend.js";
+export {
+  applyBlasCoreChoice,
+  loadNativeAddon,
+  nativeAddonPath,
+  nativeThreads,
+  DEFAULT_NATIVE_ADDON_PATH,
+  NATIVE_KERNELS,
+  FUSED_KERNEL_NAMES,
+} from "./native-backend.js";
 export { fusedKernelsActive, transposesAreFree } from "./backend-traits.js";
 export { installLeanGradients, uninstallLeanGradients } from "./lean-gradients.js";
 export { checkDevice, deviceOf, DeviceUnavailableError, onDevice, toDevice } from "./devices.js";
@@ -24,7 +41,18 @@ export { AdamW } from "./adamw.js";
 export type { AdamWOptions, AdamWState, NamedVariables } from "./adamw.js";
 export { clipGradNorm, globalGradNorm } from "./grad-clip.js";
 export { liveTensorCount, scoped, assertNoTensorLeak, disposeAll, variableFrom, TensorLeakError } from "./memory.js";
-export { formatBytes, guardHeap, isHeapExhaustion, memoryCapacity, MemoryBudgetError, registerMemoryLimit, translateHeapExhaustion, WASM_HEAP_MAX_BYTES, type BackendMemoryLimit, type MemoryCapacity } from "./memory-capacity.js";
+export {
+  formatBytes,
+  guardHeap,
+  isHeapExhaustion,
+  memoryCapacity,
+  MemoryBudgetError,
+  registerMemoryLimit,
+  translateHeapExhaustion,
+  WASM_HEAP_MAX_BYTES,
+  type BackendMemoryLimit,
+  type MemoryCapacity,
+} from "./memory-capacity.js";
 export { writeFileAtomic, replaceDirAtomic } from "./atomic-write.js";
 export {
   parseSafetensors,
@@ -37,7 +65,15 @@ export {
   SAFETENSORS_SINGLE,
   SAFETENSORS_INDEX,
 } from "./safetensors.js";
-export type { SafetensorsDtype, SafetensorsWriteDtype, HostTensor, LoadedTensor, SafetensorsFile, TensorToWrite, WriteCheckpointOptions } from "./safetensors.js";
+export type {
+  SafetensorsDtype,
+  SafetensorsWriteDtype,
+  HostTensor,
+  LoadedTensor,
+  SafetensorsFile,
+  TensorToWrite,
+  WriteCheckpointOptions,
+} from "./safetensors.js";
 export { bf16BitsToFloat32, float32ToBf16Bits, f16BitsToFloat32, float32ToF16Bits } from "./half.js";
 export { nativeHeapOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows } from "./native-decode.js";
 export type { DecodeDims } from "./native-decode.js";

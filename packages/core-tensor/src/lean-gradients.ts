@@ -68,9 +68,12 @@ function backpropagate(engine: EngineInternals, grads: Map<number, Tensor>, tape
       const f = inputGradients[inputName];
       if (f === undefined) throw new Error(`Cannot backprop through input ${inputName}. Available gradients found: ${Object.keys(inputGradients)}.`);
       const dx = engine.tidy(f);
-      if (dx.dtype !== "float32") throw new Error(`Error in gradient for op ${node.kernelName}. The gradient of input ${inputName} must have 'float32' dtype, but has '${dx.dtype}'`);
+      if (dx.dtype !== "float32")
+        throw new Error(`Error in gradient for op ${node.kernelName}. The gradient of input ${inputName} must have 'float32' dtype, but has '${dx.dtype}'`);
       if (!tf.util.arraysEqual(dx.shape, x.shape)) {
-        throw new Error(`Error in gradient for op ${node.kernelName}. The gradient of input '${inputName}' has shape '${dx.shape}', which does not match the shape of the input '${x.shape}'`);
+        throw new Error(
+          `Error in gradient for op ${node.kernelName}. The gradient of input '${inputName}' has shape '${dx.shape}', which does not match the shape of the input '${x.shape}'`,
+        );
       }
       const previous = grads.get(x.id);
       if (previous === undefined) {

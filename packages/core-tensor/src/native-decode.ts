@@ -44,9 +44,10 @@ export class NativeDecodeCache {
   load(layer: number, k: Float32Array, v: Float32Array, length: number): void {
     const { kvHeads, headDim: d } = this.dims;
     if (length > this.capacity) throw new RangeError(`NativeDecodeCache: ${length} positions exceed its capacity ${this.capacity}`);
-    if (k.length !== this.batch * kvHeads * length * d || v.length !== k.length) throw new RangeError("NativeDecodeCache: cached keys or values of the wrong size");
+    if (k.length !== this.batch * kvHeads * length * d || v.length !== k.length)
+      throw new RangeError("NativeDecodeCache: cached keys or values of the wrong size");
     for (let row = 0; row < this.batch * kvHeads; row++) {
-      const dst = ((layer * this.batch * kvHeads + row) * this.capacity) * d;
+      const dst = (layer * this.batch * kvHeads + row) * this.capacity * d;
       this.k.set(k.subarray(row * length * d, (row + 1) * length * d), dst);
       this.v.set(v.subarray(row * length * d, (row + 1) * length * d), dst);
     }

@@ -84,7 +84,10 @@ export class RngStream {
 
   nextUint32(): number {
     const st = this.s;
-    let s0 = st[0]!, s1 = st[1]!, s2 = st[2]!, s3 = st[3]!;
+    let s0 = st[0]!,
+      s1 = st[1]!,
+      s2 = st[2]!,
+      s3 = st[3]!;
     const result = Math.imul(rotl(Math.imul(s1, 5) >>> 0, 7), 9) >>> 0;
     const t = (s1 << 9) >>> 0;
     s2 ^= s0;

@@ -45,7 +45,8 @@ function isDtype(v: unknown): v is SafetensorsDtype {
 
 function parseMetadata(raw: unknown, source: string): Record<string, string> {
   if (raw === undefined || raw === null) return {};
-  if (typeof raw !== "object" || Array.isArray(raw)) throw new SafetensorsError(`${source}: __metadata__ must be an object of strings, got ${describe(raw)}; ${CORRUPT}`);
+  if (typeof raw !== "object" || Array.isArray(raw))
+    throw new SafetensorsError(`${source}: __metadata__ must be an object of strings, got ${describe(raw)}; ${CORRUPT}`);
   const bad = Object.entries(raw).find(([, v]) => typeof v !== "string");
   if (bad !== undefined) throw new SafetensorsError(`${source}: __metadata__ "${bad[0]}" must be a string, got ${describe(bad[1])}; ${CORRUPT}`);
   // fromEntries defines "__proto__" as a plain key instead of setting the prototype.
@@ -54,12 +55,15 @@ function parseMetadata(raw: unknown, source: string): Record<string, string> {
 
 function parseTensor(name: string, raw: unknown, dataLen: number, source: string): HeaderTensor {
   const where = `${source}: tensor "${name}"`;
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new SafetensorsError(`${where} must be an object {dtype, shape, data_offsets}, got ${describe(raw)}; ${CORRUPT}`);
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw new SafetensorsError(`${where} must be an object {dtype, shape, data_offsets}, got ${describe(raw)}; ${CORRUPT}`);
   const e = raw as Record<string, unknown>;
-  if (!isDtype(e["dtype"])) throw new SafetensorsError(`${where} has unsupported dtype ${describe(e["dtype"])}; supported: ${Object.keys(DTYPE_BYTES).join(", ")}`);
+  if (!isDtype(e["dtype"]))
+    throw new SafetensorsError(`${where} has unsupported dtype ${describe(e["dtype"])}; supported: ${Object.keys(DTYPE_BYTES).join(", ")}`);
   const dtype = e["dtype"];
   const shape = e["shape"];
-  if (!Array.isArray(shape) || !shape.every(isCount)) throw new SafetensorsError(`${where}: shape must be an array of integers ≥ 0, got ${describe(shape)}; ${CORRUPT}`);
+  if (!Array.isArray(shape) || !shape.every(isCount))
+    throw new SafetensorsError(`${where}: shape must be an array of integers ≥ 0, got ${describe(shape)}; ${CORRUPT}`);
   const offsets = e["data_offsets"];
   if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isCount) || offsets[0]! > offsets[1]!) {
     throw new SafetensorsError(`${where}: data_offsets must be [begin, end] with integers 0 ≤ begin ≤ end, got ${describe(offsets)}; ${CORRUPT}`);
@@ -67,7 +71,9 @@ function parseTensor(name: string, raw: unknown, dataLen: number, source: string
   const [begin, end] = offsets as [number, number];
   const bytes = shape.reduce((a: number, d: number) => a * d, DTYPE_BYTES[dtype]);
   if (end - begin !== bytes || end > dataLen) {
-    throw new SafetensorsError(`${where}: data_offsets [${begin}, ${end}] do not match shape [${shape}] of ${dtype} within ${dataLen} data bytes (truncated file?)`);
+    throw new SafetensorsError(
+      `${where}: data_offsets [${begin}, ${end}] do not match shape [${shape}] of ${dtype} within ${dataLen} data bytes (truncated file?)`,
+    );
   }
   return { name, dtype, shape: [...shape], begin, end };
 }
@@ -78,7 +84,10 @@ function checkLayout(tensors: readonly HeaderTensor[], dataLen: number, source: 
   let at = 0;
   let previous: HeaderTensor | undefined;
   for (const t of sorted) {
-    if (t.begin < at) throw new SafetensorsError(`${source}: tensors "${previous!.name}" [${previous!.begin}, ${previous!.end}] and "${t.name}" [${t.begin}, ${t.end}] overlap; ${CORRUPT}`);
+    if (t.begin < at)
+      throw new SafetensorsError(
+        `${source}: tensors "${previous!.name}" [${previous!.begin}, ${previous!.end}] and "${t.name}" [${t.begin}, ${t.end}] overlap; ${CORRUPT}`,
+      );
     if (t.begin > at) throw new SafetensorsError(`${source}: data bytes [${at}, ${t.begin}) belong to no tensor (before "${t.name}"); ${CORRUPT}`);
     at = t.end;
     previous = t;
@@ -89,7 +98,9 @@ function checkLayout(tensors: readonly HeaderTensor[], dataLen: number, source: 
 /** Validates a header already parsed from JSON, for a data section of `dataLen` bytes. */
 export function parseHeader(header: unknown, dataLen: number, source: string): ParsedHeader {
   if (typeof header !== "object" || header === null || Array.isArray(header)) {
-    throw new SafetensorsError(`${source}: header must be a JSON object mapping tensor names to {dtype, shape, data_offsets}, got ${describe(header)}; ${CORRUPT}`);
+    throw new SafetensorsError(
+      `${source}: header must be a JSON object mapping tensor names to {dtype, shape, data_offsets}, got ${describe(header)}; ${CORRUPT}`,
+    );
   }
   const entries = Object.entries(header);
   const metadata = parseMetadata((header as Record<string, unknown>)["__metadata__"], source);

@@ -18,9 +18,7 @@ const BYTES = DTYPE_BYTES;
 const FLOAT_DTYPES = new Set<SafetensorsDtype>(["F64", "F32", "F16", "BF16"]);
 
 /** A tensor in host memory, in the row-major layout safetensors and PyTorch use. */
-export type HostTensor =
-  | { dtype: "float32"; shape: number[]; data: Float32Array }
-  | { dtype: "int32"; shape: number[]; data: Int32Array };
+export type HostTensor = { dtype: "float32"; shape: number[]; data: Float32Array } | { dtype: "int32"; shape: number[]; data: Int32Array };
 
 export interface LoadedTensor {
   tensor: HostTensor;
@@ -93,7 +91,9 @@ export function parseSafetensors(buf: Uint8Array, source = "<buffer>"): Safetens
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const headerLen = view.getBigUint64(0, true);
   if (headerLen > BigInt(buf.byteLength - 8)) {
-    throw new SafetensorsError(`${source}: header length ${headerLen} exceeds the file size (${buf.byteLength} bytes); the file is truncated or not safetensors`);
+    throw new SafetensorsError(
+      `${source}: header length ${headerLen} exceeds the file size (${buf.byteLength} bytes); the file is truncated or not safetensors`,
+    );
   }
   const dataStart = 8 + Number(headerLen);
   let text: string;
@@ -218,7 +218,9 @@ export async function readSafetensorsCheckpoint(dir: string): Promise<Safetensor
     try {
       await fs.access(single);
     } catch {
-      throw new SafetensorsError(`${dir} has neither ${SAFETENSORS_SINGLE} nor ${SAFETENSORS_INDEX}; pbrl reads safetensors checkpoints only (convert .bin weights with transformers' save_pretrained(safe_serialization=True))`);
+      throw new SafetensorsError(
+        `${dir} has neither ${SAFETENSORS_SINGLE} nor ${SAFETENSORS_INDEX}; pbrl reads safetensors checkpoints only (convert .bin weights with transformers' save_pretrained(safe_serialization=True))`,
+      );
     }
     return readSafetensors(single);
   }
@@ -232,13 +234,15 @@ export async function readSafetensorsCheckpoint(dir: string): Promise<Safetensor
     for (const [name, t] of part.tensors) {
       const other = shardOf.get(name);
       // Which copy transformers would use depends on load order: neither is safe to pick.
-      if (other !== undefined) throw new SafetensorsError(`${indexPath}: tensor "${name}" is stored in both ${other} and ${shard}; the checkpoint is inconsistent, save it again`);
+      if (other !== undefined)
+        throw new SafetensorsError(`${indexPath}: tensor "${name}" is stored in both ${other} and ${shard}; the checkpoint is inconsistent, save it again`);
       shardOf.set(name, shard);
       tensors.set(name, t);
     }
   }
   const missing = [...shards.keys()].filter((n) => !tensors.has(n));
-  if (missing.length > 0) throw new SafetensorsError(`${indexPath} lists tensors missing from their shards: ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}`);
+  if (missing.length > 0)
+    throw new SafetensorsError(`${indexPath} lists tensors missing from their shards: ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}`);
   return { tensors, metadata };
 }
 
@@ -259,10 +263,13 @@ function parseShardIndex(text: string, dir: string, indexPath: string): Map<stri
   }
   const shards = new Map<string, string>();
   for (const [name, shard] of Object.entries(weightMap)) {
-    if (typeof shard !== "string" || shard.length === 0) throw new SafetensorsError(`${indexPath}: weight_map "${name}" must name a shard file, got ${JSON.stringify(shard)}`);
+    if (typeof shard !== "string" || shard.length === 0)
+      throw new SafetensorsError(`${indexPath}: weight_map "${name}" must name a shard file, got ${JSON.stringify(shard)}`);
     const rel = path.relative(dir, path.resolve(dir, shard));
     if (rel === "" || rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
-      throw new SafetensorsError(`${indexPath}: weight_map "${name}" names ${JSON.stringify(shard)}, which is not a file inside ${dir}; shard files must lie in the checkpoint folder`);
+      throw new SafetensorsError(
+        `${indexPath}: weight_map "${name}" names ${JSON.stringify(shard)}, which is not a file inside ${dir}; shard files must lie in the checkpoint folder`,
+      );
     }
     shards.set(name, shard);
   }
@@ -279,7 +286,11 @@ export interface WriteCheckpointOptions {
  * Writes checkpoint weights into `dir`: one `model.safetensors`, or numbered shards plus
  * `model.safetensors.index.json` when `maxShardBytes` is exceeded. Returns the files written.
  */
-export async function writeSafetensorsCheckpoint(dir: string, tensors: ReadonlyMap<string, TensorToWrite>, options: WriteCheckpointOptions = {}): Promise<string[]> {
+export async function writeSafetensorsCheckpoint(
+  dir: string,
+  tensors: ReadonlyMap<string, TensorToWrite>,
+  options: WriteCheckpointOptions = {},
+): Promise<string[]> {
   const limit = options.maxShardBytes ?? Infinity;
   const shards: Map<string, TensorToWrite>[] = [new Map()];
   let size = 0;

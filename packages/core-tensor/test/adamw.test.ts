@@ -33,9 +33,10 @@ function setup() {
   const y = tf.tensor2d(fx.y, fx.y_shape);
   const opt = new AdamW(params, { lr: fx.options.lr, betas: fx.options.betas, eps: fx.options.eps, weightDecay: fx.options.weight_decay });
   const step = (): number => {
-    const { value, grads } = tf.variableGrads(() => tf.mean(tf.square(tf.sub(tf.add(tf.matMul(x, params.get("w")!), params.get("b")!), y))) as tf.Scalar, [
-      ...params.values(),
-    ]);
+    const { value, grads } = tf.variableGrads(
+      () => tf.mean(tf.square(tf.sub(tf.add(tf.matMul(x, params.get("w")!), params.get("b")!), y))) as tf.Scalar,
+      [...params.values()],
+    );
     const named = new Map(Object.entries(grads).map(([k, g]) => [[...params].find(([, v]) => v.name === k)![0], g]));
     opt.step(named);
     const loss = value.dataSync()[0]!;

@@ -9,7 +9,15 @@ describe("backends", () => {
       expect(info.name).toBe(name);
       expect(tf.getBackend()).toBe(name);
       expect(currentBackend()?.description).toContain(name);
-      const y = tf.tidy(() => tf.matMul(tf.tensor2d([[1, 2], [3, 4]]), tf.tensor2d([[0.5], [-1]])));
+      const y = tf.tidy(() =>
+        tf.matMul(
+          tf.tensor2d([
+            [1, 2],
+            [3, 4],
+          ]),
+          tf.tensor2d([[0.5], [-1]]),
+        ),
+      );
       results.push(Array.from(y.dataSync()));
       y.dispose();
     }

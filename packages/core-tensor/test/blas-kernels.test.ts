@@ -4,7 +4,18 @@
 import { describe, expect, it } from "vitest";
 import { applyBlasCoreChoice, chooseBlasCore, loadNativeAddon, tf, useBackend, type CpuFeatures } from "../src/index.js";
 
-const NONE: CpuFeatures = { avx: false, fma: false, avx2: false, avx512f: false, avx512dq: false, avx512cd: false, avx512bw: false, avx512vl: false, avx512bf16: false, amx: false };
+const NONE: CpuFeatures = {
+  avx: false,
+  fma: false,
+  avx2: false,
+  avx512f: false,
+  avx512dq: false,
+  avx512cd: false,
+  avx512bw: false,
+  avx512vl: false,
+  avx512bf16: false,
+  amx: false,
+};
 const AVX2: CpuFeatures = { ...NONE, avx: true, fma: true, avx2: true };
 const AVX512: CpuFeatures = { ...AVX2, avx512f: true, avx512dq: true, avx512cd: true, avx512bw: true, avx512vl: true };
 const AVX512_BF16: CpuFeatures = { ...AVX512, avx512bf16: true };
@@ -43,7 +54,9 @@ describe("chooseBlasCore", () => {
   });
 
   it("never second-guesses PBRL_BLAS_CORETYPE", () => {
-    expect(chooseBlasCore({ features: AVX512_BF16, detected: "Prescott", available: ALL, override: "Prescott" })).toEqual({ reason: "set by PBRL_BLAS_CORETYPE" });
+    expect(chooseBlasCore({ features: AVX512_BF16, detected: "Prescott", available: ALL, override: "Prescott" })).toEqual({
+      reason: "set by PBRL_BLAS_CORETYPE",
+    });
     expect(chooseBlasCore({ features: AVX512_BF16, detected: "Prescott", available: ALL, override: "" }).switchTo).toBe("Cooperlake");
   });
 
@@ -52,7 +65,9 @@ describe("chooseBlasCore", () => {
       reason: "OpenBLAS's choice, older than the CPU's AVX-512 (F, DQ, CD, BW, VL): this OpenBLAS cannot switch kernels; set PBRL_BLAS_CORETYPE to choose",
     });
     expect(chooseBlasCore({ features: AVX512_BF16, detected: "Haswell", available: ["Sandybridge", "Haswell", "SkylakeX"] }).switchTo).toBe("SkylakeX");
-    expect(chooseBlasCore({ features: AVX512, detected: "Haswell", available: ["Sandybridge", "Haswell"] }).reason).toContain("this OpenBLAS has no SkylakeX kernels");
+    expect(chooseBlasCore({ features: AVX512, detected: "Haswell", available: ["Sandybridge", "Haswell"] }).reason).toContain(
+      "this OpenBLAS has no SkylakeX kernels",
+    );
   });
 });
 
@@ -69,7 +84,8 @@ describe.skipIf(!load.ok && !required)("the loaded OpenBLAS", () => {
     const info = await useBackend("native");
     expect(info.description).toContain(`OpenBLAS sgemm, ${load.info.blasCore} kernels: ${load.blasCoreReason};`);
     if (override === undefined || override === "") {
-      if (features.avx512f && features.avx512bw && features.avx512vl && features.avx512dq && features.avx512cd) expect(AVX512_CORES).toContain(load.info.blasCore);
+      if (features.avx512f && features.avx512bw && features.avx512vl && features.avx512dq && features.avx512cd)
+        expect(AVX512_CORES).toContain(load.info.blasCore);
       else if (features.avx2 && features.fma) expect(["Haswell", "Zen", "Excavator", ...AVX512_CORES]).toContain(load.info.blasCore);
     }
     await useBackend("wasm");

@@ -15,7 +15,13 @@ export function values(n: number, seed: number): Float32Array {
 }
 
 export function rand(shape: number[], seed: number): tf.Tensor {
-  return tf.tensor(values(shape.reduce((a, b) => a * b, 1), seed), shape);
+  return tf.tensor(
+    values(
+      shape.reduce((a, b) => a * b, 1),
+      seed,
+    ),
+    shape,
+  );
 }
 
 /** Runs `f` on a backend and returns its outputs' shapes and values (tensors created inside). */
@@ -61,4 +67,3 @@ export function expectClose(got: number[], want: number[], tol = 1e-5): void {
   expect(got.length).toBe(want.length);
   got.forEach((g, i) => expect(Math.abs(g - want[i]!)).toBeLessThanOrEqual(tol * Math.max(1, Math.abs(want[i]!))));
 }
-

@@ -16,7 +16,9 @@ describe("devices on a backend with one device", () => {
     expect(() => checkDevice("cpu")).not.toThrow();
     expect(() => checkDevice("auto")).not.toThrow();
     expect(() => checkDevice("cuda:1")).toThrow(DeviceUnavailableError);
-    expect(() => checkDevice("cuda:1")).toThrow(/^device cuda:1: the wasm backend computes on the CPU only; devices such as cuda:N need backend=libtorch with a CUDA libtorch$/);
+    expect(() => checkDevice("cuda:1")).toThrow(
+      /^device cuda:1: the wasm backend computes on the CPU only; devices such as cuda:N need backend=libtorch with a CUDA libtorch$/,
+    );
     expect(() => onDevice("cuda", () => 1)).toThrow(/device cuda: the wasm backend/);
     const t = onDevice("cpu", () => tf.tensor1d([1, 2]));
     expect(deviceOf(t)).toBe("cpu");
@@ -32,7 +34,12 @@ describe.skipIf(missing !== undefined)(`devices on libtorch${missing !== undefin
     expect(() => checkDevice("tpu")).toThrow(/^unknown device "tpu" \(expected cpu, cuda or cuda:N\)$/);
     if (info !== undefined && !info.cuda) expect(() => checkDevice("cuda:0")).toThrow(/^device cuda:0: this libtorch has no CUDA support \(a CPU build\)$/);
     if (info !== undefined && info.cuda) expect(() => checkDevice(`cuda:${info.cudaDevices}`)).toThrow(new RegExp(`only ${info.cudaDevices} CUDA device`));
-    const t = onDevice("cpu", () => tf.tensor2d([[1, 2], [3, 4]]));
+    const t = onDevice("cpu", () =>
+      tf.tensor2d([
+        [1, 2],
+        [3, 4],
+      ]),
+    );
     expect(deviceOf(t)).toBe("cpu");
     expect(() => onDevice("tpu", () => tf.tensor1d([1]))).toThrow(DeviceUnavailableError);
     const u = tf.matMul(t, t);

@@ -8,7 +8,22 @@
 // PBRL_REQUIRE_NATIVE=1 / PBRL_REQUIRE_LIBTORCH=1 (set by .ci/run where it can build them) a
 // missing addon fails instead, so CI cannot silently lose a path.
 import { afterEach, describe, expect, it } from "vitest";
-import { adamwStep, fusedAttention, loadLibtorchAddon, loadNativeAddon, logSoftmaxSelect, logSoftmaxSelectGrad, nativeThreads, rmsNorm, rotary, scatterAddRows, swiglu, tf, useBackend, type BackendName } from "../src/index.js";
+import {
+  adamwStep,
+  fusedAttention,
+  loadLibtorchAddon,
+  loadNativeAddon,
+  logSoftmaxSelect,
+  logSoftmaxSelectGrad,
+  nativeThreads,
+  rmsNorm,
+  rotary,
+  scatterAddRows,
+  swiglu,
+  tf,
+  useBackend,
+  type BackendName,
+} from "../src/index.js";
 import { expectClose, expectSame, rand } from "./compare-backends.js";
 
 const native = loadNativeAddon();
@@ -73,7 +88,12 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
       // broadcast batch modulo its size, which is wrong when both sides broadcast ([2,1] · [1,3]).
       const outer = tf.broadcast_util.assertAndGetBroadcastShape(as.slice(0, -2), bs.slice(0, -2));
       const full = (t: tf.Tensor): tf.Tensor => tf.broadcastTo(t, [...outer, ...t.shape.slice(-2)]);
-      await expectSame(backend, () => tf.matMul(a(), b(), ta, tb), 1e-5, () => tf.matMul(full(a()), full(b()), ta, tb));
+      await expectSame(
+        backend,
+        () => tf.matMul(a(), b(), ta, tb),
+        1e-5,
+        () => tf.matMul(full(a()), full(b()), ta, tb),
+      );
     }
   });
 
@@ -83,7 +103,9 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
     for (const activation of ["linear", "relu", "relu6", "sigmoid", "elu", "leakyrelu"] as const) {
       await expectSame(backend, () => tf.fused.matMul({ a: a(), b: b(), bias: rand([10], 5), activation, leakyreluAlpha: 0.2 }));
       await expectSame(backend, () => tf.fused.matMul({ a: a(), b: b(), bias: tf.scalar(0.3).reshape([1]), activation, leakyreluAlpha: 0.2 }));
-      await expectSame(backend, () => tf.fused.matMul({ a: rand([24, 9], 3) as tf.Tensor2D, b: rand([10, 24], 4) as tf.Tensor2D, transposeA: true, transposeB: true, activation }));
+      await expectSame(backend, () =>
+        tf.fused.matMul({ a: rand([24, 9], 3) as tf.Tensor2D, b: rand([10, 24], 4) as tf.Tensor2D, transposeA: true, transposeB: true, activation }),
+      );
     }
     // prelu (weights as an input) is not in the addon: the wasm kernel runs, with the same result
     await expectSame(backend, () => tf.fused.matMul({ a: a(), b: b(), activation: "prelu", preluActivationWeights: rand([10], 6) }));
@@ -91,15 +113,42 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
 
   it("transpose: 2-D to 5-D permutations, float32 and int32, size-1 axes", async () => {
     const cases: [number[], number[]][] = [
-      [[7, 13], [1, 0]],
-      [[300, 200], [1, 0]],
-      [[2, 8, 16, 32], [0, 2, 1, 3]], // heads ↔ positions, as attention does
-      [[2, 16, 8, 32], [0, 2, 3, 1]],
-      [[3, 4, 5], [2, 0, 1]],
-      [[3, 4, 5], [1, 2, 0]],
-      [[2, 3, 4, 5, 6], [4, 2, 0, 3, 1]],
-      [[1, 6, 1, 9], [3, 1, 2, 0]],
-      [[4, 1, 6], [1, 0, 2]], // identity once the size-1 axis is dropped
+      [
+        [7, 13],
+        [1, 0],
+      ],
+      [
+        [300, 200],
+        [1, 0],
+      ],
+      [
+        [2, 8, 16, 32],
+        [0, 2, 1, 3],
+      ], // heads ↔ positions, as attention does
+      [
+        [2, 16, 8, 32],
+        [0, 2, 3, 1],
+      ],
+      [
+        [3, 4, 5],
+        [2, 0, 1],
+      ],
+      [
+        [3, 4, 5],
+        [1, 2, 0],
+      ],
+      [
+        [2, 3, 4, 5, 6],
+        [4, 2, 0, 3, 1],
+      ],
+      [
+        [1, 6, 1, 9],
+        [3, 1, 2, 0],
+      ],
+      [
+        [4, 1, 6],
+        [1, 0, 2],
+      ], // identity once the size-1 axis is dropped
     ];
     for (const [shape, perm] of cases) {
       await expectSame(backend, () => tf.transpose(rand(shape, shape.length), perm), 0);
@@ -149,10 +198,38 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
     for (const make of [x, ints, bools]) {
       for (let axis = 0; axis < 3; axis++) {
         await expectSame(backend, () => tf.gather(make(), tf.tensor1d([4, 0, 4, 2], "int32"), axis), 0);
-        await expectSame(backend, () => tf.gather(make(), tf.tensor2d([[1, 3], [0, 0], [4, 2]], [3, 2], "int32"), axis), 0);
+        await expectSame(
+          backend,
+          () =>
+            tf.gather(
+              make(),
+              tf.tensor2d(
+                [
+                  [1, 3],
+                  [0, 0],
+                  [4, 2],
+                ],
+                [3, 2],
+                "int32",
+              ),
+              axis,
+            ),
+          0,
+        );
       }
     }
-    await expectSame(backend, () => tf.gather(rand([8000, 256], 59), tf.tensor1d(Int32Array.from({ length: 1024 }, (_, i) => (i * 7919) % 8000), "int32")), 0);
+    await expectSame(
+      backend,
+      () =>
+        tf.gather(
+          rand([8000, 256], 59),
+          tf.tensor1d(
+            Int32Array.from({ length: 1024 }, (_, i) => (i * 7919) % 8000),
+            "int32",
+          ),
+        ),
+      0,
+    );
     await expectSame(backend, () => tf.gather(x(), tf.tensor1d([], "int32")), 0);
     await useBackend(backend);
     const t = tf.zeros([4, 3]);
@@ -161,13 +238,25 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
   });
 
   it("scatter-add of rows (a row gather's gradient): the kernel vs the host loop on cpu, repeated indices summed", async () => {
-    for (const [n, rows, cols] of [[5, 3, 7], [1024, 8000, 256], [0, 4, 3]] as const) {
+    for (const [n, rows, cols] of [
+      [5, 3, 7],
+      [1024, 8000, 256],
+      [0, 4, 3],
+    ] as const) {
       const indices = Int32Array.from({ length: n }, (_, i) => (i * 7919) % rows);
       await expectSame(backend, () => scatterAddRows(rand([n, cols], 60), indices, rows), 1e-6);
     }
     // hand-computed: rows 0 and 2 of dy both go to row 1
     await useBackend(backend);
-    const g = scatterAddRows(tf.tensor2d([[1, 2], [3, 4], [5, 6]]), Int32Array.from([1, 0, 1]), 3);
+    const g = scatterAddRows(
+      tf.tensor2d([
+        [1, 2],
+        [3, 4],
+        [5, 6],
+      ]),
+      Int32Array.from([1, 0, 1]),
+      3,
+    );
     expect(Array.from(g.dataSync())).toEqual([3, 4, 6, 8, 0, 0]);
     g.dispose();
     const dy = tf.ones([2, 2]);
@@ -177,16 +266,27 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
   });
 
   it("fused log-softmax select: the selected log-probabilities and log-sum-exp match tfjs's logSumExp and gather on cpu", async () => {
-    for (const [n, v] of [[3, 7], [37, 8000], [2, 1]] as const) {
+    for (const [n, v] of [
+      [3, 7],
+      [37, 8000],
+      [2, 1],
+    ] as const) {
       const targets = Int32Array.from({ length: n }, (_, i) => (i * 7919) % v);
       targets[n - 1] = v - 1;
-      await expectSame(backend, () => {
-        const { value, lse } = logSoftmaxSelect(tf.mul(rand([n, v], 73), 30) as tf.Tensor2D, targets);
-        return [value, lse];
-      }, 2e-6);
+      await expectSame(
+        backend,
+        () => {
+          const { value, lse } = logSoftmaxSelect(tf.mul(rand([n, v], 73), 30) as tf.Tensor2D, targets);
+          return [value, lse];
+        },
+        2e-6,
+      );
     }
     await useBackend(backend);
-    const x = tf.tensor2d([[0, Math.log(3)], [1000, 1000]]);
+    const x = tf.tensor2d([
+      [0, Math.log(3)],
+      [1000, 1000],
+    ]);
     const { value, lse } = logSoftmaxSelect(x, Int32Array.from([1, 0]));
     // no overflow at 1000 (float32 keeps 1000 + log 2 to ~6e-5)
     expectClose(Array.from(value.dataSync()), [Math.log(3 / 4), -Math.log(2)], 1e-4);
@@ -207,15 +307,22 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
   });
 
   it("fused log-softmax gather gradient: one kernel, the tfjs ops' result on cpu", async () => {
-    for (const [n, v] of [[3, 7], [37, 8000]] as const) {
+    for (const [n, v] of [
+      [3, 7],
+      [37, 8000],
+    ] as const) {
       const targets = Int32Array.from({ length: n }, (_, i) => (i * 7919) % v);
       targets[0] = 0;
       targets[n - 1] = v - 1; // both ends of the vocabulary
-      await expectSame(backend, () => {
-        const x = tf.mul(rand([n, v], 71), 8) as tf.Tensor2D;
-        const lse = tf.logSumExp(x, 1, true) as tf.Tensor2D;
-        return logSoftmaxSelectGrad(x, lse, targets, rand([n], 72));
-      }, 2e-6);
+      await expectSame(
+        backend,
+        () => {
+          const x = tf.mul(rand([n, v], 71), 8) as tf.Tensor2D;
+          const lse = tf.logSumExp(x, 1, true) as tf.Tensor2D;
+          return logSoftmaxSelectGrad(x, lse, targets, rand([n], 72));
+        },
+        2e-6,
+      );
     }
     await useBackend(backend);
     const x = tf.zeros([2, 5]) as tf.Tensor2D;
@@ -227,21 +334,35 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
   });
 
   it("fused AdamW step: the new parameter and moments match the tfjs ops on cpu", async () => {
-    for (const [shape, weightDecay, t] of [[[256, 688], 0.01, 1], [[7], 0, 5], [[0, 3], 0.01, 2]] as const) {
-      await expectSame(backend, () => {
-        const p = rand([...shape], 91);
-        const g = tf.mul(rand([...shape], 92), 0.3);
-        const m = tf.mul(rand([...shape], 93), 0.1);
-        const v = tf.abs(tf.mul(rand([...shape], 94), 0.01));
-        return adamwStep(p, g, m, v, { lr: 0.05, weightDecay, betas: [0.9, 0.999], eps: 1e-8, bc1: 1 - 0.9 ** t, bc2Sqrt: Math.sqrt(1 - 0.999 ** t) });
-      }, 1e-6);
+    for (const [shape, weightDecay, t] of [
+      [[256, 688], 0.01, 1],
+      [[7], 0, 5],
+      [[0, 3], 0.01, 2],
+    ] as const) {
+      await expectSame(
+        backend,
+        () => {
+          const p = rand([...shape], 91);
+          const g = tf.mul(rand([...shape], 92), 0.3);
+          const m = tf.mul(rand([...shape], 93), 0.1);
+          const v = tf.abs(tf.mul(rand([...shape], 94), 0.01));
+          return adamwStep(p, g, m, v, { lr: 0.05, weightDecay, betas: [0.9, 0.999], eps: 1e-8, bc1: 1 - 0.9 ** t, bc2Sqrt: Math.sqrt(1 - 0.999 ** t) });
+        },
+        1e-6,
+      );
     }
   });
 
   it("fused attention: values and gradients match softmax(q·kᵀ·scale + bias)·v as tfjs ops on cpu, with grouped heads, a cache, padding and odd lengths", async () => {
     // [b, h, kv, t, past, d]: the bench model's shape; grouped heads with rows beyond one causal
     // block and a cache; one query after a long cache (a decoding step); a single head.
-    const cases = [[8, 4, 4, 128, 0, 64], [2, 4, 2, 37, 5, 8], [3, 2, 1, 70, 0, 16], [2, 2, 2, 1, 40, 8], [1, 1, 1, 3, 0, 4]] as const;
+    const cases = [
+      [8, 4, 4, 128, 0, 64],
+      [2, 4, 2, 37, 5, 8],
+      [3, 2, 1, 70, 0, 16],
+      [2, 2, 2, 1, 40, 8],
+      [1, 1, 1, 3, 0, 4],
+    ] as const;
     for (const [b, h, kv, t, past, d] of cases) {
       const s = past + t;
       const rep = h / kv;
@@ -254,16 +375,22 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
       const dy = (): tf.Tensor => rand([b, t, h, d], 98);
       const fused = (): tf.Tensor[] => {
         const keyMask = tf.tensor2d(mask, [b, s], "int32");
-        const { value, grads } = tf.valueAndGrads((q: tf.Tensor, k: tf.Tensor, v: tf.Tensor) => fusedAttention(q as tf.Tensor4D, k as tf.Tensor4D, v as tf.Tensor4D, keyMask, scale))(inputs(), dy() as tf.Tensor4D);
+        const { value, grads } = tf.valueAndGrads((q: tf.Tensor, k: tf.Tensor, v: tf.Tensor) =>
+          fusedAttention(q as tf.Tensor4D, k as tf.Tensor4D, v as tf.Tensor4D, keyMask, scale),
+        )(inputs(), dy() as tf.Tensor4D);
         keyMask.dispose();
         return [value, ...grads];
       };
       const reference = (): tf.Tensor[] => {
         const bias = new Float32Array(b * t * s);
-        for (let r = 0; r < b; r++) for (let i = 0; i < t; i++) for (let j = 0; j < s; j++) if (j > past + i || mask[r * s + j] !== 1) bias[(r * t + i) * s + j] = -1e9;
+        for (let r = 0; r < b; r++)
+          for (let i = 0; i < t; i++) for (let j = 0; j < s; j++) if (j > past + i || mask[r * s + j] !== 1) bias[(r * t + i) * s + j] = -1e9;
         const biasT = tf.tensor4d(bias, [b, 1, t, s]);
         const f = (q: tf.Tensor, k: tf.Tensor, v: tf.Tensor): tf.Tensor => {
-          const group = tf.tensor1d(Int32Array.from({ length: h }, (_, i) => Math.floor(i / rep)), "int32");
+          const group = tf.tensor1d(
+            Int32Array.from({ length: h }, (_, i) => Math.floor(i / rep)),
+            "int32",
+          );
           const kr = tf.gather(k, group, 1); // each head's key/value group
           const vr = tf.gather(v, group, 1);
           const probs = tf.softmax(tf.add(tf.mul(tf.matMul(q, kr, false, true), scale), biasT));
@@ -289,23 +416,38 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
 
   it("fused RMSNorm, SwiGLU and rotary embedding: values and gradients of the fused kernels match the tfjs ops on cpu", async () => {
     // rows × hidden as in the bench model (threaded partial sums of dw), an odd small shape, no rows.
-    for (const [n, h] of [[1024, 256], [3, 7], [0, 5]] as const) {
+    for (const [n, h] of [
+      [1024, 256],
+      [3, 7],
+      [0, 5],
+    ] as const) {
       const x = (): tf.Tensor2D => tf.mul(rand([n, h], 81), 3) as tf.Tensor2D;
       const w = (): tf.Tensor1D => tf.add(rand([h], 82), 1) as tf.Tensor1D;
       const dy = (): tf.Tensor2D => rand([n, h], 83) as tf.Tensor2D;
       // On cpu rmsNorm is the tfjs op sequence, differentiated by tfjs: the reference.
-      await expectSame(backend, () => {
-        const { value, grads } = tf.valueAndGrads((a: tf.Tensor, b: tf.Tensor) => rmsNorm(a as tf.Tensor2D, b as tf.Tensor1D, 1e-5))([x(), w()], dy());
-        return [value, ...grads];
-      }, 1e-5);
-      await expectSame(backend, () => {
-        const { value, grads } = tf.valueAndGrads((g: tf.Tensor, u: tf.Tensor) => swiglu(g, u))([tf.mul(rand([n, h], 84), 6), rand([n, h], 85)], dy());
-        return [value, ...grads];
-      }, 1e-5);
+      await expectSame(
+        backend,
+        () => {
+          const { value, grads } = tf.valueAndGrads((a: tf.Tensor, b: tf.Tensor) => rmsNorm(a as tf.Tensor2D, b as tf.Tensor1D, 1e-5))([x(), w()], dy());
+          return [value, ...grads];
+        },
+        1e-5,
+      );
+      await expectSame(
+        backend,
+        () => {
+          const { value, grads } = tf.valueAndGrads((g: tf.Tensor, u: tf.Tensor) => swiglu(g, u))([tf.mul(rand([n, h], 84), 6), rand([n, h], 85)], dy());
+          return [value, ...grads];
+        },
+        1e-5,
+      );
     }
     // Rotary embedding: tables per (batch, position), shared by the heads; sin differs between the
     // halves here, which the real tables never do, so a transposition mistake cannot cancel out.
-    for (const [b, h, t, d] of [[2, 3, 5, 8], [8, 4, 128, 64]] as const) {
+    for (const [b, h, t, d] of [
+      [2, 3, 5, 8],
+      [8, 4, 128, 64],
+    ] as const) {
       // The tables are disposed right after the forward pass, as the model does.
       const f = (x: tf.Tensor): tf.Tensor => {
         const cos = rand([b, 1, t, d], 86) as tf.Tensor4D;
@@ -314,10 +456,14 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
         tf.dispose([cos, sin]);
         return y;
       };
-      await expectSame(backend, () => {
-        const { value, grads } = tf.valueAndGrads(f)([rand([b, h, t, d], 88)], rand([b, h, t, d], 89) as tf.Tensor4D);
-        return [value, ...grads];
-      }, 1e-5);
+      await expectSame(
+        backend,
+        () => {
+          const { value, grads } = tf.valueAndGrads(f)([rand([b, h, t, d], 88)], rand([b, h, t, d], 89) as tf.Tensor4D);
+          return [value, ...grads];
+        },
+        1e-5,
+      );
     }
     // eps matters: a zero row normalises to 0 rather than NaN.
     await expectSame(backend, () => rmsNorm(tf.zeros([2, 4]), tf.ones([4]), 1e-6), 0);
@@ -339,5 +485,4 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
     };
     await expectSame(backend, f, 2e-5);
   });
-
 });

@@ -108,11 +108,47 @@ const CASES: Record<string, () => tf.Tensor | tf.Tensor[]> = {
   Unpack: () => tf.unstack(rand([3, 2, 4], 8), 1),
   SplitV: () => tf.split(rand([4, 6], 9), [1, 2, 3], 1),
   Tile: () => tf.tile(x(), [2, 3]),
-  PadV2: () => tf.pad(x(), [[1, 0], [2, 3]], 0.5),
+  PadV2: () =>
+    tf.pad(
+      x(),
+      [
+        [1, 0],
+        [2, 3],
+      ],
+      0.5,
+    ),
   Reverse: () => tf.reverse(rand([2, 3, 4], 10), [0, 2]),
   BroadcastTo: () => tf.broadcastTo(row(), [2, 4, 5]),
-  GatherV2: () => [tf.gather(x(), idx([2, 0, 2]), 0), tf.gather(x(), idx([4, 1]), 1), tf.gather(rand([2, 3, 4], 11), tf.tensor2d([[0, 2], [1, 1]], [2, 2], "int32"), 1, 1)],
-  GatherNd: () => tf.gatherND(rand([3, 4, 2], 12), tf.tensor2d([[0, 1], [2, 3], [1, 0]], [3, 2], "int32")),
+  GatherV2: () => [
+    tf.gather(x(), idx([2, 0, 2]), 0),
+    tf.gather(x(), idx([4, 1]), 1),
+    tf.gather(
+      rand([2, 3, 4], 11),
+      tf.tensor2d(
+        [
+          [0, 2],
+          [1, 1],
+        ],
+        [2, 2],
+        "int32",
+      ),
+      1,
+      1,
+    ),
+  ],
+  GatherNd: () =>
+    tf.gatherND(
+      rand([3, 4, 2], 12),
+      tf.tensor2d(
+        [
+          [0, 1],
+          [2, 3],
+          [1, 0],
+        ],
+        [3, 2],
+        "int32",
+      ),
+    ),
   ScatterNd: () => tf.scatterND(tf.tensor2d([[1], [3], [1]], [3, 1], "int32"), rand([3, 4], 13), [5, 4]),
   UnsortedSegmentSum: () => tf.unsortedSegmentSum(rand([5, 3], 14), tf.tensor1d([0, 2, 0, 1, 2], "int32"), 4),
   ArgMax: () => [tf.argMax(x(), 1), tf.argMax(tf.tensor1d([1, 3, 3, 2]))],
@@ -136,7 +172,9 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
   it("is available and says which libtorch runs it", async () => {
     expect(load.ok, load.ok ? "" : load.reason).toBe(true);
     const info = await useBackend("libtorch");
-    expect(info.description).toMatch(/^tensor backend: libtorch \(libtorch \d+\.\d+\.\d+, ATen \w+ CPU kernels.*, float32 CPU products: (OpenBLAS \w+ kernels \(.+\), measured \d+ GFLOPS to ATen's \d+|ATen's, measured .+|this addon was built without OpenBLAS|set by PBRL_LIBTORCH_GEMM.*); \d+ threads?.*\), tfjs 4\.22\.0$/);
+    expect(info.description).toMatch(
+      /^tensor backend: libtorch \(libtorch \d+\.\d+\.\d+, ATen \w+ CPU kernels.*, float32 CPU products: (OpenBLAS \w+ kernels \(.+\), measured \d+ GFLOPS to ATen's \d+|ATen's, measured .+|this addon was built without OpenBLAS|set by PBRL_LIBTORCH_GEMM.*); \d+ threads?.*\), tfjs 4\.22\.0$/,
+    );
     for (const name of [...LIBTORCH_KERNEL_NAMES, ...FUSED_KERNEL_NAMES]) expect(tf.getKernel(name, "libtorch"), name).toBeDefined();
   });
 
@@ -186,9 +224,21 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
       const q = tf.variable(tf.tensor1d([4, 5, -6, 7]), true, `adamw-q-${backend}`);
       const copy = tf.clone(p);
       const view = tf.reshape(p, [2, 2]);
-      const opt = new AdamW(new Map([["p", p], ["q", q]]), { lr: 0.1, weightDecay: 0.01 });
+      const opt = new AdamW(
+        new Map([
+          ["p", p],
+          ["q", q],
+        ]),
+        { lr: 0.1, weightDecay: 0.01 },
+      );
       const g = tf.tensor1d([0.3, -0.1, 0.2, 1]);
-      for (let i = 0; i < 3; i++) opt.step(new Map([["p", g], ["q", g]]));
+      for (let i = 0; i < 3; i++)
+        opt.step(
+          new Map([
+            ["p", g],
+            ["q", g],
+          ]),
+        );
       const out = [copy, view, p, q].map((t) => Array.from(t.dataSync()));
       tf.dispose([p, q, copy, view, g]);
       opt.dispose();
@@ -198,19 +248,28 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
     expect(copy).toEqual([1, -2, 3, 0.5]);
     expect(view).toEqual([1, -2, 3, 0.5]);
     const [, , pRef, qRef] = await run("cpu");
-    for (const [got, want] of [[p!, pRef!], [q!, qRef!]] as const) got.forEach((x, i) => expect(Math.abs(x - want[i]!)).toBeLessThan(1e-6));
+    for (const [got, want] of [
+      [p!, pRef!],
+      [q!, qRef!],
+    ] as const)
+      got.forEach((x, i) => expect(Math.abs(x - want[i]!)).toBeLessThan(1e-6));
     expect(p).not.toEqual([1, -2, 3, 0.5]);
   });
 
   it("holds string tensors, takes tensors from another backend, and names a kernel it does not have", async () => {
     await useBackend("wasm");
-    const fromWasm = tf.tensor2d([[1, 2], [3, 4]]);
+    const fromWasm = tf.tensor2d([
+      [1, 2],
+      [3, 4],
+    ]);
     await useBackend("libtorch");
     const s = tf.tensor1d(["a", "bc"]);
     expect(s.dataSync()).toEqual(["a", "bc"]);
     const doubled = tf.mul(fromWasm, 2);
     expect(Array.from(doubled.dataSync())).toEqual([2, 4, 6, 8]);
-    expect(() => tf.conv1d(tf.zeros([1, 4, 1]) as tf.Tensor3D, tf.zeros([2, 1, 1]) as tf.Tensor3D, 1, "valid")).toThrow(/Kernel 'Conv2D' not registered for backend 'libtorch'/);
+    expect(() => tf.conv1d(tf.zeros([1, 4, 1]) as tf.Tensor3D, tf.zeros([2, 1, 1]) as tf.Tensor3D, 1, "valid")).toThrow(
+      /Kernel 'Conv2D' not registered for backend 'libtorch'/,
+    );
     expect(() => tf.gather(tf.zeros([4, 3]), idx([1, 4]))).toThrow(/gather: index 4 outside \[0, 4\)/);
     tf.dispose([fromWasm, s, doubled]);
   });

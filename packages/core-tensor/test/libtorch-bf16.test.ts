@@ -38,7 +38,10 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
     for (let i = 0; i < sum.length; i++) expect(sum[i]).toBe(Math.fround(v1[i]! + v2[i]!));
     expect(bf16Exact(sum)).toBeLessThan(sum.length / 2);
     const total = tf.sum(y1).dataSync()[0]!;
-    expect(total).toBeCloseTo(v1.reduce((s, v) => s + v, 0), 2);
+    expect(total).toBeCloseTo(
+      v1.reduce((s, v) => s + v, 0),
+      2,
+    );
     tf.dispose([w, x1, x2, y1, y2]);
   });
 

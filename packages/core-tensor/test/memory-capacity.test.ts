@@ -1,6 +1,19 @@
 // What each backend can hold, the MemoryBudgetError, and the translation of a real heap crash.
 import { afterEach, describe, expect, it } from "vitest";
-import { formatBytes, guardHeap, parseBackendName, isHeapExhaustion, loadNativeAddon, memoryCapacity, MemoryBudgetError, registerMemoryLimit, tf, translateHeapExhaustion, useBackend, WASM_HEAP_MAX_BYTES } from "../src/index.js";
+import {
+  formatBytes,
+  guardHeap,
+  parseBackendName,
+  isHeapExhaustion,
+  loadNativeAddon,
+  memoryCapacity,
+  MemoryBudgetError,
+  registerMemoryLimit,
+  tf,
+  translateHeapExhaustion,
+  useBackend,
+  WASM_HEAP_MAX_BYTES,
+} from "../src/index.js";
 
 const startBackend = tf.getBackend();
 

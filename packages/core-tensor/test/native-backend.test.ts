@@ -8,7 +8,20 @@
 // the native path.
 import { afterEach, describe, expect, it } from "vitest";
 import { expectSame as expectSameOn, on, rand } from "./compare-backends.js";
-import { blasCoreType, BackendUnavailableError, currentBackend, FUSED_KERNEL_NAMES, loadNativeAddon, NATIVE_KERNELS, nativeHeapOffsets, NativeDecodeCache, nativeDecodeStep, tf, useBackend, useDefaultBackend } from "../src/index.js";
+import {
+  blasCoreType,
+  BackendUnavailableError,
+  currentBackend,
+  FUSED_KERNEL_NAMES,
+  loadNativeAddon,
+  NATIVE_KERNELS,
+  nativeHeapOffsets,
+  NativeDecodeCache,
+  nativeDecodeStep,
+  tf,
+  useBackend,
+  useDefaultBackend,
+} from "../src/index.js";
 
 const coreTypeBefore = process.env["OPENBLAS_CORETYPE"];
 const load = loadNativeAddon();
@@ -26,14 +39,28 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     const info = await useBackend("native");
     expect(info.name).toBe("native");
     expect(tf.getBackend()).toBe("native");
-    expect(info.description).toMatch(/^tensor backend: native \(OpenBLAS sgemm, \w+ kernels: [^;]+; \d+ threads?, on the wasm heap(; OPENBLAS_CORETYPE=\w+ is not applied, set PBRL_BLAS_CORETYPE to choose)?\)/);
+    expect(info.description).toMatch(
+      /^tensor backend: native \(OpenBLAS sgemm, \w+ kernels: [^;]+; \d+ threads?, on the wasm heap(; OPENBLAS_CORETYPE=\w+ is not applied, set PBRL_BLAS_CORETYPE to choose)?\)/,
+    );
     for (const name of Object.keys(NATIVE_KERNELS)) {
       expect(tf.getKernel(name, "native")?.kernelFunc).toBeDefined();
       expect(tf.getKernel(name, "native")!.kernelFunc).not.toBe(tf.getKernel(name, "wasm")!.kernelFunc);
     }
     // every other wasm kernel is there too, so nothing falls back to another backend; plus the
     // kernels of pbrl's fused ops (src/fused-ops.ts)
-    expect(FUSED_KERNEL_NAMES).toEqual(["PbrlLogSoftmaxGrad", "PbrlLogSoftmaxSelect", "PbrlScatterAddRows", "PbrlRmsNorm", "PbrlRmsNormGrad", "PbrlSwiglu", "PbrlSwigluGrad", "PbrlRope", "PbrlAttention", "PbrlAttentionGrad", "PbrlAdamW"]);
+    expect(FUSED_KERNEL_NAMES).toEqual([
+      "PbrlLogSoftmaxGrad",
+      "PbrlLogSoftmaxSelect",
+      "PbrlScatterAddRows",
+      "PbrlRmsNorm",
+      "PbrlRmsNormGrad",
+      "PbrlSwiglu",
+      "PbrlSwigluGrad",
+      "PbrlRope",
+      "PbrlAttention",
+      "PbrlAttentionGrad",
+      "PbrlAdamW",
+    ]);
     expect(tf.getKernelsForBackend("native").length).toBe(tf.getKernelsForBackend("wasm").length + FUSED_KERNEL_NAMES.length);
     for (const name of FUSED_KERNEL_NAMES) expect(tf.getKernel(name, "native"), name).toBeDefined();
   });
@@ -60,11 +87,33 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
     const dims = { hidden: 8, heads: 2, kvHeads: 1, headDim: 4, intermediate: 16, vocab: 10, layers: 1, rmsNormEps: 1e-6 };
     const t = (shape: number[], seed: number): tf.Tensor => rand(shape, seed);
     // The decoder's order: embed, finalNorm, lmHead; inputNorm, q, k, v, o, 4 biases, postNorm, gate, up, down, 3 biases.
-    const layer = [t([8], 4), t([8, 8], 5), t([4, 8], 6), t([4, 8], 7), t([8, 8], 8), undefined, undefined, undefined, undefined, t([8], 9), t([16, 8], 10), t([16, 8], 11), t([8, 16], 12), undefined, undefined, undefined];
+    const layer = [
+      t([8], 4),
+      t([8, 8], 5),
+      t([4, 8], 6),
+      t([4, 8], 7),
+      t([8, 8], 8),
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      t([8], 9),
+      t([16, 8], 10),
+      t([16, 8], 11),
+      t([8, 16], 12),
+      undefined,
+      undefined,
+      undefined,
+    ];
     const tensors = [t([10, 8], 1), t([8], 2), t([10, 8], 3), ...layer];
     const weights = nativeHeapOffsets(tensors);
     const cache = new NativeDecodeCache(dims, 2, 2);
-    const step = (ids: number[], maskLen: number) => ({ ids: Int32Array.from(ids), cos: new Float32Array(8).fill(1), sin: new Float32Array(8), keyMask: new Uint8Array(maskLen).fill(1) });
+    const step = (ids: number[], maskLen: number) => ({
+      ids: Int32Array.from(ids),
+      cos: new Float32Array(8).fill(1),
+      sin: new Float32Array(8),
+      keyMask: new Uint8Array(maskLen).fill(1),
+    });
     const logits = new Float32Array(20);
     nativeDecodeStep(weights, cache, step([1, 2], 2), logits);
     expect(cache.length).toBe(1);
@@ -79,7 +128,7 @@ describe.skipIf(unavailable !== undefined && !required)(`native backend kernels 
   it("keeps working when the heap grows between calls (the buffer is re-read)", async () => {
     await useBackend("native");
     const a = rand([64, 64], 31);
-    const big = tf.zeros([64 * 1024 * 1024 / 4]); // 64 MiB: forces the wasm memory to grow
+    const big = tf.zeros([(64 * 1024 * 1024) / 4]); // 64 MiB: forces the wasm memory to grow
     const y = tf.matMul(a, a);
     const ref = await on("cpu", () => tf.matMul(rand([64, 64], 31), rand([64, 64], 31)));
     await useBackend("native");
@@ -110,22 +159,30 @@ describe("OpenBLAS kernel family", () => {
     expect(blasCoreType({})).toBeUndefined();
   });
 
-  it.skipIf(!load.ok)("the loaded OpenBLAS runs the chosen kernels, an inherited OPENBLAS_CORETYPE it did not apply is reported, and the environment is left as it was", async () => {
-    expect(process.env["OPENBLAS_CORETYPE"]).toBe(coreTypeBefore);
-    if (!load.ok) return;
-    const chosen = process.env["PBRL_BLAS_CORETYPE"];
-    if (chosen !== undefined && chosen !== "") expect(load.info.blasCore.toLowerCase()).toBe(chosen.toLowerCase());
-    else expect(load.ignoredCoreType).toBe(coreTypeBefore === "" ? undefined : coreTypeBefore);
-    const info = await useBackend("native");
-    if (load.ignoredCoreType !== undefined) expect(info.description).toContain(`OPENBLAS_CORETYPE=${load.ignoredCoreType} is not applied, set PBRL_BLAS_CORETYPE to choose`);
-    await useBackend("wasm");
-  });
+  it.skipIf(!load.ok)(
+    "the loaded OpenBLAS runs the chosen kernels, an inherited OPENBLAS_CORETYPE it did not apply is reported, and the environment is left as it was",
+    async () => {
+      expect(process.env["OPENBLAS_CORETYPE"]).toBe(coreTypeBefore);
+      if (!load.ok) return;
+      const chosen = process.env["PBRL_BLAS_CORETYPE"];
+      if (chosen !== undefined && chosen !== "") expect(load.info.blasCore.toLowerCase()).toBe(chosen.toLowerCase());
+      else expect(load.ignoredCoreType).toBe(coreTypeBefore === "" ? undefined : coreTypeBefore);
+      const info = await useBackend("native");
+      if (load.ignoredCoreType !== undefined)
+        expect(info.description).toContain(`OPENBLAS_CORETYPE=${load.ignoredCoreType} is not applied, set PBRL_BLAS_CORETYPE to choose`);
+      await useBackend("wasm");
+    },
+  );
 });
 
 describe("fallback to wasm", () => {
   const saved = { native: process.env["PBRL_NATIVE"], addon: process.env["PBRL_NATIVE_ADDON"], backend: process.env["PBRL_BACKEND"] };
   afterEach(async () => {
-    for (const [k, v] of [["PBRL_NATIVE", saved.native], ["PBRL_NATIVE_ADDON", saved.addon], ["PBRL_BACKEND", saved.backend]] as const) {
+    for (const [k, v] of [
+      ["PBRL_NATIVE", saved.native],
+      ["PBRL_NATIVE_ADDON", saved.addon],
+      ["PBRL_BACKEND", saved.backend],
+    ] as const) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
@@ -149,7 +206,9 @@ describe("fallback to wasm", () => {
     delete process.env["PBRL_BACKEND"];
     const err = await useBackend("native").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BackendUnavailableError);
-    expect((err as Error).message).toMatch(/native addon not built \(\/nonexistent\/pbrl_native\.node does not exist\).*libopenblas-dev.*npm rebuild @pbrl\/core-tensor --foreground-scripts.*backend=wasm/);
+    expect((err as Error).message).toMatch(
+      /native addon not built \(\/nonexistent\/pbrl_native\.node does not exist\).*libopenblas-dev.*npm rebuild @pbrl\/core-tensor --foreground-scripts.*backend=wasm/,
+    );
     expect(tf.getBackend()).toBe("wasm"); // the previous backend stays in use
     const info = await useDefaultBackend();
     expect(info.name).toBe("wasm");
@@ -170,7 +229,10 @@ describe("fallback to wasm", () => {
     delete process.env["PBRL_NATIVE"];
     const r = loadNativeAddon();
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(/stale-addon\.cjs failed to load: it is out of date \(no cpuFeatures, blasCores, setBlasCore, copy2d, gather, scatterAddRows, sum, logsoftmaxGrad, logsoftmaxSelect, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope, attention, attentionGrad, decode, sample, adamw\); rebuild it: `npm rebuild @pbrl\/core-tensor --foreground-scripts` \(in a pbrl checkout: `pnpm --filter @pbrl\/core-tensor build:addons`\)/);
+    if (!r.ok)
+      expect(r.reason).toMatch(
+        /stale-addon\.cjs failed to load: it is out of date \(no cpuFeatures, blasCores, setBlasCore, copy2d, gather, scatterAddRows, sum, logsoftmaxGrad, logsoftmaxSelect, rmsnorm, rmsnormGrad, swiglu, swigluGrad, rope, attention, attentionGrad, decode, sample, adamw\); rebuild it: `npm rebuild @pbrl\/core-tensor --foreground-scripts` \(in a pbrl checkout: `pnpm --filter @pbrl\/core-tensor build:addons`\)/,
+      );
     await expect(useBackend("native")).rejects.toThrow(/out of date/);
   });
 

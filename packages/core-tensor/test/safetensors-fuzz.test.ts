@@ -37,7 +37,10 @@ function file(header: unknown, data: Uint8Array): Uint8Array {
 /** A returned file must be internally consistent: every tensor as many values as its shape says. */
 function expectConsistent(f: SafetensorsFile): void {
   for (const [name, t] of f.tensors) {
-    expect(t.tensor.shape.every((d) => Number.isSafeInteger(d) && d >= 0), name).toBe(true);
+    expect(
+      t.tensor.shape.every((d) => Number.isSafeInteger(d) && d >= 0),
+      name,
+    ).toBe(true);
     expect(t.tensor.data.length, name).toBe(t.tensor.shape.reduce((a, b) => a * b, 1));
     expect(DTYPES, name).toContain(t.storedAs);
   }
@@ -74,16 +77,16 @@ const offsets = fc.oneof(
   nasty,
 );
 const dtype = fc.oneof(fc.constantFrom(...DTYPES), fc.constantFrom("F8_E4M3", "U64", "toString", "__proto__", "constructor", "f32"), nasty);
-const entry = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ dtype, shape, data_offsets: offsets }, { requiredKeys: [] }) },
-  { weight: 1, arbitrary: nasty },
-);
+const entry = fc.oneof({ weight: 4, arbitrary: fc.record({ dtype, shape, data_offsets: offsets }, { requiredKeys: [] }) }, { weight: 1, arbitrary: nasty });
 const metadata = fc.oneof(fc.dictionary(fc.string({ maxLength: 4 }), fc.oneof(fc.string({ maxLength: 4 }), nasty), { maxKeys: 3 }), nasty);
 const names = fc.oneof(fc.string({ maxLength: 5 }), fc.constantFrom("__proto__", "constructor", "toString", "__metadata__"));
 
 describe("parseSafetensors on generated inputs", () => {
   it("random bytes", () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => parsesOrFailsClearly(bytes)), RUNS);
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => parsesOrFailsClearly(bytes)),
+      RUNS,
+    );
   });
 
   it("random bytes after a plausible header length", () => {
@@ -111,7 +114,10 @@ describe("parseSafetensors on generated inputs", () => {
   });
 
   it("a valid file truncated, or with bytes overwritten", () => {
-    const edit = fc.record({ cut: fc.integer({ min: 0, max: VALID.byteLength }), at: fc.array(fc.tuple(fc.nat(VALID.byteLength - 1), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }) });
+    const edit = fc.record({
+      cut: fc.integer({ min: 0, max: VALID.byteLength }),
+      at: fc.array(fc.tuple(fc.nat(VALID.byteLength - 1), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+    });
     fc.assert(
       fc.property(edit, ({ cut, at }) => {
         const bytes = VALID.slice(0, cut);
@@ -124,15 +130,27 @@ describe("parseSafetensors on generated inputs", () => {
 
   it("generated JSON headers: wrong dtypes, shapes and offsets, odd metadata, non-object roots", () => {
     const header = fc.oneof(
-      { weight: 6, arbitrary: fc.tuple(fc.dictionary(names, entry, { maxKeys: 4 }), fc.option(metadata, { nil: undefined })).map(([h, m]) => (m === undefined ? h : { ...h, __metadata__: m })) },
+      {
+        weight: 6,
+        arbitrary: fc
+          .tuple(fc.dictionary(names, entry, { maxKeys: 4 }), fc.option(metadata, { nil: undefined }))
+          .map(([h, m]) => (m === undefined ? h : { ...h, __metadata__: m })),
+      },
       { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
     );
-    fc.assert(fc.property(header, fc.integer({ min: 0, max: 80 }), (h, dataLen) => parsesOrFailsClearly(file(h, new Uint8Array(dataLen)))), RUNS);
+    fc.assert(
+      fc.property(header, fc.integer({ min: 0, max: 80 }), (h, dataLen) => parsesOrFailsClearly(file(h, new Uint8Array(dataLen)))),
+      RUNS,
+    );
   });
 
   it("the valid header with one tensor's fields changed", () => {
     const base = JSON.parse(new TextDecoder().decode(VALID.subarray(8, 8 + VALID_HEADER_LEN))) as Record<string, Record<string, unknown>>;
-    const change = fc.record({ name: fc.constantFrom("a", "b", "c"), field: fc.constantFrom("dtype", "shape", "data_offsets"), value: fc.oneof(dtype, shape, offsets) });
+    const change = fc.record({
+      name: fc.constantFrom("a", "b", "c"),
+      field: fc.constantFrom("dtype", "shape", "data_offsets"),
+      value: fc.oneof(dtype, shape, offsets),
+    });
     fc.assert(
       fc.property(change, fc.integer({ min: -8, max: 8 }), ({ name, field, value }, extra) => {
         const h = structuredClone(base);
@@ -167,10 +185,26 @@ describe("readSafetensorsCheckpoint on generated shard indexes", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("bad index JSON, weight maps of the wrong shape, shard names outside the folder", async () => {
-    const shard = fc.oneof(fc.constantFrom("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "missing.safetensors", "../model-00001-of-00002.safetensors", "/etc/hostname", "", "."), nasty);
+    const shard = fc.oneof(
+      fc.constantFrom(
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+        "missing.safetensors",
+        "../model-00001-of-00002.safetensors",
+        "/etc/hostname",
+        "",
+        ".",
+      ),
+      nasty,
+    );
     const weightMap = fc.oneof(fc.dictionary(fc.constantFrom("a", "b", "c", "d", "e"), shard, { maxKeys: 5 }), nasty);
     const index = fc.oneof(
-      { weight: 5, arbitrary: fc.record({ metadata: fc.jsonValue({ maxDepth: 1 }), weight_map: weightMap }, { requiredKeys: ["weight_map"] }).map((o) => JSON.stringify(o)) },
+      {
+        weight: 5,
+        arbitrary: fc
+          .record({ metadata: fc.jsonValue({ maxDepth: 1 }), weight_map: weightMap }, { requiredKeys: ["weight_map"] })
+          .map((o) => JSON.stringify(o)),
+      },
       { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)) },
       { weight: 1, arbitrary: fc.string({ maxLength: 20 }) },
     );

@@ -77,7 +77,14 @@ describe("safetensors round trip", () => {
   it("shards a checkpoint with an index and reads it back", async () => {
     const dir = tmp();
     const tensors = new Map<string, TensorToWrite>();
-    for (let i = 0; i < 5; i++) tensors.set(`layer.${i}.w`, { tensor: f32([10], Array.from({ length: 10 }, (_, j) => i * 10 + j)), dtype: "F32" });
+    for (let i = 0; i < 5; i++)
+      tensors.set(`layer.${i}.w`, {
+        tensor: f32(
+          [10],
+          Array.from({ length: 10 }, (_, j) => i * 10 + j),
+        ),
+        dtype: "F32",
+      });
     const files = await writeSafetensorsCheckpoint(dir, tensors, { maxShardBytes: 100 });
     expect(files).toEqual([
       "model-00001-of-00003.safetensors",
@@ -85,7 +92,10 @@ describe("safetensors round trip", () => {
       "model-00003-of-00003.safetensors",
       "model.safetensors.index.json",
     ]);
-    const index = JSON.parse(readFileSync(path.join(dir, "model.safetensors.index.json"), "utf8")) as { metadata: { total_size: number }; weight_map: Record<string, string> };
+    const index = JSON.parse(readFileSync(path.join(dir, "model.safetensors.index.json"), "utf8")) as {
+      metadata: { total_size: number };
+      weight_map: Record<string, string>;
+    };
     expect(index.metadata.total_size).toBe(200);
     expect(Object.keys(index.weight_map).sort()).toEqual([...tensors.keys()].sort());
     const back = await readSafetensorsCheckpoint(dir);

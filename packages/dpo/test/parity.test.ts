@@ -19,7 +19,8 @@ interface Ref {
   single_agent: { loss: number; margins: number[] };
 }
 const ref = JSON.parse(readFileSync(path.join(FIX, "madpo_reference.json"), "utf8")) as Ref;
-const tokens = (agent: number): AgentPairTokens[] => ref.pairs.map((p) => ({ promptIds: p[agent]!.prompt, winnerIds: p[agent]!.winner, loserIds: p[agent]!.loser }));
+const tokens = (agent: number): AgentPairTokens[] =>
+  ref.pairs.map((p) => ({ promptIds: p[agent]!.prompt, winnerIds: p[agent]!.winner, loserIds: p[agent]!.loser }));
 const PADS = [0, 381];
 
 function margins(models: CausalLM[], scoreLastToken: boolean): number[][] {

@@ -10,7 +10,10 @@ const MODELS = MODEL_FIXTURES;
 
 async function agents(lr = 1e-2, eps = 1e-8): Promise<TrainableAgent[]> {
   const out: TrainableAgent[] = [];
-  for (const [name, pad] of [["tiny-llama", 0], ["tiny-qwen2", 381]] as const) {
+  for (const [name, pad] of [
+    ["tiny-llama", 0],
+    ["tiny-qwen2", 381],
+  ] as const) {
     const { model } = await loadPretrained(path.join(MODELS, name));
     out.push({ model, optimizer: new AdamW(model.params, { lr, eps, weightDecay: 0 }), padTokenId: pad });
   }
@@ -29,7 +32,17 @@ const batch: AgentPairTokens[][] = [
 ];
 
 function margins(a: TrainableAgent[]): number[][] {
-  return a.map((x, i) => tf.tidy(() => Array.from(agentMargins(x.model, batch.map((p) => p[i]!), { scoreLastToken: false, padTokenId: x.padTokenId }).dataSync())));
+  return a.map((x, i) =>
+    tf.tidy(() =>
+      Array.from(
+        agentMargins(
+          x.model,
+          batch.map((p) => p[i]!),
+          { scoreLastToken: false, padTokenId: x.padTokenId },
+        ).dataSync(),
+      ),
+    ),
+  );
 }
 
 describe("the MADPO update", () => {
@@ -54,7 +67,11 @@ describe("the MADPO update", () => {
     const start = a[0]!.model.hostWeights();
     const others = margins(b)[1]!;
     const { value, grads } = tf.variableGrads(() => {
-      const own = agentMargins(b[0]!.model, batch.map((p) => p[0]!), { scoreLastToken: false, padTokenId: 0 });
+      const own = agentMargins(
+        b[0]!.model,
+        batch.map((p) => p[0]!),
+        { scoreLastToken: false, padTokenId: 0 },
+      );
       return tf.mean(tf.neg(tf.log(tf.sigmoid(tf.mul(tf.add(own, tf.tensor1d(others)), 0.1))))) as tf.Scalar;
     }, b[0]!.model.trainableVariables());
     const named = b[0]!.model.gradsByWeightName(grads);
@@ -89,7 +106,9 @@ describe("the MADPO update", () => {
     const w = a[1]!.model.params.get("model.norm.weight")!;
     w.assign(tf.fill(w.shape, NaN));
     await expect(madpoUpdate(localAgents(a), batch, { beta: 0.1, scoreLastToken: false, where: "round 2, batch 5" })).rejects.toThrow(NonFiniteError);
-    await expect(madpoUpdate(localAgents(a), batch, { beta: 0.1, scoreLastToken: false, where: "round 2, batch 5" })).rejects.toThrow(/agent 1 .*non-finite.* round 2, batch 5/);
+    await expect(madpoUpdate(localAgents(a), batch, { beta: 0.1, scoreLastToken: false, where: "round 2, batch 5" })).rejects.toThrow(
+      /agent 1 .*non-finite.* round 2, batch 5/,
+    );
     a.forEach((x) => (x.optimizer.dispose(), x.model.dispose()));
   });
 });

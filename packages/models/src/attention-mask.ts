@@ -34,9 +34,10 @@ export function attentionBias(opts: {
   const data = new Float32Array(rows * repeat * t * s);
   for (let b = 0; b < rows; b++) {
     for (let q = 0; q < t; q++) {
-      const base = ((b * repeat) * t + q) * s;
+      const base = (b * repeat * t + q) * s;
       for (let k = 0; k < s; k++) {
-        const visible = k <= past + q && (opts.window === undefined || k > past + q - opts.window) && (opts.keyMask === undefined || opts.keyMask[b * s + k] === 1);
+        const visible =
+          k <= past + q && (opts.window === undefined || k > past + q - opts.window) && (opts.keyMask === undefined || opts.keyMask[b * s + k] === 1);
         if (!visible) data[base + k] = MASKED;
       }
     }

@@ -47,7 +47,14 @@ export class CausalAttention {
       const keys = shape.keyMask === undefined ? new Int32Array(b * s).fill(1) : Int32Array.from(shape.keyMask, (m) => (m === 1 ? 1 : 0));
       this.mask = tf.tensor2d(windowedKeyMask(keys, b, window), [b, s], "int32");
     } else {
-      const bias = attentionBias({ batch: b, queries: t, past, repeat: heads / kvHeads, ...(shape.keyMask !== undefined ? { keyMask: shape.keyMask } : {}), ...(window !== undefined ? { window } : {}) });
+      const bias = attentionBias({
+        batch: b,
+        queries: t,
+        past,
+        repeat: heads / kvHeads,
+        ...(shape.keyMask !== undefined ? { keyMask: shape.keyMask } : {}),
+        ...(window !== undefined ? { window } : {}),
+      });
       this.mask = tf.tensor4d(bias.data, bias.shape);
     }
   }

@@ -1,4 +1,4 @@
-import type { RngStream} from "@pbrl/core-tensor";
+import type { RngStream } from "@pbrl/core-tensor";
 import { deviceOf, tf, toDevice, transposesAreFree, variableFrom, type HostTensor } from "@pbrl/core-tensor";
 import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
@@ -196,7 +196,8 @@ export class CausalLM {
     for (const id of input.ids) if (id < 0 || id >= c.vocabSize) throw new RangeError(`token id ${id} outside the vocabulary [0, ${c.vocabSize})`);
     const past = input.cache?.length ?? 0;
     const positions = input.positions ?? defaultPositions(b, t, past);
-    if (input.sequenceLengths !== undefined && input.sequenceLengths.length !== b) throw new RangeError(`sequenceLengths has ${input.sequenceLengths.length} entries for a batch of ${b}`);
+    if (input.sequenceLengths !== undefined && input.sequenceLengths.length !== b)
+      throw new RangeError(`sequenceLengths has ${input.sequenceLengths.length} entries for a batch of ${b}`);
     // Constants built outside any tape: rotary tables and attention masks.
     const k = this.callConstants(b, t, past, positions, input.keyMask, input.sequenceLengths);
     const newCache: { k: tf.Tensor4D; v: tf.Tensor4D }[] = [];
@@ -220,7 +221,14 @@ export class CausalLM {
   }
 
   /** Rotary tables and one attention (mask) per distinct layer window, for one forward call. */
-  private callConstants(b: number, t: number, past: number, positions: Int32Array, keyMask: ArrayLike<number> | undefined, lengths: ArrayLike<number> | undefined): CallConstants {
+  private callConstants(
+    b: number,
+    t: number,
+    past: number,
+    positions: Int32Array,
+    keyMask: ArrayLike<number> | undefined,
+    lengths: ArrayLike<number> | undefined,
+  ): CallConstants {
     const c = this.config;
     const tables = (rope: RotaryEmbedding): RotaryTables => {
       const { cos, sin } = rope.tables(positions, lengths);
@@ -231,7 +239,13 @@ export class CausalLM {
       let a = byWindow.get(layer.window);
       if (a === undefined) {
         a = new CausalAttention({
-          batch: b, queries: t, past, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, scale: c.arch.attentionScale,
+          batch: b,
+          queries: t,
+          past,
+          heads: c.numHeads,
+          kvHeads: c.numKvHeads,
+          headDim: c.headDim,
+          scale: c.arch.attentionScale,
           ...(keyMask !== undefined ? { keyMask } : {}),
           ...(layer.window !== undefined ? { window: layer.window } : {}),
         });

@@ -1,6 +1,16 @@
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { checkDevice, guardHeap, onDevice, readSafetensorsCheckpoint, replaceDirAtomic, writeFileAtomic, writeSafetensorsCheckpoint, type SafetensorsWriteDtype, type TensorToWrite } from "@pbrl/core-tensor";
+import {
+  checkDevice,
+  guardHeap,
+  onDevice,
+  readSafetensorsCheckpoint,
+  replaceDirAtomic,
+  writeFileAtomic,
+  writeSafetensorsCheckpoint,
+  type SafetensorsWriteDtype,
+  type TensorToWrite,
+} from "@pbrl/core-tensor";
 import { CausalLM } from "./causal-lm.js";
 import { ModelConfigError, parseModelConfig, serializeModelConfig } from "./config.js";
 import { integralFloatPaths, stringifyConfigJson } from "./config-json.js";

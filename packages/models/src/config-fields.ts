@@ -10,7 +10,7 @@ export type Json = Record<string, unknown>;
 
 /** Numbers as JSON would not print them: JSON.stringify(Infinity) is "null". */
 function show(v: unknown): string {
-  return typeof v === "number" ? String(v) : JSON.stringify(v) ?? String(v);
+  return typeof v === "number" ? String(v) : (JSON.stringify(v) ?? String(v));
 }
 
 export function num(raw: Json, key: string, where: string, fallback?: number): number {
@@ -38,7 +38,9 @@ export function positive(raw: Json, key: string, where: string, fallback: number
   const v = raw[key] ?? fallback;
   if (typeof v === "number" && Number.isFinite(v) && Math.fround(v) > 0) return v;
   if (v === undefined) throw new ModelConfigError(`${where}: missing required field "${key}"`);
-  throw new ModelConfigError(`${where}: field "${key}" must be a finite number > 0, got ${show(v)}: ${why}. Set it to the value the model was trained with (${usual}).`);
+  throw new ModelConfigError(
+    `${where}: field "${key}" must be a finite number > 0, got ${show(v)}: ${why}. Set it to the value the model was trained with (${usual}).`,
+  );
 }
 
 /** A JSON object field, or undefined when absent or null. */

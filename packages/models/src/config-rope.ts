@@ -65,11 +65,22 @@ function factorList(params: Json, key: string, at: string, n: number): number[] 
  */
 export function parseRopeObject(raw: Json, params: Json | null, key: string, ctx: RopeContext): RopeSpec {
   const { where } = ctx;
-  const theta = params?.["rope_theta"] != null ? positive(params, "rope_theta", `${where} ${key}`, undefined, THETA_WHY, THETA_USUAL) : positive(raw, "rope_theta", where, ctx.defaultTheta, THETA_WHY, THETA_USUAL);
+  const theta =
+    params?.["rope_theta"] != null
+      ? positive(params, "rope_theta", `${where} ${key}`, undefined, THETA_WHY, THETA_USUAL)
+      : positive(raw, "rope_theta", where, ctx.defaultTheta, THETA_WHY, THETA_USUAL);
   if (params === null) return { theta, scaling: { type: "default" } };
   const named = String(params["rope_type"] ?? params["type"] ?? "default");
   const type = ctx.longropeAliases === true && (named === "su" || named === "yarn") ? "longrope" : named;
-  const factor = (): number => positive(params, "factor", `${where} rope ${type} scaling`, undefined, "rotary frequencies are divided by it", "as in the model's original config, e.g. 8 for Llama 3.1");
+  const factor = (): number =>
+    positive(
+      params,
+      "factor",
+      `${where} rope ${type} scaling`,
+      undefined,
+      "rotary frequencies are divided by it",
+      "as in the model's original config, e.g. 8 for Llama 3.1",
+    );
   switch (type) {
     case "default":
       return { theta, scaling: { type: "default" } };
@@ -80,16 +91,27 @@ export function parseRopeObject(raw: Json, params: Json | null, key: string, ctx
       const lowFreqFactor = positive(params, "low_freq_factor", at, undefined, "wavelengths are divided by it", "1 for Llama 3.1");
       const highFreqFactor = num(params, "high_freq_factor", at);
       // The smoothing between the two bands divides by their difference.
-      if (!(highFreqFactor > lowFreqFactor)) throw new ModelConfigError(`${at}: high_freq_factor (${highFreqFactor}) must be greater than low_freq_factor (${lowFreqFactor}); Llama 3.1 uses 4 and 1`);
+      if (!(highFreqFactor > lowFreqFactor))
+        throw new ModelConfigError(
+          `${at}: high_freq_factor (${highFreqFactor}) must be greater than low_freq_factor (${lowFreqFactor}); Llama 3.1 uses 4 and 1`,
+        );
       return {
         theta,
-        scaling: { type: "llama3", factor: factor(), lowFreqFactor, highFreqFactor, originalMaxPositionEmbeddings: posInt(params, "original_max_position_embeddings", at) },
+        scaling: {
+          type: "llama3",
+          factor: factor(),
+          lowFreqFactor,
+          highFreqFactor,
+          originalMaxPositionEmbeddings: posInt(params, "original_max_position_embeddings", at),
+        },
       };
     }
     case "longrope":
       return { theta, scaling: parseLongrope(params, ctx, `${where} ${key} (rope_type longrope)`) };
     default:
-      throw new ModelConfigError(`${where}: ${key}.rope_type "${type}" is not supported; pbrl implements ${SUPPORTED}. Use a checkpoint with one of those, or remove ${key} if the model was trained without scaling`);
+      throw new ModelConfigError(
+        `${where}: ${key}.rope_type "${type}" is not supported; pbrl implements ${SUPPORTED}. Use a checkpoint with one of those, or remove ${key} if the model was trained without scaling`,
+      );
   }
 }
 
@@ -99,10 +121,16 @@ function parseLongrope(params: Json, ctx: RopeContext, at: string): RopeScaling 
   const longFactor = factorList(params, "long_factor", at, n);
   // transformers gives config.json's top-level value priority over the rope object's (Phi-3 stores it there).
   const originalMax = ctx.originalMax ?? posInt(params, "original_max_position_embeddings", at, ctx.maxPositions);
-  const factor = params["factor"] != null ? positive(params, "factor", at, undefined, "it sets the attention factor", "max_position_embeddings / original_max_position_embeddings") : ctx.maxPositions / originalMax;
+  const factor =
+    params["factor"] != null
+      ? positive(params, "factor", at, undefined, "it sets the attention factor", "max_position_embeddings / original_max_position_embeddings")
+      : ctx.maxPositions / originalMax;
   // The paper's attention factor, as transformers' _compute_longrope_parameters derives it.
   const derived = factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(originalMax));
-  const attentionFactor = params["attention_factor"] != null ? positive(params, "attention_factor", at, undefined, "cos and sin are multiplied by it", "unset, so it is derived from factor") : derived;
+  const attentionFactor =
+    params["attention_factor"] != null
+      ? positive(params, "attention_factor", at, undefined, "cos and sin are multiplied by it", "unset, so it is derived from factor")
+      : derived;
   return { type: "longrope", shortFactor, longFactor, originalMaxPositionEmbeddings: originalMax, attentionFactor };
 }
 
@@ -121,10 +149,15 @@ export function rotaryDimension(raw: Json, params: Json | null, headDim: number,
   const src = inParams ? params! : raw;
   const factor = src["partial_rotary_factor"] != null ? num(src, "partial_rotary_factor", where) : 1;
   if (factor === 1) return headDim;
-  if (!allowed) throw new ModelConfigError(`${where}: partial_rotary_factor=${factor} is not supported for ${family} (transformers rotates the whole head there); remove it or set it to 1.0`);
+  if (!allowed)
+    throw new ModelConfigError(
+      `${where}: partial_rotary_factor=${factor} is not supported for ${family} (transformers rotates the whole head there); remove it or set it to 1.0`,
+    );
   const dim = Math.trunc(headDim * factor);
   if (!(factor > 0 && factor <= 1) || dim < 2 || dim % 2 !== 0) {
-    throw new ModelConfigError(`${where}: partial_rotary_factor=${factor} must be in (0, 1] and leave an even number of rotated dimensions of head_dim ${headDim} (got ${dim}); Phi-4-mini uses 0.75`);
+    throw new ModelConfigError(
+      `${where}: partial_rotary_factor=${factor} must be in (0, 1] and leave an even number of rotated dimensions of head_dim ${headDim} (got ${dim}); Phi-4-mini uses 0.75`,
+    );
   }
   return dim;
 }

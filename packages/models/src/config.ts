@@ -72,27 +72,34 @@ function idList(v: unknown): number[] {
 function unsupportedTypeMessage(modelType: unknown, where: string): string {
   const list = SUPPORTED_MODEL_TYPES.join(", ");
   // A Gemma 3 vision-language checkpoint keeps its language model's config under text_config.
-  const hint = modelType === "gemma3" ? '; for a multimodal Gemma 3 checkpoint, use its text-only counterpart (model_type "gemma3_text", e.g. google/gemma-3-1b-it)' : "";
+  const hint =
+    modelType === "gemma3" ? '; for a multimodal Gemma 3 checkpoint, use its text-only counterpart (model_type "gemma3_text", e.g. google/gemma-3-1b-it)' : "";
   return `${where}: model_type ${JSON.stringify(modelType)} is not supported; pbrl implements ${list}${hint}`;
 }
 
 /** Validates and normalises a parsed `config.json`. `where` names its source in errors. */
 export function parseModelConfig(raw: Json, where = "config.json"): CausalLMConfig {
   // Typed as an object, but it comes from a user's file: `[]` or `null` parse as JSON too.
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new ModelConfigError(`${where}: must be a JSON object of model settings, got ${JSON.stringify(raw)}`);
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw new ModelConfigError(`${where}: must be a JSON object of model settings, got ${JSON.stringify(raw)}`);
   const modelType = raw["model_type"];
-  if (typeof modelType !== "string" || !(SUPPORTED_MODEL_TYPES as readonly string[]).includes(modelType)) throw new ModelConfigError(unsupportedTypeMessage(modelType, where));
+  if (typeof modelType !== "string" || !(SUPPORTED_MODEL_TYPES as readonly string[]).includes(modelType))
+    throw new ModelConfigError(unsupportedTypeMessage(modelType, where));
   const family = modelType as ModelType;
   const defaults = FAMILY_DEFAULTS[family];
   if (raw["quantization_config"] !== undefined) throw new ModelConfigError(`${where}: quantized checkpoints are not supported (quantization_config is set)`);
   const dropout = raw["attention_dropout"] ?? 0;
-  if (dropout !== 0) throw new ModelConfigError(`${where}: attention_dropout=${JSON.stringify(dropout)} is not supported; pbrl trains without dropout (set it to 0.0)`);
+  if (dropout !== 0)
+    throw new ModelConfigError(`${where}: attention_dropout=${JSON.stringify(dropout)} is not supported; pbrl trains without dropout (set it to 0.0)`);
   const hiddenSize = posInt(raw, "hidden_size", where);
   const numHeads = posInt(raw, "num_attention_heads", where);
   const numKvHeads = posInt(raw, "num_key_value_heads", where, numHeads);
-  if (numHeads % numKvHeads !== 0) throw new ModelConfigError(`${where}: num_attention_heads (${numHeads}) must be a multiple of num_key_value_heads (${numKvHeads})`);
+  if (numHeads % numKvHeads !== 0)
+    throw new ModelConfigError(`${where}: num_attention_heads (${numHeads}) must be a multiple of num_key_value_heads (${numKvHeads})`);
   if (raw["head_dim"] == null && defaults.headDim === undefined && hiddenSize % numHeads !== 0) {
-    throw new ModelConfigError(`${where}: hidden_size (${hiddenSize}) is not a multiple of num_attention_heads (${numHeads}) and head_dim is not set; set head_dim or fix the sizes`);
+    throw new ModelConfigError(
+      `${where}: hidden_size (${hiddenSize}) is not a multiple of num_attention_heads (${numHeads}) and head_dim is not set; set head_dim or fix the sizes`,
+    );
   }
   const headDim = posInt(raw, "head_dim", where, defaults.headDim ?? hiddenSize / numHeads);
   if (headDim % 2 !== 0) throw new ModelConfigError(`${where}: head_dim must be even for rotary embeddings, got ${headDim}`);
@@ -110,7 +117,14 @@ export function parseModelConfig(raw: Json, where = "config.json"): CausalLMConf
     numHeads,
     numKvHeads,
     headDim,
-    rmsNormEps: positive(raw, "rms_norm_eps", where, defaults.rmsNormEps, "RMSNorm divides by √(mean(x²) + eps), so eps ≤ 0 turns hidden states into NaN", "1e-5 or 1e-6 in every supported family"),
+    rmsNormEps: positive(
+      raw,
+      "rms_norm_eps",
+      where,
+      defaults.rmsNormEps,
+      "RMSNorm divides by √(mean(x²) + eps), so eps ≤ 0 turns hidden states into NaN",
+      "1e-5 or 1e-6 in every supported family",
+    ),
     ropeTheta: parts.rope.theta,
     ropeScaling: parts.rope.scaling,
     localRope: parts.localRope,

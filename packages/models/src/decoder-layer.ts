@@ -70,14 +70,25 @@ function rope(x: tf.Tensor4D, t: RotaryTables): tf.Tensor4D {
  * One layer's attention sub-block on x [B·T, hidden]: returns o_proj's output and the layer's
  * keys and values (the cached ones first) for the cache.
  */
-function selfAttention(c: CausalLMConfig, w: BlockWeights, k: CallConstants, i: number, x: tf.Tensor2D, cached: { k: tf.Tensor4D; v: tf.Tensor4D } | undefined) {
+function selfAttention(
+  c: CausalLMConfig,
+  w: BlockWeights,
+  k: CallConstants,
+  i: number,
+  x: tf.Tensor2D,
+  cached: { k: tf.Tensor4D; v: tf.Tensor4D } | undefined,
+) {
   const { batch: b, length: t } = k;
   const d = c.headDim;
   const p = `model.layers.${i}.self_attn`;
   const a = c.arch;
   let q: tf.Tensor2D, key: tf.Tensor2D, v: tf.Tensor2D;
   if (a.fusedProjections) {
-    [q, key, v] = tf.split(w.linear(x, `${p}.qkv_proj`, c.qkvBias), [c.numHeads * d, c.numKvHeads * d, c.numKvHeads * d], 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
+    [q, key, v] = tf.split(w.linear(x, `${p}.qkv_proj`, c.qkvBias), [c.numHeads * d, c.numKvHeads * d, c.numKvHeads * d], 1) as [
+      tf.Tensor2D,
+      tf.Tensor2D,
+      tf.Tensor2D,
+    ];
   } else {
     q = w.linear(x, `${p}.q_proj`, c.qkvBias);
     key = w.linear(x, `${p}.k_proj`, c.qkvBias);

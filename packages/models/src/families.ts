@@ -98,7 +98,8 @@ const LLAMA_ARCH = (headDim: number): Architecture => ({
 
 function requireSilu(f: FamilyInput): void {
   const act = f.raw["hidden_act"] ?? "silu";
-  if (act !== "silu") throw new ModelConfigError(`${f.where}: hidden_act ${JSON.stringify(act)} is not supported for ${f.modelType}; pbrl implements "silu" (SwiGLU) there`);
+  if (act !== "silu")
+    throw new ModelConfigError(`${f.where}: hidden_act ${JSON.stringify(act)} is not supported for ${f.modelType}; pbrl implements "silu" (SwiGLU) there`);
 }
 
 /** A window length: a positive integer, or undefined for null. */
@@ -112,7 +113,14 @@ function windowField(raw: Json, where: string, fallback: number | undefined): nu
 function singleRope(f: FamilyInput, partialAllowed: boolean, originalMax?: number): { rope: RopeSpec; rotaryDim: number } {
   const { key, params } = ropeObject(f.raw, f.where);
   const rotaryDim = rotaryDimension(f.raw, params, f.headDim, f.where, partialAllowed, f.modelType);
-  const rope = parseRopeObject(f.raw, params, key, { where: f.where, maxPositions: f.maxPositions, rotaryDim, originalMax, defaultTheta: 10000, longropeAliases: f.modelType === "phi3" });
+  const rope = parseRopeObject(f.raw, params, key, {
+    where: f.where,
+    maxPositions: f.maxPositions,
+    rotaryDim,
+    originalMax,
+    defaultTheta: 10000,
+    longropeAliases: f.modelType === "phi3",
+  });
   return { rope, rotaryDim };
 }
 
@@ -122,10 +130,13 @@ const LAYER_TYPES = ["full_attention", "sliding_attention"];
 function layerTypes(f: FamilyInput): string[] | undefined {
   const v = f.raw["layer_types"];
   if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v) || v.length !== f.numLayers) throw new ModelConfigError(`${f.where}: layer_types must list one entry per layer (${f.numLayers}), got ${JSON.stringify(v)}`);
+  if (!Array.isArray(v) || v.length !== f.numLayers)
+    throw new ModelConfigError(`${f.where}: layer_types must list one entry per layer (${f.numLayers}), got ${JSON.stringify(v)}`);
   v.forEach((t, i) => {
     if (typeof t !== "string" || !LAYER_TYPES.includes(t)) {
-      throw new ModelConfigError(`${f.where}: layer_types[${i}] ${JSON.stringify(t)} is not supported; pbrl implements "full_attention" and "sliding_attention" layers`);
+      throw new ModelConfigError(
+        `${f.where}: layer_types[${i}] ${JSON.stringify(t)} is not supported; pbrl implements "full_attention" and "sliding_attention" layers`,
+      );
     }
   });
   return v as string[];
@@ -135,18 +146,35 @@ function layerTypes(f: FamilyInput): string[] | undefined {
 function layersFromTypes(f: FamilyInput, types: readonly string[], window: number | undefined, localRope: boolean): LayerSpec[] {
   return types.map((t, i) => {
     if (t !== "sliding_attention") return { window: undefined, rope: "global" };
-    if (window === undefined) throw new ModelConfigError(`${f.where}: layer_types[${i}] is "sliding_attention" but no sliding_window is in effect; set sliding_window (and use_sliding_window=true for ${f.modelType}) or make the layer "full_attention"`);
+    if (window === undefined)
+      throw new ModelConfigError(
+        `${f.where}: layer_types[${i}] is "sliding_attention" but no sliding_window is in effect; set sliding_window (and use_sliding_window=true for ${f.modelType}) or make the layer "full_attention"`,
+      );
     return { window, rope: localRope ? "local" : "global" };
   });
 }
 
 function parseLlama(f: FamilyInput): FamilyParts {
   requireSilu(f);
-  if (f.raw["use_sliding_window"] === true) throw new ModelConfigError(`${f.where}: use_sliding_window=true is not supported for llama; transformers' Llama attends to every earlier position (remove the field)`);
+  if (f.raw["use_sliding_window"] === true)
+    throw new ModelConfigError(
+      `${f.where}: use_sliding_window=true is not supported for llama; transformers' Llama attends to every earlier position (remove the field)`,
+    );
   const types = layerTypes(f);
-  if (types?.some((t) => t !== "full_attention")) throw new ModelConfigError(`${f.where}: layer_types include sliding layers, which Llama does not have; use model_type "mistral" for a sliding-window Llama layout`);
+  if (types?.some((t) => t !== "full_attention"))
+    throw new ModelConfigError(
+      `${f.where}: layer_types include sliding layers, which Llama does not have; use model_type "mistral" for a sliding-window Llama layout`,
+    );
   const bias = f.raw["attention_bias"] === true;
-  return { arch: LLAMA_ARCH(f.headDim), qkvBias: bias, oBias: bias, mlpBias: f.raw["mlp_bias"] === true, layers: fullLayers(f), ...singleRope(f, false), localRope: undefined };
+  return {
+    arch: LLAMA_ARCH(f.headDim),
+    qkvBias: bias,
+    oBias: bias,
+    mlpBias: f.raw["mlp_bias"] === true,
+    layers: fullLayers(f),
+    ...singleRope(f, false),
+    localRope: undefined,
+  };
 }
 
 function fullLayers(f: FamilyInput, window?: number): LayerSpec[] {
@@ -180,14 +208,30 @@ function parseQwen2(f: FamilyInput): FamilyParts {
 function parseQwen3(f: FamilyInput): FamilyParts {
   requireSilu(f);
   const bias = f.raw["attention_bias"] === true;
-  return { arch: { ...LLAMA_ARCH(f.headDim), qkNorm: true }, qkvBias: bias, oBias: bias, mlpBias: false, layers: qwenLayers(f), ...singleRope(f, false), localRope: undefined };
+  return {
+    arch: { ...LLAMA_ARCH(f.headDim), qkNorm: true },
+    qkvBias: bias,
+    oBias: bias,
+    mlpBias: false,
+    layers: qwenLayers(f),
+    ...singleRope(f, false),
+    localRope: undefined,
+  };
 }
 
 function parseMistral(f: FamilyInput): FamilyParts {
   requireSilu(f);
   // MistralConfig's sliding_window defaults to 4096 when the field is absent; null turns it off.
   const window = windowField(f.raw, f.where, 4096);
-  return { arch: LLAMA_ARCH(f.headDim), qkvBias: false, oBias: false, mlpBias: false, layers: fullLayers(f, window), ...singleRope(f, false), localRope: undefined };
+  return {
+    arch: LLAMA_ARCH(f.headDim),
+    qkvBias: false,
+    oBias: false,
+    mlpBias: false,
+    layers: fullLayers(f, window),
+    ...singleRope(f, false),
+    localRope: undefined,
+  };
 }
 
 function parsePhi3(f: FamilyInput): FamilyParts {
@@ -198,20 +242,41 @@ function parsePhi3(f: FamilyInput): FamilyParts {
   }
   // Phi3Config always has original_max_position_embeddings (default 4096), and transformers gives it priority.
   const originalMax = posInt(f.raw, "original_max_position_embeddings", f.where, 4096);
-  return { arch: { ...LLAMA_ARCH(f.headDim), fusedProjections: true }, qkvBias: false, oBias: false, mlpBias: false, layers: fullLayers(f, windowField(f.raw, f.where, undefined)), ...singleRope(f, true, originalMax), localRope: undefined };
+  return {
+    arch: { ...LLAMA_ARCH(f.headDim), fusedProjections: true },
+    qkvBias: false,
+    oBias: false,
+    mlpBias: false,
+    layers: fullLayers(f, windowField(f.raw, f.where, undefined)),
+    ...singleRope(f, true, originalMax),
+    localRope: undefined,
+  };
 }
 
 /** A soft-capping value: undefined when null or absent, else a number > 0. */
 function softcap(raw: Json, key: string, where: string): number | undefined {
   if (raw[key] === undefined || raw[key] === null) return undefined;
-  return positive(raw, key, where, undefined, "values are squashed to cap·tanh(x/cap)", "Gemma 2 used 50 for attention and 30 for the logits; null turns it off");
+  return positive(
+    raw,
+    key,
+    where,
+    undefined,
+    "values are squashed to cap·tanh(x/cap)",
+    "Gemma 2 used 50 for attention and 30 for the logits; null turns it off",
+  );
 }
 
 function parseGemma3(f: FamilyInput): FamilyParts {
   const { raw, where } = f;
   const act = raw["hidden_activation"] ?? raw["hidden_act"] ?? "gelu_pytorch_tanh";
-  if (act !== "gelu_pytorch_tanh") throw new ModelConfigError(`${where}: hidden_activation ${JSON.stringify(act)} is not supported for gemma3_text; pbrl implements "gelu_pytorch_tanh" (GeGLU), which every Gemma 3 checkpoint uses`);
-  if (raw["use_bidirectional_attention"] === true) throw new ModelConfigError(`${where}: use_bidirectional_attention=true (an encoder such as EmbeddingGemma) is not supported; pbrl implements causal language models, set it to false`);
+  if (act !== "gelu_pytorch_tanh")
+    throw new ModelConfigError(
+      `${where}: hidden_activation ${JSON.stringify(act)} is not supported for gemma3_text; pbrl implements "gelu_pytorch_tanh" (GeGLU), which every Gemma 3 checkpoint uses`,
+    );
+  if (raw["use_bidirectional_attention"] === true)
+    throw new ModelConfigError(
+      `${where}: use_bidirectional_attention=true (an encoder such as EmbeddingGemma) is not supported; pbrl implements causal language models, set it to false`,
+    );
   const window = windowField(raw, where, 4096);
   const pattern = posInt(raw, raw["sliding_window_pattern"] != null ? "sliding_window_pattern" : "_sliding_window_pattern", where, 6);
   // Gemma3TextConfig's default: every `pattern`-th layer global, the others local.
@@ -258,7 +323,9 @@ function gemmaRopes(f: FamilyInput): { global: RopeSpec; local: RopeSpec } {
   const nested = optObject(raw, "rope_parameters", where);
   if (nested !== undefined) {
     if (!("full_attention" in nested) && !("sliding_attention" in nested)) {
-      throw new ModelConfigError(`${where}: gemma3_text's rope_parameters must hold one entry per layer type, {"full_attention": {…}, "sliding_attention": {…}}, got ${JSON.stringify(nested)}`);
+      throw new ModelConfigError(
+        `${where}: gemma3_text's rope_parameters must hold one entry per layer type, {"full_attention": {…}, "sliding_attention": {…}}, got ${JSON.stringify(nested)}`,
+      );
     }
     // Without a theta of its own, an entry takes rope_theta (global) or rope_local_base_freq (local);
     // a layer type saved as null gets the default rope with that theta.

@@ -43,7 +43,8 @@ export interface DecodeWeights {
 /** The weights in the order the decoding kernels take them (core-tensor's nativeDecodeStep, LibtorchDecoder). */
 export function decodeKernelOrder(w: DecodeWeights): (tf.Tensor | undefined)[] {
   const list: (tf.Tensor | undefined)[] = [w.embed, w.finalNorm, w.lmHead];
-  for (const l of w.layers) list.push(l.inputNorm, l.q, l.k, l.v, l.o, l.qBias, l.kBias, l.vBias, l.oBias, l.postNorm, l.gate, l.up, l.down, l.gateBias, l.upBias, l.downBias);
+  for (const l of w.layers)
+    list.push(l.inputNorm, l.q, l.k, l.v, l.o, l.qBias, l.kBias, l.vBias, l.oBias, l.postNorm, l.gate, l.up, l.down, l.gateBias, l.upBias, l.downBias);
   return list;
 }
 

@@ -1,4 +1,16 @@
-import { computePrecision, guardHeap, LibtorchDecoder, libtorchSampleRows, NativeDecodeCache, nativeDecodeStep, nativeHeapOffsets, nativeSampleRows, tf, type DecodeDims, type RngStream } from "@pbrl/core-tensor";
+import {
+  computePrecision,
+  guardHeap,
+  LibtorchDecoder,
+  libtorchSampleRows,
+  NativeDecodeCache,
+  nativeDecodeStep,
+  nativeHeapOffsets,
+  nativeSampleRows,
+  tf,
+  type DecodeDims,
+  type RngStream,
+} from "@pbrl/core-tensor";
 import { positionsFromMask, windowedKeyMask } from "./attention-mask.js";
 import { disposeCache, emptyCache, type CausalLM, type KVCache } from "./causal-lm.js";
 import { checkContextLength } from "./context-length.js";
@@ -63,7 +75,8 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     topP: options.topP ?? 1,
   };
   validateSampling(sampling);
-  if (!Number.isInteger(options.maxNewTokens) || options.maxNewTokens < 0) throw new RangeError(`max_new_tokens must be an integer ≥ 0, got ${options.maxNewTokens}`);
+  if (!Number.isInteger(options.maxNewTokens) || options.maxNewTokens < 0)
+    throw new RangeError(`max_new_tokens must be an integer ≥ 0, got ${options.maxNewTokens}`);
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`num_return_sequences must be an integer ≥ 1, got ${n}`);
   if (prompts.some((p) => p.length === 0)) throw new RangeError("every prompt needs at least one token");
   if (!sampling.greedy && options.rng === undefined) throw new Error("sampling needs a seeded RngStream (pass rng, or use greedy decoding)");
@@ -118,7 +131,8 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     const fusedWindow = support.ok ? support.window : undefined;
     // On the native backend the steps after the prompt run in one addon call each (see
     // nativeDecodeStep), from a copy of the prompt's keys and values.
-    const fast = support.ok && cache !== undefined && tf.getBackend() === "native" ? nativeDecoder(model, cache, b, promptLen + options.maxNewTokens) : undefined;
+    const fast =
+      support.ok && cache !== undefined && tf.getBackend() === "native" ? nativeDecoder(model, cache, b, promptLen + options.maxNewTokens) : undefined;
     // On libtorch likewise, with the cache and the logits where the weights are (and the weights
     // read as bfloat16 copies when the backend computes in bf16).
     if (support.ok && cache !== undefined && onDevice) decoder = libtorchDecoder(model, cache, b, promptLen + options.maxNewTokens);
@@ -178,8 +192,20 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
           const h = model.hidden({ ids: chosen, batch: b, length: 1, positions: nextPos, keyMask: mask, cache });
           return model.logits(h);
         }
-        const h = model.hidden({ ids, batch: b, length: total, positions: positionsFromMask(mask, b, total), keyMask: mask, ...(cache !== undefined ? { cache } : {}) });
-        return model.logits(gatherRows(h, Int32Array.from({ length: b }, (_, i) => i * total + total - 1)));
+        const h = model.hidden({
+          ids,
+          batch: b,
+          length: total,
+          positions: positionsFromMask(mask, b, total),
+          keyMask: mask,
+          ...(cache !== undefined ? { cache } : {}),
+        });
+        return model.logits(
+          gatherRows(
+            h,
+            Int32Array.from({ length: b }, (_, i) => i * total + total - 1),
+          ),
+        );
       });
       for (let i = 0; i < b; i++) nextPos[i]! += 1;
     }
@@ -214,7 +240,16 @@ function draws(done: Uint8Array, rng: RngStream | undefined): Float64Array {
 
 function decodeDims(model: CausalLM): DecodeDims {
   const c = model.config;
-  return { hidden: c.hiddenSize, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: c.headDim, intermediate: c.intermediateSize, vocab: c.vocabSize, layers: c.numLayers, rmsNormEps: c.rmsNormEps };
+  return {
+    hidden: c.hiddenSize,
+    heads: c.numHeads,
+    kvHeads: c.numKvHeads,
+    headDim: c.headDim,
+    intermediate: c.intermediateSize,
+    vocab: c.vocabSize,
+    layers: c.numLayers,
+    rmsNormEps: c.rmsNormEps,
+  };
 }
 
 /** The libtorch decoder after the prompt: the model's weights and the prompt's keys and values. */
@@ -228,7 +263,12 @@ function libtorchDecoder(model: CausalLM, cache: KVCache, batch: number, capacit
  * The native decoder's state after the prompt: where the weights it reads lie, the prompt's keys
  * and values, and the logits buffer every step overwrites (read by sampling before the next).
  */
-function nativeDecoder(model: CausalLM, cache: KVCache, batch: number, capacity: number): { weights: Float64Array; cache: NativeDecodeCache; logits: Float32Array } {
+function nativeDecoder(
+  model: CausalLM,
+  cache: KVCache,
+  batch: number,
+  capacity: number,
+): { weights: Float64Array; cache: NativeDecodeCache; logits: Float32Array } {
   const c = model.config;
   const native = new NativeDecodeCache(decodeDims(model), batch, capacity);
   cache.layers.forEach((l, i) => native.load(i, l.k.dataSync() as Float32Array, l.v.dataSync() as Float32Array, cache.length));

@@ -1,4 +1,4 @@
-import type { RngStream} from "@pbrl/core-tensor";
+import type { RngStream } from "@pbrl/core-tensor";
 import { checkFiniteWeight } from "./finite-weights.js";
 import { matMul } from "./ops.js";
 import { WeightLoadError } from "./weight-load-error.js";
@@ -27,7 +27,10 @@ export class ScalarHead {
   private static nextId = 0;
   private readonly id = ScalarHead.nextId++;
 
-  private constructor(readonly options: Required<ScalarHeadOptions>, weights: Map<string, tf.Tensor>) {
+  private constructor(
+    readonly options: Required<ScalarHeadOptions>,
+    weights: Map<string, tf.Tensor>,
+  ) {
     this.hiddenDim = options.hiddenDim;
     this.prefix = options.prefix;
     for (const [name, t] of weights) this.params.set(name, variableFrom(t, true, `head${this.id}/${name}`));

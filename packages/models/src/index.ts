@@ -15,15 +15,47 @@ export { parseGenerationConfig } from "./generation-config.js";
 export type { GenerationDefaults } from "./generation-config.js";
 export { loadPretrained, savePretrained } from "./checkpoint.js";
 export type { Pretrained, SaveOptions, SaveDtype } from "./checkpoint.js";
-export { resolveModelDir, hubCacheDir, hubEndpoint, hubOffline, ModelSourceError, downloadModel, hubProgressPrinter, onHubProgress, HubPushError, pushToHub, baseModelFromConfig, modelCard } from "./hub.js";
+export {
+  resolveModelDir,
+  hubCacheDir,
+  hubEndpoint,
+  hubOffline,
+  ModelSourceError,
+  downloadModel,
+  hubProgressPrinter,
+  onHubProgress,
+  HubPushError,
+  pushToHub,
+  baseModelFromConfig,
+  modelCard,
+} from "./hub.js";
 export type { DownloadOptions, HubProgress, HubProgressListener, ProgressPrinterOptions, PushOptions, PushResult, ModelCardInput, RetryPolicy } from "./hub.js";
 export { generate } from "./generate.js";
 export { checkContextLength, contextLengthMessage, ContextLengthError } from "./context-length.js";
 export type { ContextLengthDetails } from "./context-length.js";
 export { countNonFinite, checkFiniteWeight } from "./finite-weights.js";
-export { forwardEstimate, generationEstimate, memoryEstimate, modelSizes, sumEstimates, trainingActivationBytes, trainingStepEstimate, weightsEstimate } from "./memory-estimate.js";
+export {
+  forwardEstimate,
+  generationEstimate,
+  memoryEstimate,
+  modelSizes,
+  sumEstimates,
+  trainingActivationBytes,
+  trainingStepEstimate,
+  weightsEstimate,
+} from "./memory-estimate.js";
 export type { ForwardWorkload, GenerationWorkload, KernelFamily, MemoryEstimate, MemoryItem, ModelSizes, TrainingStepWorkload } from "./memory-estimate.js";
-export { activeKernelFamily, checkGeneration, checkMemory, checkTrainingStep, describeEstimate, describeModel, GENERATION_ADVICE, TRAINING_ADVICE, UNLIMITED_BACKEND_ADVICE } from "./memory-check.js";
+export {
+  activeKernelFamily,
+  checkGeneration,
+  checkMemory,
+  checkTrainingStep,
+  describeEstimate,
+  describeModel,
+  GENERATION_ADVICE,
+  TRAINING_ADVICE,
+  UNLIMITED_BACKEND_ADVICE,
+} from "./memory-check.js";
 export type { MemoryCheck } from "./memory-check.js";
 export type { GenerateOptions, GeneratedSequence } from "./generate.js";
 export { argmax, chooseToken, samplingDistribution, validateSampling } from "./sampling.js";

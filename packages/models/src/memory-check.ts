@@ -5,7 +5,15 @@
  */
 import { formatBytes, fusedKernelsActive, memoryCapacity, MemoryBudgetError, tf } from "@pbrl/core-tensor";
 import type { CausalLMConfig } from "./config.js";
-import { generationEstimate, modelSizes, trainingStepEstimate, type GenerationWorkload, type KernelFamily, type MemoryEstimate, type TrainingStepWorkload } from "./memory-estimate.js";
+import {
+  generationEstimate,
+  modelSizes,
+  trainingStepEstimate,
+  type GenerationWorkload,
+  type KernelFamily,
+  type MemoryEstimate,
+  type TrainingStepWorkload,
+} from "./memory-estimate.js";
 
 /** The kernel family of the active backend, for the estimates. */
 export function activeKernelFamily(): KernelFamily {
@@ -13,7 +21,8 @@ export function activeKernelFamily(): KernelFamily {
 }
 
 /** The way out every memory message ends with, after the workload's own advice. */
-export const UNLIMITED_BACKEND_ADVICE = "or a backend without the 4 GB heap limit: backend=libtorch (ATen tensors in host or CUDA memory; docs/libtorch-backend.md says how to get it) or backend=cpu (pure JavaScript, much slower)";
+export const UNLIMITED_BACKEND_ADVICE =
+  "or a backend without the 4 GB heap limit: backend=libtorch (ATen tensors in host or CUDA memory; docs/libtorch-backend.md says how to get it) or backend=cpu (pure JavaScript, much slower)";
 
 export interface MemoryCheck {
   /** The work, as the message's subject: "generating 64 tokens for 100000 rows". */
@@ -58,14 +67,19 @@ export function checkMemory(estimate: MemoryEstimate, check: MemoryCheck): void 
 }
 
 /** What to do about a training step that does not fit. */
-export const TRAINING_ADVICE = "train on smaller batches (train_batch_size: each MADPO pair is two sequences) or shorter sequences (max_new_tokens, shorter prompts), or a smaller model";
+export const TRAINING_ADVICE =
+  "train on smaller batches (train_batch_size: each MADPO pair is two sequences) or shorter sequences (max_new_tokens, shorter prompts), or a smaller model";
 
 /**
  * Stops before a training step of a `config` model on `sequences` × `seqLen` tokens that the
  * active backend cannot hold (weights, gradients, AdamW moments, activations). `alreadyLiveBytes`:
  * what of it is allocated already, e.g. the model's weights once it is loaded.
  */
-export function checkTrainingStep(config: CausalLMConfig, workload: Omit<TrainingStepWorkload, "kernels">, options: { alreadyLiveBytes?: number; advice?: string } = {}): void {
+export function checkTrainingStep(
+  config: CausalLMConfig,
+  workload: Omit<TrainingStepWorkload, "kernels">,
+  options: { alreadyLiveBytes?: number; advice?: string } = {},
+): void {
   const w: TrainingStepWorkload = { ...workload, kernels: activeKernelFamily() };
   checkMemory(trainingStepEstimate(config, w), {
     what: `a training step of this model (${describeModel(config)}) on ${w.sequences} sequences × ${w.seqLen} tokens`,

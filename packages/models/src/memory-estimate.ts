@@ -98,7 +98,14 @@ interface PerToken {
  * attention scores over `keys` positions, and what the family's departures from Llama add.
  */
 function perTokenLayer(c: CausalLMConfig, k: PerToken, keys: number, kernels: KernelFamily, phase: "training" | "forward"): number {
-  return k.hidden * c.hiddenSize + k.kv * c.numKvHeads * c.headDim + k.intermediate * c.intermediateSize + scoresPerKey(c, k, keys, kernels, phase) * c.numHeads * keys + k.fixed + familyTerms(c, kernels, phase);
+  return (
+    k.hidden * c.hiddenSize +
+    k.kv * c.numKvHeads * c.headDim +
+    k.intermediate * c.intermediateSize +
+    scoresPerKey(c, k, keys, kernels, phase) * c.numHeads * keys +
+    k.fixed +
+    familyTerms(c, kernels, phase)
+  );
 }
 
 /**
@@ -172,7 +179,10 @@ export function trainingActivationBytes(c: CausalLMConfig, w: TrainingStepWorklo
   const tokens = w.sequences * w.seqLen;
   const sizes = modelSizes(c);
   const floats =
-    tokens * c.numLayers * perTokenLayer(c, k, w.seqLen, w.kernels, "training") + k.layerWeights * c.numLayers * sizes.layerProjections + k.lmHead * c.vocabSize * c.hiddenSize + logitFloats(c, k.logits) * scored * c.vocabSize;
+    tokens * c.numLayers * perTokenLayer(c, k, w.seqLen, w.kernels, "training") +
+    k.layerWeights * c.numLayers * sizes.layerProjections +
+    k.lmHead * c.vocabSize * c.hiddenSize +
+    logitFloats(c, k.logits) * scored * c.vocabSize;
   return floats * F32;
 }
 
@@ -256,7 +266,10 @@ export function generationEstimate(c: CausalLMConfig, w: GenerationWorkload): Me
   // Without a cache the last step is the largest forward pass: every row's whole sequence; with
   // one, Phi-3's longrope recomputes the sequence once it first grows past the switch (generate.ts).
   const s = c.ropeScaling;
-  const recompute = c.modelType === "phi3" && s.type === "longrope" && w.promptLen <= s.originalMaxPositionEmbeddings && total - 1 > s.originalMaxPositionEmbeddings ? s.originalMaxPositionEmbeddings + 1 : 0;
+  const recompute =
+    c.modelType === "phi3" && s.type === "longrope" && w.promptLen <= s.originalMaxPositionEmbeddings && total - 1 > s.originalMaxPositionEmbeddings
+      ? s.originalMaxPositionEmbeddings + 1
+      : 0;
   const passLen = useCache ? Math.max(w.promptLen, recompute) : Math.max(w.promptLen, total - 1);
   const kvPerPosition = 2 * c.numLayers * w.rows * c.numKvHeads * c.headDim * F32;
   const items: MemoryItem[] = [
@@ -266,7 +279,11 @@ export function generationEstimate(c: CausalLMConfig, w: GenerationWorkload): Me
       bytes: w.kernels === "tfjs" ? (sizes.layerProjections * c.numLayers + c.vocabSize * c.hiddenSize) * F32 : 0,
       pool: "tensors",
     },
-    { label: `forward pass over ${w.rows} rows × ${passLen} tokens`, bytes: w.rows * passLen * c.numLayers * perTokenLayer(c, k, passLen, w.kernels, "forward") * F32, pool: "tensors" },
+    {
+      label: `forward pass over ${w.rows} rows × ${passLen} tokens`,
+      bytes: w.rows * passLen * c.numLayers * perTokenLayer(c, k, passLen, w.kernels, "forward") * F32,
+      pool: "tensors",
+    },
   ];
   if (useCache && nativeDecode) {
     items.push({ label: `KV cache of the prompt (${w.rows} rows × ${w.promptLen} positions)`, bytes: kvPerPosition * w.promptLen, pool: "tensors" });

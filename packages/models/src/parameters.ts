@@ -29,7 +29,13 @@ export function parameterSpecs(c: CausalLMConfig): ParameterSpec[] {
     const p = `model.layers.${i}`;
     specs.push(norm(`${p}.input_layernorm.weight`));
     if (a.fusedProjections) linear(`${p}.self_attn.qkv_proj`, qDim + 2 * kvDim, c.hiddenSize, c.qkvBias);
-    else for (const [proj, out] of [["q_proj", qDim], ["k_proj", kvDim], ["v_proj", kvDim]] as const) linear(`${p}.self_attn.${proj}`, out, c.hiddenSize, c.qkvBias);
+    else
+      for (const [proj, out] of [
+        ["q_proj", qDim],
+        ["k_proj", kvDim],
+        ["v_proj", kvDim],
+      ] as const)
+        linear(`${p}.self_attn.${proj}`, out, c.hiddenSize, c.qkvBias);
     if (a.qkNorm) specs.push(norm(`${p}.self_attn.q_norm.weight`, c.headDim), norm(`${p}.self_attn.k_norm.weight`, c.headDim));
     linear(`${p}.self_attn.o_proj`, c.hiddenSize, qDim, c.oBias);
     specs.push(norm(`${p}.post_attention_layernorm.weight`));

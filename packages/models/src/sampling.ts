@@ -53,7 +53,9 @@ export function samplingDistribution(row: ArrayLike<number>, o: SamplingOptions)
   if (o.topP < 1) {
     // transformers drops, in ascending order, tokens whose cumulative mass stays ≤ 1 − top_p,
     // always keeping the most likely token.
-    const order = Array.from({ length: v }, (_, i) => i).filter((i) => keep[i]).sort((a, b) => p[a]! - p[b]! || a - b);
+    const order = Array.from({ length: v }, (_, i) => i)
+      .filter((i) => keep[i])
+      .sort((a, b) => p[a]! - p[b]! || a - b);
     let cum = 0;
     for (let j = 0; j < order.length - 1; j++) {
       cum += p[order[j]!]!;

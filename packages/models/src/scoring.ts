@@ -67,7 +67,12 @@ export function completionLogProbs(model: CausalLM, batch: ScoringBatch): { toke
     const m = batch.targets.length;
     if (m === 0) return { tokens: tf.zeros([0]) as tf.Tensor1D, sums: tf.zeros([batch.batch]) as tf.Tensor1D };
     // Right padding needs no key mask: padding comes after every real token, so the causal mask hides it.
-    const h = model.hidden({ ids: batch.ids, batch: batch.batch, length: batch.length, ...(batch.lengths !== undefined ? { sequenceLengths: batch.lengths } : {}) });
+    const h = model.hidden({
+      ids: batch.ids,
+      batch: batch.batch,
+      length: batch.length,
+      ...(batch.lengths !== undefined ? { sequenceLengths: batch.lengths } : {}),
+    });
     const tokens = selectedLogProbs(model.logits(gatherRows(h, batch.predictRows)), batch.targets);
     const seg = tf.tensor2d(batch.segment, [batch.batch, m]);
     const sums = tf.reshape(matMul(seg, tf.reshape(tokens, [m, 1])), [batch.batch]) as tf.Tensor1D;
@@ -90,10 +95,13 @@ export function scoreCompletions(model: CausalLM, items: readonly ScoringItem[],
   for (let start = 0; start < items.length; start += size) {
     const chunk = items.slice(start, start + size);
     const batch = buildScoringBatch(chunk, pad);
-    checkMemory(forwardEstimate(model.config, { sequences: batch.batch, seqLen: batch.length, logitRows: batch.targets.length, kernels: activeKernelFamily() }), {
-      what: `scoring ${batch.batch} sequences × ${batch.length} tokens with this model (${describeModel(model.config)})`,
-      advice: "score fewer or shorter sequences at once (batchSize)",
-    });
+    checkMemory(
+      forwardEstimate(model.config, { sequences: batch.batch, seqLen: batch.length, logitRows: batch.targets.length, kernels: activeKernelFamily() }),
+      {
+        what: `scoring ${batch.batch} sequences × ${batch.length} tokens with this model (${describeModel(model.config)})`,
+        advice: "score fewer or shorter sequences at once (batchSize)",
+      },
+    );
     const { tokens, sums } = guardHeap("scoring", () => completionLogProbs(model, batch));
     const flat = tokens.dataSync();
     const s = sums.dataSync();

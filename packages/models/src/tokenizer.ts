@@ -42,7 +42,10 @@ export class Tokenizer {
   readonly chatTemplate: string | undefined;
   readonly specialTokens: Record<string, string>;
 
-  constructor(readonly files: TokenizerFiles, source = "tokenizer") {
+  constructor(
+    readonly files: TokenizerFiles,
+    source = "tokenizer",
+  ) {
     let tokenizerJson: Json;
     try {
       tokenizerJson = JSON.parse(files["tokenizer.json"]) as Json;
@@ -130,7 +133,8 @@ export class Tokenizer {
 
   /** Renders messages with the chat template, as apply_chat_template(tokenize=False). */
   applyChatTemplate(messages: ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): string {
-    if (this.template === undefined) throw new TokenizerLoadError("this tokenizer has no chat template (chat_template.jinja or chat_template in tokenizer_config.json)");
+    if (this.template === undefined)
+      throw new TokenizerLoadError("this tokenizer has no chat template (chat_template.jinja or chat_template in tokenizer_config.json)");
     return this.template.render({
       messages,
       add_generation_prompt: options.addGenerationPrompt ?? true,

@@ -8,7 +8,17 @@
 //     (measured 0.2750 vs float32's 0.2757 and 0.00426 vs 0.00419), both falling from 12.8.
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AdamW, computePrecision, loadLibtorchAddon, nativeThreads, PrecisionUnavailableError, RngStream, setComputePrecision, tf, useBackend } from "@pbrl/core-tensor";
+import {
+  AdamW,
+  computePrecision,
+  loadLibtorchAddon,
+  nativeThreads,
+  PrecisionUnavailableError,
+  RngStream,
+  setComputePrecision,
+  tf,
+  useBackend,
+} from "@pbrl/core-tensor";
 import { buildScoringBatch, completionLogProbs, loadPretrained } from "../src/index.js";
 import { FIXTURES } from "./reference.js";
 
@@ -33,7 +43,9 @@ afterEach(async () => {
 it("bf16 on a backend without it is an error that names libtorch; float32 is always fine", async () => {
   await useBackend("wasm");
   expect(() => setComputePrecision("bf16")).toThrow(PrecisionUnavailableError);
-  expect(() => setComputePrecision("bf16")).toThrow(/^bf16 needs backend=libtorch \(the wasm backend computes in float32 only\); set backend=libtorch, or bf16=false$/);
+  expect(() => setComputePrecision("bf16")).toThrow(
+    /^bf16 needs backend=libtorch \(the wasm backend computes in float32 only\); set backend=libtorch, or bf16=false$/,
+  );
   expect(() => setComputePrecision("float32")).not.toThrow();
   expect(computePrecision()).toBe("float32");
 });
@@ -72,7 +84,10 @@ describe.skipIf(missing !== undefined)(`bf16 on libtorch${missing !== undefined 
         setComputePrecision("bf16");
         logitsError = relativeError(bf16, f32);
       }
-      const batch = buildScoringBatch(rows.map((r) => ({ promptIds: r.slice(0, 4), completionIds: r.slice(4) })), 0);
+      const batch = buildScoringBatch(
+        rows.map((r) => ({ promptIds: r.slice(0, 4), completionIds: r.slice(4) })),
+        0,
+      );
       losses[precision] = [];
       for (let s = 0; s < 30; s++) {
         const { value, grads } = tf.variableGrads(() => {

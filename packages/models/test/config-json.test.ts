@@ -28,7 +28,14 @@ describe("whole numbers written as floats", () => {
     await savePretrained(out, p);
     p.model.dispose();
     const text = readFileSync(path.join(out, "config.json"), "utf8");
-    for (const field of ['"final_logit_softcapping": 15.0', '"attn_logit_softcapping": 10.0', '"rope_theta": 1000000.0', '"factor": 8.0', '"attention_dropout": 0.0']) expect(text).toContain(field);
+    for (const field of [
+      '"final_logit_softcapping": 15.0',
+      '"attn_logit_softcapping": 10.0',
+      '"rope_theta": 1000000.0',
+      '"factor": 8.0',
+      '"attention_dropout": 0.0',
+    ])
+      expect(text).toContain(field);
     expect(text).toContain('"query_pre_attn_scalar": 24,');
     expect(JSON.parse(text)).toEqual(JSON.parse(readFileSync(path.join(FIXTURES, "tiny-gemma3", "config.json"), "utf8")));
   });

@@ -10,7 +10,18 @@ import * as path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdamW, RngStream, tf } from "@pbrl/core-tensor";
-import { buildScoringBatch, completionLogProbs, gatherRows, lastTokenIndices, loadPretrained, positionsFromMask, savePretrained, ScalarHead, type CausalLM, type Pretrained } from "../src/index.js";
+import {
+  buildScoringBatch,
+  completionLogProbs,
+  gatherRows,
+  lastTokenIndices,
+  loadPretrained,
+  positionsFromMask,
+  savePretrained,
+  ScalarHead,
+  type CausalLM,
+  type Pretrained,
+} from "../src/index.js";
 import { FIXTURES, reference } from "./reference.js";
 
 const FAMILIES = ["tiny-qwen3", "tiny-mistral", "tiny-gemma3", "tiny-phi3"];
@@ -40,7 +51,10 @@ describe.each(FAMILIES)("%s beyond parity", (name) => {
 
   it("trains: every weight gets a gradient, and AdamW steps lower the NLL of a fixed batch", async () => {
     const model = (await loadPretrained(path.join(FIXTURES, name))).model;
-    const batch = buildScoringBatch(ref.logprobs.items.map((it) => ({ promptIds: it.prompt_ids, completionIds: it.completion_ids })), ref.greedy_batched.pad_token_id);
+    const batch = buildScoringBatch(
+      ref.logprobs.items.map((it) => ({ promptIds: it.prompt_ids, completionIds: it.completion_ids })),
+      ref.greedy_batched.pad_token_id,
+    );
     const before = model.hostWeights();
     const opt = new AdamW(model.params, { lr: 1e-2, weightDecay: 0 });
     const first = nllStep(model, opt, batch);
@@ -48,7 +62,11 @@ describe.each(FAMILIES)("%s beyond parity", (name) => {
     let last = first.loss;
     for (let i = 0; i < 3; i++) last = nllStep(model, opt, batch).loss;
     expect(last).toBeLessThan(first.loss * 0.9);
-    for (const [n, t] of model.hostWeights()) expect(t.data.some((v, i) => v !== before.get(n)!.data[i]), n).toBe(true);
+    for (const [n, t] of model.hostWeights())
+      expect(
+        t.data.some((v, i) => v !== before.get(n)!.data[i]),
+        n,
+      ).toBe(true);
     opt.dispose();
     model.dispose();
   });
@@ -66,7 +84,14 @@ describe.each(FAMILIES)("%s beyond parity", (name) => {
         mask.fill(1, i * len + len - r.length, (i + 1) * len);
       });
       // sequenceLengths: longrope (tiny-phi3) picks its factors per row, as for the row alone.
-      const h = p.model.hidden({ ids, batch: rows.length, length: len, keyMask: mask, positions: positionsFromMask(mask, rows.length, len), sequenceLengths: rows.map((r) => r.length) });
+      const h = p.model.hidden({
+        ids,
+        batch: rows.length,
+        length: len,
+        keyMask: mask,
+        positions: positionsFromMask(mask, rows.length, len),
+        sequenceLengths: rows.map((r) => r.length),
+      });
       return head.apply(gatherRows(h, lastTokenIndices(mask, rows.length, len)));
     };
     const batched = tf.tidy(() => Array.from(values(prompts).dataSync()));
@@ -84,13 +109,18 @@ describe.each(FAMILIES)("%s beyond parity", (name) => {
   it("saves in the Hugging Face layout (fused Phi-3 weights stay fused, tied embeddings written once) and reloads bit-identically", async () => {
     const out = path.join(tmp(), "saved");
     await savePretrained(out, p, { maxShardBytes: 150_000 });
-    expect(readdirSync(out)).toEqual(expect.arrayContaining(["config.json", "generation_config.json", "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json"]));
+    expect(readdirSync(out)).toEqual(
+      expect.arrayContaining(["config.json", "generation_config.json", "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json"]),
+    );
     const index = JSON.parse(readFileSync(path.join(out, "model.safetensors.index.json"), "utf8")) as { weight_map: Record<string, string> };
     const names = Object.keys(index.weight_map);
     expect(names.includes("lm_head.weight")).toBe(!p.model.config.tieWordEmbeddings);
     expect(names.some((n) => n.endsWith("self_attn.qkv_proj.weight"))).toBe(name === "tiny-phi3");
     expect(names.some((n) => n.endsWith("pre_feedforward_layernorm.weight"))).toBe(name === "tiny-gemma3");
-    expect(JSON.parse(readFileSync(path.join(out, "config.json"), "utf8"))).toEqual({ ...JSON.parse(readFileSync(path.join(FIXTURES, name, "config.json"), "utf8")), dtype: "float32" });
+    expect(JSON.parse(readFileSync(path.join(out, "config.json"), "utf8"))).toEqual({
+      ...JSON.parse(readFileSync(path.join(FIXTURES, name, "config.json"), "utf8")),
+      dtype: "float32",
+    });
     const back = await loadPretrained(out);
     const a = p.model.hostWeights();
     for (const [k, t] of back.model.hostWeights()) expect(Buffer.from(t.data.buffer).equals(Buffer.from(a.get(k)!.data.buffer)), k).toBe(true);
@@ -102,7 +132,11 @@ describe.each(FAMILIES)("%s beyond parity", (name) => {
 // .venv-ref) loads every checkpoint pbrl saved and recomputes the reference logits; skipped, with
 // the reason, when there is none with transformers, unless PBRL_REQUIRE_FIXTURE_PYTHON=1.
 function findPython(): { python: string } | { reason: string } {
-  const candidates = [process.env["PBRL_FIXTURE_PYTHON"], process.env["PBRL_PYTHON"], path.resolve(import.meta.dirname, "../../../.venv-ref/bin/python")].filter((x): x is string => !!x);
+  const candidates = [
+    process.env["PBRL_FIXTURE_PYTHON"],
+    process.env["PBRL_PYTHON"],
+    path.resolve(import.meta.dirname, "../../../.venv-ref/bin/python"),
+  ].filter((x): x is string => !!x);
   for (const python of candidates) {
     if (!existsSync(python) && python.includes("/")) continue;
     try {

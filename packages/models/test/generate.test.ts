@@ -27,7 +27,16 @@ describe("generation behaviour", () => {
   });
 
   it("samples reproducibly from a seed, differently across seeds, n sequences per prompt", () => {
-    const run = (seed: number) => generate(p.model, prompts.slice(0, 2), { maxNewTokens: 10, temperature: 1.5, topP: 0.95, topK: 50, numReturnSequences: 3, padTokenId: 0, rng: RngStream.fromSeed(seed, "policy") });
+    const run = (seed: number) =>
+      generate(p.model, prompts.slice(0, 2), {
+        maxNewTokens: 10,
+        temperature: 1.5,
+        topP: 0.95,
+        topK: 50,
+        numReturnSequences: 3,
+        padTokenId: 0,
+        rng: RngStream.fromSeed(seed, "policy"),
+      });
     const a = run(7);
     expect(a.map((s) => s.promptIndex)).toEqual([0, 0, 0, 1, 1, 1]);
     expect(a.every((s) => s.tokens.length === 10)).toBe(true);

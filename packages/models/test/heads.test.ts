@@ -23,7 +23,10 @@ describe("ScalarHead", () => {
         ["score.bias", { dtype: "float32" as const, shape: [1], data: Float32Array.from([0.5]) }],
       ]),
     );
-    const h = tf.tensor2d([[1, 1], [3, 4]]);
+    const h = tf.tensor2d([
+      [1, 1],
+      [3, 4],
+    ]);
     const y = head.apply(h);
     expect(Array.from(y.dataSync())).toEqual([1.5, 2.5]);
     tf.dispose([h, y]);
@@ -49,7 +52,11 @@ describe("ScalarHead", () => {
 
   it("learns: a few AdamW steps move predictions toward targets", () => {
     const head = ScalarHead.init({ hiddenSize: 4, hiddenDim: 8, bias: true, prefix: "v_head" }, RngStream.fromSeed(0, "head"));
-    const x = tf.tensor2d([[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]]);
+    const x = tf.tensor2d([
+      [1, 0, 0, 1],
+      [0, 1, 1, 0],
+      [1, 1, 0, 0],
+    ]);
     const target = tf.tensor1d([1, -1, 0.5]);
     const opt = new AdamW(head.params, { lr: 0.05, weightDecay: 0 });
     const loss = () => tf.mean(tf.square(tf.sub(head.apply(x), target))) as tf.Scalar;

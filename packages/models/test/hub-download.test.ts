@@ -108,7 +108,9 @@ describe("hub downloads", () => {
     const files = repoFiles();
     const repo = addRepo(hub, "acme/later", files);
     hub.dropOnce.set("model.safetensors", DROP_AT);
-    await expect(downloadModel("acme/later", { retry: { retries: 0 } })).rejects.toThrow(/downloading model\.safetensors of acme\/later failed 1 times .*kept in .*\.incomplete and the next try resumes from there/);
+    await expect(downloadModel("acme/later", { retry: { retries: 0 } })).rejects.toThrow(
+      /downloading model\.safetensors of acme\/later failed 1 times .*kept in .*\.incomplete and the next try resumes from there/,
+    );
     const blobs = path.join(cache, "models--acme--later", "blobs");
     const partial = readdirSync(blobs).find((f) => f.endsWith(".incomplete"));
     expect(partial).toBe(`${sha256(files["model.safetensors"]!)}.incomplete`);
@@ -138,7 +140,9 @@ describe("hub downloads", () => {
     delete files["model.safetensors"];
     files["model.safetensors.index.json"] = Buffer.from(JSON.stringify({ weight_map: { "a.weight": "../../../evil.safetensors" } }));
     addRepo(hub, "acme/evil", files);
-    await expect(downloadModel("acme/evil", fast)).rejects.toThrow(/names "\.\.\/\.\.\/\.\.\/evil\.safetensors", which is not a file path inside the repository/);
+    await expect(downloadModel("acme/evil", fast)).rejects.toThrow(
+      /names "\.\.\/\.\.\/\.\.\/evil\.safetensors", which is not a file path inside the repository/,
+    );
     expect(existsSync(path.join(cache, "evil.safetensors"))).toBe(false);
   });
 
@@ -147,7 +151,9 @@ describe("hub downloads", () => {
     addRepo(hub, "acme/offline", repoFiles());
     process.env["HF_HUB_OFFLINE"] = "ON"; // Python's spellings: 1, true, yes, on
     await expect(resolveModelDir("acme/offline")).rejects.toThrow(
-      new RegExp(`acme/offline is not in the Hugging Face cache \\(${path.join(cache, "models--acme--offline").replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\) and HF_HUB_OFFLINE is set.*Unset HF_HUB_OFFLINE.*local checkpoint folder`),
+      new RegExp(
+        `acme/offline is not in the Hugging Face cache \\(${path.join(cache, "models--acme--offline").replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\) and HF_HUB_OFFLINE is set.*Unset HF_HUB_OFFLINE.*local checkpoint folder`,
+      ),
     );
     await expect(downloadModel("acme/offline")).rejects.toThrow(/HF_HUB_OFFLINE is set/);
     // Partly cached (config.json only, as `hf download org/name config.json` leaves it): says what is missing.
@@ -156,7 +162,9 @@ describe("hub downloads", () => {
     writeFileSync(path.join(snap, "config.json"), "{}");
     mkdirSync(path.join(cache, "models--acme--offline", "refs"));
     writeFileSync(path.join(cache, "models--acme--offline", "refs", "main"), "c".repeat(40));
-    await expect(resolveModelDir("acme/offline")).rejects.toThrow(/only partly in the Hugging Face cache .* lacks model\.safetensors\) and HF_HUB_OFFLINE is set/);
+    await expect(resolveModelDir("acme/offline")).rejects.toThrow(
+      /only partly in the Hugging Face cache .* lacks model\.safetensors\) and HF_HUB_OFFLINE is set/,
+    );
     expect(hub.requests).toEqual([]);
   });
 });

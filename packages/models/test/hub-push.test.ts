@@ -36,7 +36,15 @@ describe("pushToHub", () => {
     const dir = runFolder();
     hub.failOnce.add("/commit/main");
     const events: HubProgress[] = [];
-    const r = await pushToHub({ dir, repo: "team/pair", token: TOKEN, hubUrl: hub.hubUrl, baseModel: "Qwen/Qwen2.5-0.5B", retry: { baseDelayMs: 5 }, onProgress: (e) => events.push(e) });
+    const r = await pushToHub({
+      dir,
+      repo: "team/pair",
+      token: TOKEN,
+      hubUrl: hub.hubUrl,
+      baseModel: "Qwen/Qwen2.5-0.5B",
+      retry: { baseDelayMs: 5 },
+      onProgress: (e) => events.push(e),
+    });
     const repo = hub.repos.get("team/pair")!;
     expect(r).toMatchObject({ repo: "team/pair", url: `${hub.hubUrl}/team/pair`, commit: repo.commit, createdRepo: true, generatedModelCard: true });
     expect(r.files).toContain("agent_1/model.safetensors");
@@ -57,18 +65,24 @@ describe("pushToHub", () => {
   it("refuses offline, without a token, and an empty folder", async () => {
     const dir = runFolder();
     process.env["HF_HUB_OFFLINE"] = "1";
-    await expect(pushToHub({ dir, repo: "team/x", token: TOKEN, hubUrl: hub.hubUrl })).rejects.toThrow(/HF_HUB_OFFLINE is set, so pbrl may not reach the hub; unset it to push team\/x/);
+    await expect(pushToHub({ dir, repo: "team/x", token: TOKEN, hubUrl: hub.hubUrl })).rejects.toThrow(
+      /HF_HUB_OFFLINE is set, so pbrl may not reach the hub; unset it to push team\/x/,
+    );
     delete process.env["HF_HUB_OFFLINE"];
     delete process.env["HF_TOKEN"];
     await expect(pushToHub({ dir, repo: "team/x", hubUrl: hub.hubUrl })).rejects.toThrow(HubPushError);
-    await expect(pushToHub({ dir: mkdtempSync(path.join(tmpdir(), "pbrl-empty-")), repo: "team/x", token: TOKEN, hubUrl: hub.hubUrl })).rejects.toThrow(/holds no files to upload/);
+    await expect(pushToHub({ dir: mkdtempSync(path.join(tmpdir(), "pbrl-empty-")), repo: "team/x", token: TOKEN, hubUrl: hub.hubUrl })).rejects.toThrow(
+      /holds no files to upload/,
+    );
     expect(hub.requests).toEqual([]);
     // Nothing listens there: one quick, clear failure rather than minutes of retries.
     const closed = createServer();
     const port = await new Promise<number>((r) => closed.listen(0, "127.0.0.1", () => r((closed.address() as AddressInfo).port)));
     await new Promise((r) => closed.close(r));
     const t0 = Date.now();
-    await expect(pushToHub({ dir, repo: "team/x", token: TOKEN, hubUrl: `http://127.0.0.1:${port}` })).rejects.toThrow(new RegExp(`uploading .* to team/x on http://127\\.0\\.0\\.1:${port} failed: ECONNREFUSED`));
+    await expect(pushToHub({ dir, repo: "team/x", token: TOKEN, hubUrl: `http://127.0.0.1:${port}` })).rejects.toThrow(
+      new RegExp(`uploading .* to team/x on http://127\\.0\\.0\\.1:${port} failed: ECONNREFUSED`),
+    );
     expect(Date.now() - t0).toBeLessThan(5000);
   });
 });

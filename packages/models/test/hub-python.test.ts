@@ -20,7 +20,11 @@ const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 const gitSha1 = (b: Buffer) => createHash("sha1").update(`blob ${b.length}\0`).update(b).digest("hex");
 
 function findPython(): { python: string } | { reason: string } {
-  const candidates = [process.env["PBRL_FIXTURE_PYTHON"], process.env["PBRL_PYTHON"], path.resolve(import.meta.dirname, "../../../.venv-ref/bin/python")].filter((p): p is string => !!p);
+  const candidates = [
+    process.env["PBRL_FIXTURE_PYTHON"],
+    process.env["PBRL_PYTHON"],
+    path.resolve(import.meta.dirname, "../../../.venv-ref/bin/python"),
+  ].filter((p): p is string => !!p);
   for (const python of candidates) {
     if (!existsSync(python) && python.includes("/")) continue;
     try {

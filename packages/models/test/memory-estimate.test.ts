@@ -1,12 +1,26 @@
 // The memory estimates against numbers worked out by hand from their formulas (docs/memory.md),
 // on a model small enough to count every parameter.
 import { describe, expect, it } from "vitest";
-import { forwardEstimate, generationEstimate, llamaConfigJson, modelSizes, parseModelConfig, sumEstimates, trainingActivationBytes, trainingStepEstimate, weightsEstimate } from "../src/index.js";
+import {
+  forwardEstimate,
+  generationEstimate,
+  llamaConfigJson,
+  modelSizes,
+  parseModelConfig,
+  sumEstimates,
+  trainingActivationBytes,
+  trainingStepEstimate,
+  weightsEstimate,
+} from "../src/index.js";
 
 // vocab 10, hidden 4, intermediate 6, 2 layers, 2 heads of dim 2, 1 key/value head, untied.
-const tiny = parseModelConfig(llamaConfigJson({ vocabSize: 10, hiddenSize: 4, intermediateSize: 6, numLayers: 2, numHeads: 2, numKvHeads: 1, tieWordEmbeddings: false }));
+const tiny = parseModelConfig(
+  llamaConfigJson({ vocabSize: 10, hiddenSize: 4, intermediateSize: 6, numLayers: 2, numHeads: 2, numKvHeads: 1, tieWordEmbeddings: false }),
+);
 // SmolLM2-135M's shape.
-const smol = parseModelConfig(llamaConfigJson({ vocabSize: 49152, hiddenSize: 576, intermediateSize: 1536, numLayers: 30, numHeads: 9, numKvHeads: 3, tieWordEmbeddings: true }));
+const smol = parseModelConfig(
+  llamaConfigJson({ vocabSize: 49152, hiddenSize: 576, intermediateSize: 1536, numLayers: 30, numHeads: 9, numKvHeads: 3, tieWordEmbeddings: true }),
+);
 
 describe("model sizes", () => {
   it("counts parameters as the model is built", () => {
@@ -99,7 +113,9 @@ describe("generation", () => {
 describe("scoring", () => {
   it("the larger of its two phases: the layers or the logits", () => {
     const layers = forwardEstimate(tiny, { sequences: 2, seqLen: 3, logitRows: 4, kernels: "tfjs" });
-    expect(layers.items).toEqual([{ label: "forward pass over 2 sequences × 3 tokens", bytes: expect.closeTo(4 * 6 * 2 * (92 + 24 + 31.2 + 26.4 + 900), 6) as number, pool: "tensors" }]);
+    expect(layers.items).toEqual([
+      { label: "forward pass over 2 sequences × 3 tokens", bytes: expect.closeTo(4 * 6 * 2 * (92 + 24 + 31.2 + 26.4 + 900), 6) as number, pool: "tensors" },
+    ]);
     const logits = forwardEstimate(tiny, { sequences: 2, seqLen: 3, logitRows: 4000, kernels: "tfjs" });
     expect(logits.items[0]!.label).toBe("logits of 4000 positions × 10 tokens and their log-softmax");
     expect(logits.tensorBytes).toBeCloseTo(4 * (3.1 * 4000 * 10 + 6 * 4), 6);
@@ -116,7 +132,17 @@ describe("scoring", () => {
 });
 
 describe("families beyond Llama", () => {
-  const base = { vocab_size: 2000, hidden_size: 256, intermediate_size: 688, num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2, max_position_embeddings: 512, tie_word_embeddings: false, rope_parameters: { rope_type: "default", rope_theta: 10000 } };
+  const base = {
+    vocab_size: 2000,
+    hidden_size: 256,
+    intermediate_size: 688,
+    num_hidden_layers: 4,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    max_position_embeddings: 512,
+    tie_word_embeddings: false,
+    rope_parameters: { rope_type: "default", rope_theta: 10000 },
+  };
   const llama = parseModelConfig({ ...base, model_type: "llama" });
   const w = { sequences: 4, seqLen: 64 };
 
@@ -126,9 +152,16 @@ describe("families beyond Llama", () => {
       const plain = trainingActivationBytes(llama, { ...w, kernels });
       // Qwen3 at head_dim 128: q is 512 wide on a 256 hidden size, and normed per head.
       expect(act({ model_type: "qwen3", head_dim: 128 }, kernels)).toBeGreaterThan(plain);
-      expect(act({ model_type: "phi3", rope_parameters: { rope_type: "default", rope_theta: 10000, partial_rotary_factor: 0.75 } }, kernels)).toBeGreaterThan(act({ model_type: "phi3" }, kernels));
+      expect(act({ model_type: "phi3", rope_parameters: { rope_type: "default", rope_theta: 10000, partial_rotary_factor: 0.75 } }, kernels)).toBeGreaterThan(
+        act({ model_type: "phi3" }, kernels),
+      );
       expect(act({ model_type: "phi3" }, kernels)).toBeGreaterThan(plain);
-      const gemma = { model_type: "gemma3_text", head_dim: 64, sliding_window: 512, rope_parameters: { full_attention: { rope_type: "default" }, sliding_attention: { rope_type: "default" } } };
+      const gemma = {
+        model_type: "gemma3_text",
+        head_dim: 64,
+        sliding_window: 512,
+        rope_parameters: { full_attention: { rope_type: "default" }, sliding_attention: { rope_type: "default" } },
+      };
       expect(act(gemma, kernels)).toBeGreaterThan(plain);
       expect(act({ ...gemma, final_logit_softcapping: 30 }, kernels) - act(gemma, kernels)).toBeCloseTo(4 * 3 * 4 * 63 * 2000, 0);
     }
@@ -138,7 +171,10 @@ describe("families beyond Llama", () => {
     const mistral = (window: number) => parseModelConfig({ ...base, model_type: "mistral", sliding_window: window });
     expect(trainingActivationBytes(mistral(512), { ...w, kernels: "fused" })).toBe(trainingActivationBytes(llama, { ...w, kernels: "fused" }));
     // (7.2 + 2 − 1.2) floats more per score: 256 tokens × 4 layers × 4 heads × 64 keys.
-    expect(trainingActivationBytes(mistral(16), { ...w, kernels: "fused" }) - trainingActivationBytes(llama, { ...w, kernels: "fused" })).toBeCloseTo(4 * 8 * 256 * 4 * 4 * 64, 0);
+    expect(trainingActivationBytes(mistral(16), { ...w, kernels: "fused" }) - trainingActivationBytes(llama, { ...w, kernels: "fused" })).toBeCloseTo(
+      4 * 8 * 256 * 4 * 4 * 64,
+      0,
+    );
     expect(trainingActivationBytes(mistral(16), { ...w, kernels: "tfjs" })).toBe(trainingActivationBytes(llama, { ...w, kernels: "tfjs" }));
   });
 
@@ -148,8 +184,18 @@ describe("families beyond Llama", () => {
     expect(g.hostBytes).toBe(2 * 2000 * 4);
     expect(g.items.map((i) => i.label)).toContain("KV cache (2 rows × 16 positions), old and new copy during a step");
     const longrope = { rope_type: "longrope", rope_theta: 10000, short_factor: Array(32).fill(1), long_factor: Array(32).fill(4) };
-    const phi3 = parseModelConfig({ ...base, model_type: "phi3", max_position_embeddings: 512, original_max_position_embeddings: 32, rope_parameters: longrope });
-    expect(generationEstimate(phi3, { rows: 2, promptLen: 8, maxNewTokens: 40, kernels: "tfjs" }).items.map((i) => i.label)).toContain("forward pass over 2 rows × 33 tokens");
-    expect(generationEstimate(phi3, { rows: 2, promptLen: 8, maxNewTokens: 20, kernels: "tfjs" }).items.map((i) => i.label)).toContain("forward pass over 2 rows × 8 tokens");
+    const phi3 = parseModelConfig({
+      ...base,
+      model_type: "phi3",
+      max_position_embeddings: 512,
+      original_max_position_embeddings: 32,
+      rope_parameters: longrope,
+    });
+    expect(generationEstimate(phi3, { rows: 2, promptLen: 8, maxNewTokens: 40, kernels: "tfjs" }).items.map((i) => i.label)).toContain(
+      "forward pass over 2 rows × 33 tokens",
+    );
+    expect(generationEstimate(phi3, { rows: 2, promptLen: 8, maxNewTokens: 20, kernels: "tfjs" }).items.map((i) => i.label)).toContain(
+      "forward pass over 2 rows × 8 tokens",
+    );
   });
 });

@@ -16,8 +16,19 @@ describe.each<BackendName>(["wasm", "cpu"])("custom-gradient ops on %s", (backen
 
   it("gatherRows: gradient scatter-adds into the selected rows (hand-computed)", async () => {
     await useBackend(backend);
-    const e = tf.variable(tf.tensor2d([[1, 2], [3, 4], [5, 6], [7, 8]]));
-    const w = tf.tensor2d([[1, 10], [100, 1000], [2, 3]]);
+    const e = tf.variable(
+      tf.tensor2d([
+        [1, 2],
+        [3, 4],
+        [5, 6],
+        [7, 8],
+      ]),
+    );
+    const w = tf.tensor2d([
+      [1, 10],
+      [100, 1000],
+      [2, 3],
+    ]);
     const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(gatherRows(e, Int32Array.from([1, 1, 3])), w)) as tf.Scalar, [e]);
     expect(value.dataSync()[0]).toBe(3 * 1 + 4 * 10 + 3 * 100 + 4 * 1000 + 7 * 2 + 8 * 3);
     expect(Array.from(grads[e.name]!.dataSync())).toEqual([0, 0, 101, 1010, 0, 0, 2, 3]);
@@ -27,7 +38,13 @@ describe.each<BackendName>(["wasm", "cpu"])("custom-gradient ops on %s", (backen
 
   it("selectedLogProbs: value and gradient equal log-softmax · one-hot", async () => {
     await useBackend(backend);
-    const logits = tf.variable(tf.tensor2d([[1, 2, 3], [0.5, -1, 4], [10, 10, 10]]));
+    const logits = tf.variable(
+      tf.tensor2d([
+        [1, 2, 3],
+        [0.5, -1, 4],
+        [10, 10, 10],
+      ]),
+    );
     const targets = Int32Array.from([2, 0, 1]);
     const weights = tf.tensor1d([1, -2, 0.5]);
     const fused = tf.variableGrads(() => tf.sum(tf.mul(selectedLogProbs(logits, targets), weights)) as tf.Scalar, [logits]);

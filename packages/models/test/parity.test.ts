@@ -78,7 +78,10 @@ describe.each(BACKENDS)("parity with transformers on %s", (backend) => {
 
     it.runIf(refName !== "tiny-llama-bf16")("sequence log-probs within 1e-4, per token and summed", () => {
       const items = ref.logprobs.items;
-      const scored = scoreCompletions(p.model, items.map((it) => ({ promptIds: it.prompt_ids, completionIds: it.completion_ids })));
+      const scored = scoreCompletions(
+        p.model,
+        items.map((it) => ({ promptIds: it.prompt_ids, completionIds: it.completion_ids })),
+      );
       items.forEach((it, i) => {
         expect(maxAbsDiff(scored.tokenLogProbs[i]!, it.token_logprobs)).toBeLessThanOrEqual(1e-4);
         expect(Math.abs(scored.sums[i]! - it.sum)).toBeLessThanOrEqual(1e-4);

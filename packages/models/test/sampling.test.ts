@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { libtorchSampleRows, loadLibtorchAddon, loadNativeAddon, nativeSampleRows, nativeThreads, RngStream, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import {
+  libtorchSampleRows,
+  loadLibtorchAddon,
+  loadNativeAddon,
+  nativeSampleRows,
+  nativeThreads,
+  RngStream,
+  tf,
+  useBackend,
+  type BackendName,
+} from "@pbrl/core-tensor";
 import { argmax, chooseToken, samplingDistribution, validateSampling, type SamplingOptions } from "../src/index.js";
 
 const opts = (o: Partial<SamplingOptions>): SamplingOptions => ({ greedy: false, temperature: 1, topK: 0, topP: 1, ...o });
@@ -81,7 +91,9 @@ describe("plain sampling on the native backend", () => {
             continue;
           }
           const rng = { random: () => uniforms[r]! } as unknown as RngStream;
-          expect(out[r], `row ${r}, temperature ${temperature}`).toBe(chooseToken(logits.subarray(r * vocab, (r + 1) * vocab), { greedy: false, temperature, topK: 0, topP: 1 }, rng));
+          expect(out[r], `row ${r}, temperature ${temperature}`).toBe(
+            chooseToken(logits.subarray(r * vocab, (r + 1) * vocab), { greedy: false, temperature, topK: 0, topP: 1 }, rng),
+          );
         }
       }
     } finally {

@@ -103,7 +103,15 @@ async function collectBatches(o: CollectOptions, tally: TruncationTally): Promis
       const { processed } = scored[k]!;
       const agents = samples[k]!;
       // Invalid candidates drop out before selection; `valid` maps back to candidate indices.
-      const valid = processed.map((_, j) => j).filter((j) => o.isValid?.(agents.map((a) => a.texts[j]!), item) ?? true);
+      const valid = processed
+        .map((_, j) => j)
+        .filter(
+          (j) =>
+            o.isValid?.(
+              agents.map((a) => a.texts[j]!),
+              item,
+            ) ?? true,
+        );
       result.invalidCandidates += processed.length - valid.length;
       const rewards = valid.map((j) => processed[j]!);
       const candidateMean = mean(rewards);

@@ -77,29 +77,57 @@ export async function collectComparisons(o: CompareOptions): Promise<CompareResu
 }
 
 async function compareBatches(o: CompareOptions, tally: TruncationTally): Promise<CompareResult> {
-  const result: CompareResult = { pairs: [], rawRewards: { target: [], comparator: [] }, invalid: { target: 0, comparator: 0 }, wins: { target: 0, comparator: 0 }, itemsWithPairs: 0 };
+  const result: CompareResult = {
+    pairs: [],
+    rawRewards: { target: [], comparator: [] },
+    invalid: { target: 0, comparator: 0 },
+    wins: { target: 0, comparator: 0 },
+    itemsWithPairs: 0,
+  };
   for (let start = 0; start < o.items.length; start += o.itemsPerBatch) {
     const items = o.items.slice(start, start + o.itemsPerBatch);
     const indices = items.map((_, k) => start + k);
     const formatted = items.map((item, k) => formatAgentPrompts(o.formatters, item, indices[k]!));
     // Each agent's prompt as text (chat messages rendered with the agent's template): what the
     // comparator answers (it takes text), the rewards receive and the records store.
-    const prompts = formatted.map((agents, k) => agents.map((p, a) => (isChatPrompt(p) ? renderPrompt(tokenizerOf(o.agents, a), p, { agent: a, itemIndex: indices[k]!, item: items[k]! }) : p)));
+    const prompts = formatted.map((agents, k) =>
+      agents.map((p, a) => (isChatPrompt(p) ? renderPrompt(tokenizerOf(o.agents, a), p, { agent: a, itemIndex: indices[k]!, item: items[k]! }) : p)),
+    );
     // Both sides at once: agents generating in worker threads overlap with a comparator that
     // generates in this thread or waits on an API (each side draws from its own stream).
-    const [targetSamples, comparator] = await Promise.all([o.sampler.sample(formatted, o.numCandidates, indices), o.comparator.sample(items, prompts, o.comparatorNumCandidates)]);
+    const [targetSamples, comparator] = await Promise.all([
+      o.sampler.sample(formatted, o.numCandidates, indices),
+      o.comparator.sample(items, prompts, o.comparatorNumCandidates),
+    ]);
     tallyTruncation(tally, targetSamples);
     const target = targetSamples.map(fromSamples);
-    if (comparator.length !== items.length) throw new Error(`comparator ${o.comparator.description} returned ${comparator.length} candidate sets for ${items.length} items`);
-    const job = (set: CandidateSet, k: number, label: string): RewardJob => ({ completions: set.texts.map((t) => [...t]), context: { item: items[k]!, itemIndex: indices[k]!, prompts: prompts[k]! }, label });
+    if (comparator.length !== items.length)
+      throw new Error(`comparator ${o.comparator.description} returned ${comparator.length} candidate sets for ${items.length} items`);
+    const job = (set: CandidateSet, k: number, label: string): RewardJob => ({
+      completions: set.texts.map((t) => [...t]),
+      context: { item: items[k]!, itemIndex: indices[k]!, prompts: prompts[k]! },
+      label,
+    });
     // Target and comparator jobs interleaved per item: results [2k] and [2k + 1].
     const jobs = items.flatMap((_, k) => [job(target[k]!, k, "agents' side"), job(comparator[k]!, k, "comparator side")]);
-    const flat = await scoreRewardJobs(o.rewardFunc, jobs, { rewardProcessor: o.rewardProcessor, concurrency: o.rewardConcurrency, rewardTimeoutS: o.rewardTimeoutS });
+    const flat = await scoreRewardJobs(o.rewardFunc, jobs, {
+      rewardProcessor: o.rewardProcessor,
+      concurrency: o.rewardConcurrency,
+      rewardTimeoutS: o.rewardTimeoutS,
+    });
     const scored = items.map((_, k) => ({ target: flat[2 * k]!, comparator: flat[2 * k + 1]! }));
     items.forEach((item, k) => {
       const sides = { target: target[k]!, comparator: comparator[k]! };
       if (o.isValid !== undefined) {
-        for (const side of [sides.target, sides.comparator]) side.valid = side.valid.map((ok, j) => ok && o.isValid!(side.texts.map((t) => t[j]!), item));
+        for (const side of [sides.target, sides.comparator])
+          side.valid = side.valid.map(
+            (ok, j) =>
+              ok &&
+              o.isValid!(
+                side.texts.map((t) => t[j]!),
+                item,
+              ),
+          );
       }
       const rewards = scored[k]!;
       const processedValid: number[] = [];
@@ -122,7 +150,8 @@ async function compareBatches(o: CompareOptions, tally: TruncationTally): Promis
         const w = c.winner;
         const l = w === "target" ? "comparator" : "target";
         const j = c.index;
-        const ids = (side: "target" | "comparator") => o.agents.map((agent, a) => candidateTokens(sides[side].texts[a]![j]!, sides[side].tokens?.[a]?.[j], sides[side].stopped?.[a]?.[j], agent));
+        const ids = (side: "target" | "comparator") =>
+          o.agents.map((agent, a) => candidateTokens(sides[side].texts[a]![j]!, sides[side].tokens?.[a]?.[j], sides[side].stopped?.[a]?.[j], agent));
         const promptIds = targetSamples[k]!.map((a) => a.promptIds);
         const winnerIds = ids(w);
         const loserIds = ids(l);

@@ -12,5 +12,6 @@ export function checkCollectionInput(o: { items: readonly TaskItem[]; itemsPerBa
   }
   // A batch of 0 items would never advance through the dataset.
   if (!Number.isInteger(o.itemsPerBatch) || o.itemsPerBatch < 1) throw new RangeError(`itemsPerBatch must be an integer ≥ 1, got ${String(o.itemsPerBatch)}`);
-  if (!Number.isInteger(o.numCandidates) || o.numCandidates < 1) throw new RangeError(`preference_num_candidates must be an integer ≥ 1, got ${String(o.numCandidates)}`);
+  if (!Number.isInteger(o.numCandidates) || o.numCandidates < 1)
+    throw new RangeError(`preference_num_candidates must be an integer ≥ 1, got ${String(o.numCandidates)}`);
 }

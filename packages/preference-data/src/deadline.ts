@@ -36,10 +36,13 @@ export function settleWithin<T>(work: PromiseLike<T>, timeoutS: number | null, o
     if (signal?.aborted === true) return onAbort();
     signal?.addEventListener("abort", onAbort, { once: true });
     if (timeoutS !== null) {
-      timer = setTimeout(() => {
-        release();
-        reject(onTimeout());
-      }, Math.min(timeoutS * 1000, MAX_TIMER_MS));
+      timer = setTimeout(
+        () => {
+          release();
+          reject(onTimeout());
+        },
+        Math.min(timeoutS * 1000, MAX_TIMER_MS),
+      );
     }
     work.then(
       (value) => {

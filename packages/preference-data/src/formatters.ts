@@ -82,7 +82,8 @@ export function resolveFormatters(formatters: Formatter | readonly Formatter[] |
     throw new FormatterError(`formatters: got ${formatters.length} formatter(s) for num_agents=${numAgents}; pass one per agent, or a single one to share`);
   }
   formatters.forEach((f, i) => {
-    if (typeof f !== "function") throw new FormatterError(`formatters[${i}] is ${describeValue(f)}, not a function; pass functions from a task item to a prompt (${SHAPE})`);
+    if (typeof f !== "function")
+      throw new FormatterError(`formatters[${i}] is ${describeValue(f)}, not a function; pass functions from a task item to a prompt (${SHAPE})`);
   });
   return [...formatters];
 }
@@ -134,7 +135,8 @@ export function formatAgentPrompts(formatters: readonly Formatter[], item: TaskI
       }
       throw FormatterError.at({ unit, index, itemIndex, item, kind: "threw", detail: errorMessage(err) }, err);
     }
-    const at = (kind: FormatterFailure["kind"], detail: string, extra: Partial<FormatterFailure> = {}) => FormatterError.at({ unit, index, itemIndex, item, kind, detail, ...extra });
+    const at = (kind: FormatterFailure["kind"], detail: string, extra: Partial<FormatterFailure> = {}) =>
+      FormatterError.at({ unit, index, itemIndex, item, kind, detail, ...extra });
     if (typeof p !== "string" && !Array.isArray(p)) throw at("returned", describeValue(p));
     if (Array.isArray(p)) {
       const problem = messageProblem(p);

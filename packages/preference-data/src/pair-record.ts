@@ -32,7 +32,8 @@ export const PairRecordSchema = z
     const n = r.prompts.length;
     for (const key of ["winner_completions", "loser_completions", "prompt_token_ids", "winner_token_ids", "loser_token_ids"] as const) {
       const v = r[key];
-      if (v !== undefined && v.length !== n) ctx.addIssue({ code: "custom", path: [key], message: `has ${v.length} entries but prompts has ${n}; one per agent` });
+      if (v !== undefined && v.length !== n)
+        ctx.addIssue({ code: "custom", path: [key], message: `has ${v.length} entries but prompts has ${n}; one per agent` });
     }
   });
 
@@ -47,18 +48,23 @@ export type PreferenceScorer = (typeof PREFERENCE_SCORERS)[number];
  * files do not say, and read without it): which reward labelled the round's pairs.
  */
 export const RoundFileSchema = z
-  .object({ iteration: z.number().int().min(1), num_pairs: z.number().int().min(0), scorer: z.enum(PREFERENCE_SCORERS).optional(), pairs: z.array(PairRecordSchema) })
+  .object({
+    iteration: z.number().int().min(1),
+    num_pairs: z.number().int().min(0),
+    scorer: z.enum(PREFERENCE_SCORERS).optional(),
+    pairs: z.array(PairRecordSchema),
+  })
   .superRefine((f, ctx) => {
-    if (f.num_pairs !== f.pairs.length) ctx.addIssue({ code: "custom", path: ["num_pairs"], message: `is ${f.num_pairs} but the file holds ${f.pairs.length} pairs` });
+    if (f.num_pairs !== f.pairs.length)
+      ctx.addIssue({ code: "custom", path: ["num_pairs"], message: `is ${f.num_pairs} but the file holds ${f.pairs.length} pairs` });
   });
 export type RoundFile = z.infer<typeof RoundFileSchema>;
 
 /** The pairs a base trainer collected (`preference_pairs.json`). */
-export const PairsFileSchema = z
-  .object({ num_pairs: z.number().int().min(0), pairs: z.array(PairRecordSchema) })
-  .superRefine((f, ctx) => {
-    if (f.num_pairs !== f.pairs.length) ctx.addIssue({ code: "custom", path: ["num_pairs"], message: `is ${f.num_pairs} but the file holds ${f.pairs.length} pairs` });
-  });
+export const PairsFileSchema = z.object({ num_pairs: z.number().int().min(0), pairs: z.array(PairRecordSchema) }).superRefine((f, ctx) => {
+  if (f.num_pairs !== f.pairs.length)
+    ctx.addIssue({ code: "custom", path: ["num_pairs"], message: `is ${f.num_pairs} but the file holds ${f.pairs.length} pairs` });
+});
 export type PairsFile = z.infer<typeof PairsFileSchema>;
 
 export class PairFileError extends Error {

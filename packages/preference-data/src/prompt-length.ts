@@ -87,7 +87,10 @@ export function emptyTally(): TruncationTally {
 }
 
 /** Adds one sampler call's prompts (`samples[item][agent]`) to `tally`. */
-export function tallyTruncation(tally: TruncationTally, samples: readonly (readonly { promptIds: readonly number[]; truncatedFrom?: number | undefined }[])[]): TruncationTally {
+export function tallyTruncation(
+  tally: TruncationTally,
+  samples: readonly (readonly { promptIds: readonly number[]; truncatedFrom?: number | undefined }[])[],
+): TruncationTally {
   for (const agents of samples) {
     for (const s of agents) {
       tally.prompts += 1;

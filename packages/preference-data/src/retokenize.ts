@@ -22,7 +22,12 @@ export interface AgentTokenizing {
  * from a chat template does; cut from the left to `options.maxPromptLength` when set, as
  * sampling cuts them), the completions without special tokens.
  */
-export function pairTokensFromRecord(record: PairRecord, agents: readonly AgentTokenizing[], where = "pair", options: { maxPromptLength?: number | null | undefined } = {}): AgentPairTokens[] {
+export function pairTokensFromRecord(
+  record: PairRecord,
+  agents: readonly AgentTokenizing[],
+  where = "pair",
+  options: { maxPromptLength?: number | null | undefined } = {},
+): AgentPairTokens[] {
   checkMaxPromptLength(options.maxPromptLength);
   if (record.prompts.length !== agents.length) {
     throw new RetokenizeError(`${where} has ${record.prompts.length} agent entries but the run has ${agents.length} agents`);
@@ -31,11 +36,16 @@ export function pairTokensFromRecord(record: PairRecord, agents: readonly AgentT
     const stored = (key: "winner_token_ids" | "loser_token_ids", text: string): number[] => {
       const ids = record[key]?.[a];
       if (ids === undefined) return tokenizer.encode(text, { addSpecialTokens: false });
-      if (tokenizer.decode(ids) !== text) throw new RetokenizeError(`${where}: ${key}[${a}] does not decode to the stored completion text; the file was edited or written for another tokenizer`);
+      if (tokenizer.decode(ids) !== text)
+        throw new RetokenizeError(`${where}: ${key}[${a}] does not decode to the stored completion text; the file was edited or written for another tokenizer`);
       return [...ids];
     };
     const promptIds = record.prompt_token_ids?.[a] ?? truncatePromptIds(encodePromptText(tokenizer, record.prompts[a]!), options.maxPromptLength).ids;
-    return { promptIds: [...promptIds], winnerIds: stored("winner_token_ids", record.winner_completions[a]!), loserIds: stored("loser_token_ids", record.loser_completions[a]!) };
+    return {
+      promptIds: [...promptIds],
+      winnerIds: stored("winner_token_ids", record.winner_completions[a]!),
+      loserIds: stored("loser_token_ids", record.loser_completions[a]!),
+    };
   });
 }
 

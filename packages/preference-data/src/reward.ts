@@ -53,7 +53,14 @@ function isAbortOf(err: unknown, signal: AbortSignal | undefined): boolean {
   return signal !== undefined && signal.aborted && err === signal.reason;
 }
 
-async function callReward(rewardFunc: RewardFunc, completions: string[][], context: RewardContext, where: string, expected: number, options: RewardCallOptions): Promise<unknown> {
+async function callReward(
+  rewardFunc: RewardFunc,
+  completions: string[][],
+  context: RewardContext,
+  where: string,
+  expected: number,
+  options: RewardCallOptions,
+): Promise<unknown> {
   const { signal } = options;
   if (signal?.aborted === true) throw signal.reason;
   const timeoutS = checkTimeoutS(options.timeoutS === undefined ? DEFAULT_REWARD_TIMEOUT_S : options.timeoutS, "reward_timeout_s");
@@ -78,10 +85,14 @@ async function callReward(rewardFunc: RewardFunc, completions: string[][], conte
 function rewardValues(returned: unknown, expected: number, where: string): number[] {
   const values: unknown = ArrayBuffer.isView(returned) ? Array.from(returned as unknown as ArrayLike<unknown>) : returned;
   if (!Array.isArray(values)) {
-    throw new RewardError(`reward_func returned ${describeValue(returned)} on ${where}; it must return an array with one number per joint candidate (${expected}), e.g. [0.5, 1]`);
+    throw new RewardError(
+      `reward_func returned ${describeValue(returned)} on ${where}; it must return an array with one number per joint candidate (${expected}), e.g. [0.5, 1]`,
+    );
   }
   if (values.length !== expected) {
-    throw new RewardError(`reward_func returned ${values.length} value(s) on ${where}; expected ${expected}, one per joint candidate (got ${describeValue(values)})`);
+    throw new RewardError(
+      `reward_func returned ${values.length} value(s) on ${where}; expected ${expected}, one per joint candidate (got ${describeValue(values)})`,
+    );
   }
   const raw: number[] = [];
   // An index loop, not map: map skips the holes of a sparse array.
@@ -89,9 +100,12 @@ function rewardValues(returned: unknown, expected: number, where: string): numbe
     const v: unknown = values[j];
     if (typeof v !== "number") {
       const hint = typeof v === "string" ? " (convert with Number(...))" : "";
-      throw new RewardError(`reward_func returned ${describeValue(v)} for candidate ${j} of ${where} (index ${j} of the array); return numbers${hint}, one per joint candidate`);
+      throw new RewardError(
+        `reward_func returned ${describeValue(v)} for candidate ${j} of ${where} (index ${j} of the array); return numbers${hint}, one per joint candidate`,
+      );
     }
-    if (!Number.isFinite(v)) throw new RewardError(`reward_func returned ${v} for candidate ${j} of ${where} (index ${j} of the array); rewards must be finite numbers`);
+    if (!Number.isFinite(v))
+      throw new RewardError(`reward_func returned ${v} for candidate ${j} of ${where} (index ${j} of the array); rewards must be finite numbers`);
     raw.push(v);
   }
   return raw;

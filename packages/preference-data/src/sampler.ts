@@ -63,7 +63,13 @@ export interface GenerationSettings {
  * One agent's candidates: `n` rows per prompt, prompt-major, each the generated ids (the stop
  * token included when one ended it), in left-padded generate calls of at most maxBatchRows rows.
  */
-export function sampleAgentRows(policy: Pick<Policy, "model" | "eosTokenIds" | "padTokenId">, promptIds: readonly (readonly number[])[], n: number, settings: GenerationSettings, rng: RngStream): number[][] {
+export function sampleAgentRows(
+  policy: Pick<Policy, "model" | "eosTokenIds" | "padTokenId">,
+  promptIds: readonly (readonly number[])[],
+  n: number,
+  settings: GenerationSettings,
+  rng: RngStream,
+): number[][] {
   const perCall = Math.max(1, Math.floor(settings.maxBatchRows / n));
   const rows: number[][] = [];
   for (let start = 0; start < promptIds.length; start += perCall) {
@@ -97,11 +103,16 @@ function prepare(
   itemIndices: readonly number[] | undefined,
 ): Prepared {
   checkMaxPromptLength(settings.maxPromptLength);
-  if (itemIndices !== undefined && itemIndices.length !== prompts.length) throw new RangeError(`itemIndices has ${itemIndices.length} entries for ${prompts.length} prompts`);
+  if (itemIndices !== undefined && itemIndices.length !== prompts.length)
+    throw new RangeError(`itemIndices has ${itemIndices.length} entries for ${prompts.length} prompts`);
   const truncatedFrom: (number | undefined)[][] = [];
   const texts: string[][] = [];
   const ids = policies.map((policy, a) => {
-    const limits = { maxPromptLength: settings.maxPromptLength, maxNewTokens: settings.maxNewTokens, maxPositionEmbeddings: policy.model.config.maxPositionEmbeddings };
+    const limits = {
+      maxPromptLength: settings.maxPromptLength,
+      maxNewTokens: settings.maxNewTokens,
+      maxPositionEmbeddings: policy.model.config.maxPositionEmbeddings,
+    };
     const cut: (number | undefined)[] = [];
     const mine: string[] = [];
     truncatedFrom.push(cut);
@@ -136,7 +147,13 @@ function assemble(policies: readonly Policy[], prepared: Prepared, rows: readonl
     ids[a]!.forEach((promptIds, k) => {
       const mine = rows[a]!.slice(k * n, (k + 1) * n);
       const cutFrom = truncatedFrom[a]![k];
-      out[k]![a] = { promptText: texts[a]![k]!, promptIds, ...(cutFrom !== undefined && { truncatedFrom: cutFrom }), tokens: mine, texts: mine.map((t) => policy.tokenizer.decode(t)) };
+      out[k]![a] = {
+        promptText: texts[a]![k]!,
+        promptIds,
+        ...(cutFrom !== undefined && { truncatedFrom: cutFrom }),
+        tokens: mine,
+        texts: mine.map((t) => policy.tokenizer.decode(t)),
+      };
     }),
   );
   return out;
@@ -190,13 +207,19 @@ export class ParallelPolicySampler implements CandidateSampler {
  * pair records store. A sampler that returns no `promptText` was given text prompts, which are
  * their own text; for chat messages it must report what it rendered.
  */
-export function promptTexts(prompts: readonly (readonly Prompt[])[], samples: readonly (readonly AgentSamples[])[], itemIndices: readonly number[]): string[][] {
+export function promptTexts(
+  prompts: readonly (readonly Prompt[])[],
+  samples: readonly (readonly AgentSamples[])[],
+  itemIndices: readonly number[],
+): string[][] {
   return samples.map((agents, k) =>
     agents.map((s, a) => {
       if (s.promptText !== undefined) return s.promptText;
       const given = prompts[k]?.[a];
       if (typeof given === "string") return given;
-      throw new TypeError(`the sampler returned no promptText for agent ${a} on item ${itemIndices[k] ?? k}; a CandidateSampler given chat messages must return the text it rendered from them`);
+      throw new TypeError(
+        `the sampler returned no promptText for agent ${a} on item ${itemIndices[k] ?? k}; a CandidateSampler given chat messages must return the text it rendered from them`,
+      );
     }),
   );
 }

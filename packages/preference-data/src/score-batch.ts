@@ -29,7 +29,11 @@ export async function scoreRewardJobs(rewardFunc: RewardFunc, jobs: readonly Rew
   const stop = new AbortController();
   const run = async (job: RewardJob): Promise<ScoredCandidates> => {
     try {
-      return await scoreJointCandidates(rewardFunc, job.completions, job.context, o.rewardProcessor, { timeoutS: o.rewardTimeoutS, signal: stop.signal, label: job.label });
+      return await scoreJointCandidates(rewardFunc, job.completions, job.context, o.rewardProcessor, {
+        timeoutS: o.rewardTimeoutS,
+        signal: stop.signal,
+        label: job.label,
+      });
     } catch (err) {
       // Aborting here, before the limiter starts its next call, keeps that call from reaching the oracle.
       if (!stop.signal.aborted) stop.abort(err);

@@ -32,7 +32,11 @@ beforeAll(async () => {
 });
 afterAll(() => loaded.model.dispose());
 
-const items: TaskItem[] = [{ id: "a", prompt: "The cat" }, { id: "b", prompt: "We drink" }, { id: "c", prompt: "Snow falls" }];
+const items: TaskItem[] = [
+  { id: "a", prompt: "The cat" },
+  { id: "b", prompt: "We drink" },
+  { id: "c", prompt: "Snow falls" },
+];
 const byLength: RewardFunc = (c) => c[0]!.map((s, j) => s.length + c[1]![j]!.length);
 
 function options(overrides: Partial<CollectOptions> = {}): CollectOptions {
@@ -56,7 +60,10 @@ const fixedComparator: Comparator = {
   description: "fixed",
   beginRound: async () => {},
   sample: async (_items, prompts, n): Promise<CandidateSet[]> =>
-    prompts.map((agents) => ({ texts: agents.map((_, a) => Array.from({ length: n }, (_, j) => `${"e".repeat(j + 1)} agent${a}`)), valid: Array.from({ length: n }, () => true) })),
+    prompts.map((agents) => ({
+      texts: agents.map((_, a) => Array.from({ length: n }, (_, j) => `${"e".repeat(j + 1)} agent${a}`)),
+      valid: Array.from({ length: n }, () => true),
+    })),
   endRound: async () => {},
   dispose: () => {},
 };
@@ -69,13 +76,23 @@ describe("(a) a reward that never returns", () => {
     expect(performance.now() - started).toBeLessThan(5000);
     expect(err).toBeInstanceOf(RewardTimeoutError);
     expect((err as RewardTimeoutError).itemIndex).toBe(2);
-    expect((err as Error).message).toMatch(/reward_func did not return within reward_timeout_s=0\.2 s on item 2 \(id "c"\) \(scoring 2 joint candidate\(s\)\); make the reward return \(or throw\) in time, or raise reward_timeout_s/);
+    expect((err as Error).message).toMatch(
+      /reward_func did not return within reward_timeout_s=0\.2 s on item 2 \(id "c"\) \(scoring 2 joint candidate\(s\)\); make the reward return \(or throw\) in time, or raise reward_timeout_s/,
+    );
   });
 
   it("in iterative collection, names the side whose scoring hung", async () => {
     const hangsOnComparator: RewardFunc = (c, ctx) => (c[0]![0]!.startsWith("e agent") ? new Promise<number[]>(() => {}) : byLength(c, ctx));
     const o = options();
-    const err = await collectComparisons({ ...o, items: [items[0]!], agents: [policy, policy], comparator: fixedComparator, comparatorNumCandidates: 2, rewardFunc: hangsOnComparator, rewardTimeoutS: 0.2 }).catch((e: unknown) => e);
+    const err = await collectComparisons({
+      ...o,
+      items: [items[0]!],
+      agents: [policy, policy],
+      comparator: fixedComparator,
+      comparatorNumCandidates: 2,
+      rewardFunc: hangsOnComparator,
+      rewardTimeoutS: 0.2,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RewardTimeoutError);
     expect((err as Error).message).toMatch(/within reward_timeout_s=0\.2 s on item 0 \(id "a"\), comparator side/);
   });
@@ -89,7 +106,9 @@ describe("(b) a formatter that fails", () => {
 
   it("is a FormatterError naming the agent, the item and what it threw, which it keeps as the cause", async () => {
     const withQuestions = items.map((item, i) => (i === 2 ? item : { ...item, question: `Q${i}` }));
-    const err = await collectPreferencePairs(options({ items: withQuestions, formatters: [resolveFormatters(undefined, 1)[0]!, needsQuestion] })).catch((e: unknown) => e);
+    const err = await collectPreferencePairs(options({ items: withQuestions, formatters: [resolveFormatters(undefined, 1)[0]!, needsQuestion] })).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(FormatterError);
     expect((err as Error).message).toBe('the formatter of agent 1 threw on item 2 (id "c"): no field "question"; fix the formatter or the item');
     expect(((err as Error).cause as Error).message).toBe('no field "question"');
@@ -123,15 +142,21 @@ describe("(c) a reward that returns strings", () => {
   it("shows them quoted, with their type and index, during collection", async () => {
     const strings = ((c: string[][]) => c[0]!.map(() => "0.5")) as unknown as RewardFunc;
     await expect(collectPreferencePairs(options({ rewardFunc: strings }))).rejects.toThrow(RewardError);
-    await expect(collectPreferencePairs(options({ rewardFunc: strings }))).rejects.toThrow(/reward_func returned "0\.5" \(a string\) for candidate 0 of item 0 \(id "a"\) \(index 0 of the array\); return numbers/);
+    await expect(collectPreferencePairs(options({ rewardFunc: strings }))).rejects.toThrow(
+      /reward_func returned "0\.5" \(a string\) for candidate 0 of item 0 \(id "a"\) \(index 0 of the array\); return numbers/,
+    );
   });
 });
 
 describe("(e) an empty dataset", () => {
   it("is an EmptyDatasetError before anything is sampled, not a run with 0 pairs", async () => {
     await expect(collectPreferencePairs(options({ items: [] }))).rejects.toThrow(EmptyDatasetError);
-    await expect(collectPreferencePairs(options({ items: [] }))).rejects.toThrow(/^train_dataset is empty: there are no task items to collect preference pairs from; pass a dataset with at least one item$/);
+    await expect(collectPreferencePairs(options({ items: [] }))).rejects.toThrow(
+      /^train_dataset is empty: there are no task items to collect preference pairs from; pass a dataset with at least one item$/,
+    );
     const o = options({ items: [] });
-    await expect(collectComparisons({ ...o, agents: [policy], comparator: fixedComparator, comparatorNumCandidates: 2 })).rejects.toThrow(/train_dataset is empty: there are no task items to collect comparisons from/);
+    await expect(collectComparisons({ ...o, agents: [policy], comparator: fixedComparator, comparatorNumCandidates: 2 })).rejects.toThrow(
+      /train_dataset is empty: there are no task items to collect comparisons from/,
+    );
   });
 });

@@ -41,8 +41,8 @@ const CAT = user("The cat");
 const TRANSFORMERS_IDS = {
   "tiny-llama": [1, 30, 94, 288, 270, 94, 32, 201, 201, 273, 269, 281, 2, 30, 94, 67, 85, 85, 282, 86, 67, 80, 86, 94, 32, 201, 201],
   "tiny-qwen2": [
-    382, 82, 88, 82, 83, 68, 76, 198, 56, 78, 84, 259, 261, 259, 220, 257, 75, 79, 69, 84, 75, 259, 82, 82, 279, 83, 64, 77, 83, 13, 383, 198, 382, 285, 267, 198, 270, 266, 278, 383, 198, 382, 64, 82, 82, 279, 83, 64,
-    77, 83, 198,
+    382, 82, 88, 82, 83, 68, 76, 198, 56, 78, 84, 259, 261, 259, 220, 257, 75, 79, 69, 84, 75, 259, 82, 82, 279, 83, 64, 77, 83, 13, 383, 198, 382, 285, 267,
+    198, 270, 266, 278, 383, 198, 382, 64, 82, 82, 279, 83, 64, 77, 83, 198,
   ],
 };
 
@@ -65,18 +65,29 @@ const bare = () => new Tokenizer({ "tokenizer.json": llama.tokenizer!.files["tok
 
 const items: TaskItem[] = [
   { id: "a", prompt: CAT },
-  { id: "b", prompt: [{ role: "system", content: "Be brief." }, { role: "user", content: "We drink" }] },
+  {
+    id: "b",
+    prompt: [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "We drink" },
+    ],
+  },
 ];
 
 describe("a chat prompt", () => {
   it("is what the default formatter returns for a conversational item; the text-only formatPrompts refuses it clearly", () => {
     expect(defaultFormatter(items[0]!)).toEqual(CAT);
     expect(formatAgentPrompts(resolveFormatters(undefined, 2), items[1]!, 1)).toEqual([items[1]!["prompt"], items[1]!["prompt"]]);
-    expect(() => formatPrompts([defaultFormatter], items[0]!, 0)).toThrow(/^the formatter of agent 0 returned chat messages for item 0 \(id "a"\), but this caller takes text prompts only/);
+    expect(() => formatPrompts([defaultFormatter], items[0]!, 0)).toThrow(
+      /^the formatter of agent 0 returned chat messages for item 0 \(id "a"\), but this caller takes text prompts only/,
+    );
   });
 
   it("is rendered with each agent's own template (add_generation_prompt) and tokenized as transformers does, without a second BOS", () => {
-    for (const [name, tok] of [["tiny-llama", llama.tokenizer!], ["tiny-qwen2", qwen.tokenizer!]] as const) {
+    for (const [name, tok] of [
+      ["tiny-llama", llama.tokenizer!],
+      ["tiny-qwen2", qwen.tokenizer!],
+    ] as const) {
       const encoded = encodePrompt(tok, CAT, { agent: 0, itemIndex: 0 });
       expect(encoded.text).toBe(tok.applyChatTemplate(CAT, { addGenerationPrompt: true }));
       expect(encoded.ids).toEqual(TRANSFORMERS_IDS[name]);
@@ -106,7 +117,7 @@ describe("a chat prompt", () => {
     expect(err).toBeInstanceOf(FormatterError);
     expect(err).toMatchObject({ agent: 1, itemIndex: 3 });
     expect((err as Error).message).toBe(
-      'item 3 (id "x"): agent 1\'s prompt is a list of chat messages, but agent 1\'s tokenizer has no chat template (no chat_template.jinja, nor chat_template in tokenizer_config.json) to render it with; pass a formatter that returns the prompt as a string, or use a checkpoint whose tokenizer has a chat template',
+      "item 3 (id \"x\"): agent 1's prompt is a list of chat messages, but agent 1's tokenizer has no chat template (no chat_template.jinja, nor chat_template in tokenizer_config.json) to render it with; pass a formatter that returns the prompt as a string, or use a checkpoint whose tokenizer has a chat template",
     );
     // A text prompt needs no template.
     expect(encodePrompt(bare(), "The cat", { agent: 1, itemIndex: 3 }).ids).toEqual(llama.tokenizer!.encode("The cat"));
@@ -114,7 +125,9 @@ describe("a chat prompt", () => {
 
   it("that the sampler meets for an agent without a template names the item it was sampling", () => {
     const sampler = new PolicySampler([agents[0]!, { ...agents[0]!, tokenizer: bare() }], settings, RngStream.fromSeed(0, "policy"));
-    expect(() => sampler.sample([[CAT, CAT]], 1, [7])).toThrow(/^item 7: agent 1's prompt is a list of chat messages, but agent 1's tokenizer has no chat template/);
+    expect(() => sampler.sample([[CAT, CAT]], 1, [7])).toThrow(
+      /^item 7: agent 1's prompt is a list of chat messages, but agent 1's tokenizer has no chat template/,
+    );
   });
 
   it("whose messages are not {role, content} strings is a FormatterError saying which entry", () => {
@@ -131,14 +144,27 @@ describe("an empty prompt", () => {
     ["an empty string", { id: "e", prompt: "" }],
     ["whitespace", { id: "e", prompt: "  \n" }],
     ["no messages", { id: "e", prompt: [] }],
-    ["messages without content", { id: "e", prompt: [{ role: "system", content: "" }, { role: "user", content: " " }] }],
+    [
+      "messages without content",
+      {
+        id: "e",
+        prompt: [
+          { role: "system", content: "" },
+          { role: "user", content: " " },
+        ],
+      },
+    ],
   ];
   it.each(cases)("(%s) is a FormatterError naming the item and the agent, not a run that trains on nothing", (_, item) => {
     expect(() => formatAgentPrompts(resolveFormatters(undefined, 2), item, 5)).toThrow(FormatterError);
-    expect(() => formatAgentPrompts(resolveFormatters(undefined, 2), item, 5)).toThrow(/^agent 0's prompt for item 5 \(id "e"\) is empty: with no formatter the prompt is the item's "prompt" field/);
+    expect(() => formatAgentPrompts(resolveFormatters(undefined, 2), item, 5)).toThrow(
+      /^agent 0's prompt for item 5 \(id "e"\) is empty: with no formatter the prompt is the item's "prompt" field/,
+    );
     const own: Formatter = (x) => x["prompt"] as string;
     expect(() => formatAgentPrompts([defaultFormatter, own], { ...item, id: "f" }, 2, {})).toThrow(/^agent 0's prompt for item 2 \(id "f"\) is empty/);
-    expect(() => formatAgentPrompts([() => "fine", own], item, 5)).toThrow(/^the formatter of agent 1 returned .*, an empty prompt, for item 5 \(id "e"\); it must return a non-empty prompt/);
+    expect(() => formatAgentPrompts([() => "fine", own], item, 5)).toThrow(
+      /^the formatter of agent 1 returned .*, an empty prompt, for item 5 \(id "e"\); it must return a non-empty prompt/,
+    );
   });
 
   it("from an item without a prompt field says what the field holds and how to fix it", () => {
@@ -150,7 +176,10 @@ describe("an empty prompt", () => {
   it("stops a collection before anything is sampled", async () => {
     let sampled = false;
     const err = await collectPreferencePairs({
-      items: [{ id: "ok", prompt: CAT }, { id: "e", prompt: [] }],
+      items: [
+        { id: "ok", prompt: CAT },
+        { id: "e", prompt: [] },
+      ],
       formatters: resolveFormatters(undefined, 2),
       sampler: { sample: () => ((sampled = true), []) },
       rewardFunc: () => [0],
@@ -209,7 +238,10 @@ describe("collections with chat prompts", () => {
       beginRound: async () => {},
       sample: async (_items, prompts, n): Promise<CandidateSet[]> => {
         given.push(prompts);
-        return prompts.map((ps) => ({ texts: ps.map(() => Array.from({ length: n }, (_, j) => "e".repeat(j + 1))), valid: Array.from({ length: n }, () => true) }));
+        return prompts.map((ps) => ({
+          texts: ps.map(() => Array.from({ length: n }, (_, j) => "e".repeat(j + 1))),
+          valid: Array.from({ length: n }, () => true),
+        }));
       },
       endRound: async () => {},
       dispose: () => {},

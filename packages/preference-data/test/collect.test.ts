@@ -10,12 +10,20 @@ class ScriptedSampler implements CandidateSampler {
   sample(prompts: readonly (readonly string[])[], n: number): AgentSamples[][] {
     this.calls.push(prompts.length);
     return prompts.map((agents) =>
-      agents.map((p, a) => ({ promptIds: [a], tokens: Array.from({ length: n }, (_, j) => [a, j]), texts: Array.from({ length: n }, (_, j) => `${p}:${a}:${j}`) })),
+      agents.map((p, a) => ({
+        promptIds: [a],
+        tokens: Array.from({ length: n }, (_, j) => [a, j]),
+        texts: Array.from({ length: n }, (_, j) => `${p}:${a}:${j}`),
+      })),
     );
   }
 }
 
-const items = [{ id: "a", prompt: "p0", score: [1, 3, 2] }, { id: "b", prompt: "p1", score: [5, 5, 5] }, { id: "c", prompt: "p2", score: [0, 1, 0] }];
+const items = [
+  { id: "a", prompt: "p0", score: [1, 3, 2] },
+  { id: "b", prompt: "p1", score: [5, 5, 5] },
+  { id: "c", prompt: "p2", score: [0, 1, 0] },
+];
 const base = {
   items,
   formatters: resolveFormatters(undefined, 2),
@@ -50,11 +58,21 @@ describe("collecting pairs", () => {
       loser_reward: 1,
       candidate_reward_mean: 2,
       prompt_token_ids: [[0], [1]],
-      winner_token_ids: [[0, 1], [1, 1]],
-      loser_token_ids: [[0, 0], [1, 0]],
+      winner_token_ids: [
+        [0, 1],
+        [1, 1],
+      ],
+      loser_token_ids: [
+        [0, 0],
+        [1, 0],
+      ],
     });
     expect(r.pairs[0]!.tokens[1]).toEqual({ promptIds: [1], winnerIds: [1, 1], loserIds: [1, 0] });
-    expect(r.candidateRewards).toEqual([[1, 3, 2], [5, 5, 5], [0, 1, 0]]);
+    expect(r.candidateRewards).toEqual([
+      [1, 3, 2],
+      [5, 5, 5],
+      [0, 1, 0],
+    ]);
   });
 
   it("never pairs invalid candidates, counts them, and averages rewards over the valid ones", async () => {
@@ -71,8 +89,20 @@ describe("collecting pairs", () => {
       await new Promise((r) => setTimeout(r, ctx.itemIndex === 0 ? 30 : 1));
       return (ctx.item["score"] as number[]).slice(0, c[0]!.length);
     };
-    const a = await collectPreferencePairs({ ...base, sampler: new ScriptedSampler(), pairSelection: "random", selectionRng: RngStream.fromSeed(3, "sel"), rewardFunc: slowFirst });
-    const b = await collectPreferencePairs({ ...base, sampler: new ScriptedSampler(), pairSelection: "random", selectionRng: RngStream.fromSeed(3, "sel"), rewardConcurrency: 1 });
+    const a = await collectPreferencePairs({
+      ...base,
+      sampler: new ScriptedSampler(),
+      pairSelection: "random",
+      selectionRng: RngStream.fromSeed(3, "sel"),
+      rewardFunc: slowFirst,
+    });
+    const b = await collectPreferencePairs({
+      ...base,
+      sampler: new ScriptedSampler(),
+      pairSelection: "random",
+      selectionRng: RngStream.fromSeed(3, "sel"),
+      rewardConcurrency: 1,
+    });
     expect(a.pairs.map((p) => p.record)).toEqual(b.pairs.map((p) => p.record));
   });
 
@@ -94,7 +124,11 @@ describe("collecting pairs", () => {
   it("samples real candidates with a policy and records what was generated", async () => {
     const p = await loadPretrained(TINY_LLAMA);
     const policy = { model: p.model, tokenizer: p.tokenizer!, eosTokenIds: [2], padTokenId: 0 };
-    const sampler = new PolicySampler([policy, policy], { maxNewTokens: 6, temperature: 1.2, topP: 1, topK: null, maxBatchRows: 4 }, RngStream.fromSeed(0, "policy"));
+    const sampler = new PolicySampler(
+      [policy, policy],
+      { maxNewTokens: 6, temperature: 1.2, topP: 1, topK: null, maxBatchRows: 4 },
+      RngStream.fromSeed(0, "policy"),
+    );
     const r = await collectPreferencePairs({
       ...base,
       items: [{ prompt: "The cat" }, { prompt: "We drink" }],

@@ -114,7 +114,11 @@ describe("collecting comparisons", () => {
       const rec = pair.record;
       const j = rec.comparator_raw_reward === 4 ? 0 : 2;
       expect(j === 0 || j === 2).toBe(true); // candidate 1 is invalid on the comparator side
-      expect(rec.raw_rewards).toEqual(rec.winner_reward * 10 === rec.target_raw_reward ? [rec.target_raw_reward, rec.comparator_raw_reward] : [rec.comparator_raw_reward, rec.target_raw_reward]);
+      expect(rec.raw_rewards).toEqual(
+        rec.winner_reward * 10 === rec.target_raw_reward
+          ? [rec.target_raw_reward, rec.comparator_raw_reward]
+          : [rec.comparator_raw_reward, rec.target_raw_reward],
+      );
       expect(rec.winner_reward).toBeGreaterThan(rec.loser_reward);
       // the stored ids re-create the trained tokens exactly, through the same path replay uses
       expect(pairTokensFromRecord(rec, [policy, policy])).toEqual(pair.tokens);
@@ -129,11 +133,20 @@ describe("collecting comparisons", () => {
   it("pairTokensFromRecord encodes records without ids and rejects ids that do not match the text", async () => {
     const p = await loadPretrained(TINY_LLAMA);
     const agent = { tokenizer: p.tokenizer!, eosTokenIds: [2] };
-    const rec = { prompts: ["The cat"], winner_completions: [" sat"], loser_completions: [" ran"], winner_reward: 1, loser_reward: 0, candidate_reward_mean: 0.5 };
+    const rec = {
+      prompts: ["The cat"],
+      winner_completions: [" sat"],
+      loser_completions: [" ran"],
+      winner_reward: 1,
+      loser_reward: 0,
+      candidate_reward_mean: 0.5,
+    };
     const [t] = pairTokensFromRecord(rec, [agent]);
     expect(t!.promptIds).toEqual(p.tokenizer!.encode("The cat"));
     expect(p.tokenizer!.decode(t!.winnerIds)).toBe(" sat");
-    expect(() => pairTokensFromRecord({ ...rec, winner_token_ids: [[5, 6]] }, [agent], "pair 3 of iteration_0002.json")).toThrow(/pair 3 of iteration_0002\.json: winner_token_ids\[0\] does not decode/);
+    expect(() => pairTokensFromRecord({ ...rec, winner_token_ids: [[5, 6]] }, [agent], "pair 3 of iteration_0002.json")).toThrow(
+      /pair 3 of iteration_0002\.json: winner_token_ids\[0\] does not decode/,
+    );
     expect(() => pairTokensFromRecord(rec, [agent, agent])).toThrow(/1 agent entries but the run has 2 agents/);
     p.model.dispose();
   });

@@ -60,7 +60,9 @@ describe("max_prompt_length unset: a prompt that leaves no room for max_new_toke
     expect(fitPromptIds(new Array<number>(250).fill(5), { maxNewTokens: 6, maxPositionEmbeddings: 256 }, where).ids).toHaveLength(250);
     expect(() => fitPromptIds(new Array<number>(251).fill(5), { maxNewTokens: 6, maxPositionEmbeddings: 256 }, where)).toThrow(PromptTooLongError);
     // A cut that still does not fit says to lower the cut.
-    expect(() => fitPromptIds(new Array<number>(300).fill(5), { maxPromptLength: 252, maxNewTokens: 6, maxPositionEmbeddings: 256 }, where)).toThrow(/is 252 tokens \(cut from 300 by max_prompt_length=252\).*lower max_prompt_length to at most 250/);
+    expect(() => fitPromptIds(new Array<number>(300).fill(5), { maxPromptLength: 252, maxNewTokens: 6, maxPositionEmbeddings: 256 }, where)).toThrow(
+      /is 252 tokens \(cut from 300 by max_prompt_length=252\).*lower max_prompt_length to at most 250/,
+    );
   });
 });
 
@@ -99,6 +101,8 @@ describe("max_prompt_length set", () => {
   });
 
   it("rejects a max_prompt_length that is not an integer ≥ 1", () => {
-    expect(() => new PolicySampler([policy], { ...settings, maxPromptLength: 0 }, RngStream.fromSeed(0, "p")).sample([["The cat"]], 1)).toThrow(/max_prompt_length must be an integer ≥ 1, or null for no cut; got 0/);
+    expect(() => new PolicySampler([policy], { ...settings, maxPromptLength: 0 }, RngStream.fromSeed(0, "p")).sample([["The cat"]], 1)).toThrow(
+      /max_prompt_length must be an integer ≥ 1, or null for no cut; got 0/,
+    );
   });
 });

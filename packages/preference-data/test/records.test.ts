@@ -64,6 +64,8 @@ describe("files", () => {
     writeFileSync(f, JSON.stringify({ iteration: 1, num_pairs: 2, pairs: [record] }));
     await expect(readRoundFile(f)).rejects.toThrow(/num_pairs: is 2 but the file holds 1 pairs/);
     await expect(readRoundFile(path.join(dir, "iteration_0009.json"))).rejects.toThrow(/cannot read round file .*iteration_0009\.json: file not found/);
-    await expect(writeRoundFile(path.join(dir, "x.json"), 1, [{ ...record, loser_reward: NaN }])).rejects.toThrow(/refusing to write an invalid round file: pairs\.0\.loser_reward/);
+    await expect(writeRoundFile(path.join(dir, "x.json"), 1, [{ ...record, loser_reward: NaN }])).rejects.toThrow(
+      /refusing to write an invalid round file: pairs\.0\.loser_reward/,
+    );
   });
 });

@@ -7,11 +7,18 @@ import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
 const MODELS = MODEL_FIXTURES;
 const settings: GenerationSettings = { maxNewTokens: 6, temperature: 1.1, topP: 1, topK: null, maxBatchRows: 4 };
-const prompts = [["The cat", "A bird"], ["We drink", "Snow falls"], ["The river", "Old trees"]];
+const prompts = [
+  ["The cat", "A bird"],
+  ["We drink", "Snow falls"],
+  ["The river", "Old trees"],
+];
 
 async function policies(): Promise<Policy[]> {
   const out: Policy[] = [];
-  for (const [name, eos, pad] of [["tiny-llama", 2, 0], ["tiny-qwen2", 383, 381]] as const) {
+  for (const [name, eos, pad] of [
+    ["tiny-llama", 2, 0],
+    ["tiny-qwen2", 383, 381],
+  ] as const) {
     const p = await loadPretrained(path.join(MODELS, name));
     out.push({ model: p.model, tokenizer: p.tokenizer!, eosTokenIds: [eos], padTokenId: pad });
   }
@@ -29,7 +36,20 @@ describe("the policy samplers", () => {
     const alone = sampleAgentRows(agents[1]!, ids, 3, settings, rng.split());
     expect(both.flatMap((item) => item[1]!.tokens)).toEqual(alone);
     // Rows come in calls of at most maxBatchRows (4 rows: one prompt × 3 candidates per call), as a direct generate of one prompt.
-    const direct = generate(agents[1]!.model, [ids[0]!], { maxNewTokens: 6, temperature: 1.1, topP: 1, topK: 0, numReturnSequences: 3, eosTokenIds: [383], padTokenId: 381, rng: (() => { const r = RngStream.fromSeed(3, "policy"); r.split(); return r.split(); })() });
+    const direct = generate(agents[1]!.model, [ids[0]!], {
+      maxNewTokens: 6,
+      temperature: 1.1,
+      topP: 1,
+      topK: 0,
+      numReturnSequences: 3,
+      eosTokenIds: [383],
+      padTokenId: 381,
+      rng: (() => {
+        const r = RngStream.fromSeed(3, "policy");
+        r.split();
+        return r.split();
+      })(),
+    });
     expect(both[0]![1]!.tokens).toEqual(direct.map((d) => d.tokens));
     expect(both[0]![1]!.texts).toEqual(direct.map((d) => agents[1]!.tokenizer.decode(d.tokens)));
     agents.forEach((a) => a.model.dispose());

@@ -52,7 +52,12 @@ export class OnDiskReplayBuffer implements ReplayBuffer {
     if (!Number.isSafeInteger(round) || round < 1) throw new ReplayError(`addRound: iteration must be an integer ≥ 1, got ${round}`);
     if (round <= this.lastRound) throw new ReplayError(`addRound: round ${round} comes after round ${this.lastRound} was already stored; rounds must increase`);
     const file = roundFileName(round);
-    await writeRoundFile(path.join(this.dir, file), round, pairs.map((p) => p.record), scorer);
+    await writeRoundFile(
+      path.join(this.dir, file),
+      round,
+      pairs.map((p) => p.record),
+      scorer,
+    );
     this.lastRound = round;
     if (pairs.length > 0) this.entries.push({ iteration: round, file, num_pairs: pairs.length, sha256: await fileSha256(path.join(this.dir, file)) });
   }

@@ -26,11 +26,13 @@ const isSet = (v: unknown): boolean => v !== undefined && v !== null;
  */
 export function checkBufferOptions(o: OnDiskReplayBufferOptions): void {
   const where = `replay buffer (mode ${JSON.stringify(o.mode)})`;
-  if (!(REPLAY_MODES as readonly string[]).includes(o.mode)) throw new ReplayError(`unknown replay mode ${JSON.stringify(o.mode)}; expected one of ${REPLAY_MODES.join(", ")}`);
+  if (!(REPLAY_MODES as readonly string[]).includes(o.mode))
+    throw new ReplayError(`unknown replay mode ${JSON.stringify(o.mode)}; expected one of ${REPLAY_MODES.join(", ")}`);
   if (typeof o.dir !== "string" || o.dir.length === 0) throw new ReplayError(`${where}: dir must be a non-empty path`);
   // Duck-typed: a second copy of core-tensor (source and build both loaded) would defeat instanceof.
   const rng = o.rng as Partial<RngStream> | undefined;
-  if (typeof rng?.weightedIndex !== "function" || typeof rng.permutation !== "function" || typeof rng.shuffle !== "function") throw new ReplayError(`${where}: rng must be an RngStream`);
+  if (typeof rng?.weightedIndex !== "function" || typeof rng.permutation !== "function" || typeof rng.shuffle !== "function")
+    throw new ReplayError(`${where}: rng must be an RngStream`);
   if (o.mode === "current") {
     if (isSet(o.k) && o.k !== 1) throw new ReplayError(`${where}: k must be unset or 1, got ${o.k}`);
     if (isSet(o.sampleSize)) throw new ReplayError(`${where}: sampleSize is only valid with nearest_k, all_history or lambda_decay`);
@@ -44,7 +46,8 @@ export function checkBufferOptions(o: OnDiskReplayBufferOptions): void {
     throw new ReplayError(`${where}: k is only valid with nearest_k`);
   }
   if (o.mode === "lambda_decay") {
-    if (typeof o.lambda !== "number" || !(o.lambda >= 0 && o.lambda <= 1)) throw new ReplayError(`${where}: lambda must be a number in [0, 1], got ${o.lambda}`);
+    if (typeof o.lambda !== "number" || !(o.lambda >= 0 && o.lambda <= 1))
+      throw new ReplayError(`${where}: lambda must be a number in [0, 1], got ${o.lambda}`);
   } else if (isSet(o.lambda)) {
     throw new ReplayError(`${where}: lambda is only valid with lambda_decay`);
   }

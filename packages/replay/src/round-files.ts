@@ -9,14 +9,18 @@ export function entryPath(dir: string, entry: ReplayIndexEntry): string {
   const file = path.resolve(dir, entry.file);
   const rel = path.relative(path.resolve(dir), file);
   if (rel === "" || rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
-    throw new ReplayError(`replay round ${entry.iteration}: file ${JSON.stringify(entry.file)} is not inside the replay directory ${dir}; a replay index names only files in that directory`);
+    throw new ReplayError(
+      `replay round ${entry.iteration}: file ${JSON.stringify(entry.file)} is not inside the replay directory ${dir}; a replay index names only files in that directory`,
+    );
   }
   return file;
 }
 
 /** SHA-256 of a file's bytes, hex. */
 export async function fileSha256(file: string): Promise<string> {
-  return createHash("sha256").update(await fs.readFile(file)).digest("hex");
+  return createHash("sha256")
+    .update(await fs.readFile(file))
+    .digest("hex");
 }
 
 /** The file's SHA-256, a vanished or unreadable file reported as a ReplayError naming it. */
@@ -47,7 +51,9 @@ export async function readIndexedRound(dir: string, entry: ReplayIndexEntry): Pr
     throw new ReplayError(`replay round file ${file} holds ${round.num_pairs} pairs but the replay index expects ${entry.num_pairs}`);
   }
   if (entry.sha256 !== undefined && (await hashOf(file, entry)) !== entry.sha256) {
-    throw new ReplayError(`replay round file ${file} was rewritten after the replay index recorded it (its SHA-256 differs); it no longer holds the pairs of round ${entry.iteration}`);
+    throw new ReplayError(
+      `replay round file ${file} was rewritten after the replay index recorded it (its SHA-256 differs); it no longer holds the pairs of round ${entry.iteration}`,
+    );
   }
   return round;
 }

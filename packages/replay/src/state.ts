@@ -24,9 +24,12 @@ export function parseReplayState(state: unknown): ReplayIndexEntry[] {
     // path, another round's file) is an edited or foreign state that would read outside the replay directory.
     const expected = roundFileName(e.iteration);
     if (e.file !== expected) {
-      throw new ReplayError(`${where}: file must be ${expected}, the round file inside the replay directory, got ${JSON.stringify(e.file)}; the checkpoint's replay state was edited or comes from elsewhere, resume from an intact checkpoint`);
+      throw new ReplayError(
+        `${where}: file must be ${expected}, the round file inside the replay directory, got ${JSON.stringify(e.file)}; the checkpoint's replay state was edited or comes from elsewhere, resume from an intact checkpoint`,
+      );
     }
-    if (e.sha256 !== undefined && !(typeof e.sha256 === "string" && /^[0-9a-f]{64}$/.test(e.sha256))) throw new ReplayError(`${where} (${e.file}): sha256 must be 64 hex digits, got ${JSON.stringify(e.sha256)}`);
+    if (e.sha256 !== undefined && !(typeof e.sha256 === "string" && /^[0-9a-f]{64}$/.test(e.sha256)))
+      throw new ReplayError(`${where} (${e.file}): sha256 must be 64 hex digits, got ${JSON.stringify(e.sha256)}`);
     previous = e.iteration;
     return { iteration: e.iteration, file: e.file, num_pairs: e.num_pairs, ...(e.sha256 !== undefined ? { sha256: e.sha256 } : {}) };
   });

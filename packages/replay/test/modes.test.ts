@@ -202,7 +202,9 @@ describe("replayed pairs", () => {
     const failing = (): never => {
       throw new Error("vocabulary mismatch");
     };
-    await expect(buffer.select(1, rounds[0]!, failing)).rejects.toThrow(/cannot tokenize pair \d of replay round file .*iteration_0001\.json: vocabulary mismatch/);
+    await expect(buffer.select(1, rounds[0]!, failing)).rejects.toThrow(
+      /cannot tokenize pair \d of replay round file .*iteration_0001\.json: vocabulary mismatch/,
+    );
   });
 
   it("a round file deleted before selection is an error naming it", async () => {

@@ -94,10 +94,19 @@ describe("restore", () => {
     ["a non-object entry", { entries: [3] }, /entry 0 is not an object/],
     ["a bad iteration", { entries: [{ iteration: 0, file: "iteration_0000.json", num_pairs: 1 }] }, /entry 0: iteration must be an integer ≥ 1, got 0/],
     ["a missing file name", { entries: [{ iteration: 1, num_pairs: 1 }] }, /entry 0: file must be a non-empty path/],
-    ["an empty dataset", { entries: [{ iteration: 1, file: "iteration_0001.json", num_pairs: 0 }] }, /entry 0 \(iteration_0001\.json\): num_pairs must be an integer ≥ 1, got 0/],
+    [
+      "an empty dataset",
+      { entries: [{ iteration: 1, file: "iteration_0001.json", num_pairs: 0 }] },
+      /entry 0 \(iteration_0001\.json\): num_pairs must be an integer ≥ 1, got 0/,
+    ],
     [
       "iterations out of order",
-      { entries: [{ iteration: 3, file: "iteration_0003.json", num_pairs: 4 }, { iteration: 1, file: "iteration_0001.json", num_pairs: 3 }] },
+      {
+        entries: [
+          { iteration: 3, file: "iteration_0003.json", num_pairs: 4 },
+          { iteration: 1, file: "iteration_0001.json", num_pairs: 3 },
+        ],
+      },
       /entry 1 \(iteration_0001\.json\): iterations must increase, got 1 after 3/,
     ],
   ])("rejects a malformed state: %s", async (_name, bad, message) => {
@@ -137,7 +146,9 @@ describe("restore", () => {
   it("readIndexedRound refuses an entry outside the directory", async () => {
     const entry = { iteration: 1, file: "../outside.json", num_pairs: 3 };
     await fs.writeFile(path.join(dir, "..", "outside.json"), contents.get(fileOf(1))!);
-    await expect(readIndexedRound(dir, entry)).rejects.toThrow(new ReplayError(`replay round 1: file "../outside.json" is not inside the replay directory ${dir}; a replay index names only files in that directory`));
+    await expect(readIndexedRound(dir, entry)).rejects.toThrow(
+      new ReplayError(`replay round 1: file "../outside.json" is not inside the replay directory ${dir}; a replay index names only files in that directory`),
+    );
   });
 
   it("a restored buffer accepts only later rounds and replays the restored data", async () => {

@@ -73,7 +73,10 @@ describe("readIndexedRound on generated round files", () => {
   });
 
   it("the valid file truncated, or with bytes overwritten", async () => {
-    const edit = fc.record({ cut: fc.integer({ min: 0, max: 4096 }), at: fc.array(fc.tuple(fc.nat(4096), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }) });
+    const edit = fc.record({
+      cut: fc.integer({ min: 0, max: 4096 }),
+      at: fc.array(fc.tuple(fc.nat(4096), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }),
+    });
     await fc.assert(
       fc.asyncProperty(edit, hashChoice, async ({ cut, at }, h) => {
         const bytes = Uint8Array.from(valid.subarray(0, cut % (valid.byteLength + 1)));
@@ -86,7 +89,20 @@ describe("readIndexedRound on generated round files", () => {
 
   it("fields of the file and of its pairs changed, removed or added", async () => {
     const topField = fc.constantFrom("iteration", "num_pairs", "scorer", "pairs", "extra");
-    const pairField = fc.constantFrom("prompts", "winner_completions", "loser_completions", "winner_reward", "loser_reward", "candidate_reward_mean", "raw_rewards", "target_raw_reward", "comparator_raw_reward", "prompt_token_ids", "winner_token_ids", "extra");
+    const pairField = fc.constantFrom(
+      "prompts",
+      "winner_completions",
+      "loser_completions",
+      "winner_reward",
+      "loser_reward",
+      "candidate_reward_mean",
+      "raw_rewards",
+      "target_raw_reward",
+      "comparator_raw_reward",
+      "prompt_token_ids",
+      "winner_token_ids",
+      "extra",
+    );
     const change = fc.oneof(
       fc.record({ kind: fc.constant("top" as const), field: topField, value: fc.option(nasty, { nil: undefined }) }),
       fc.record({ kind: fc.constant("pair" as const), index: fc.nat(3), field: pairField, value: fc.option(nasty, { nil: undefined }) }),
@@ -113,7 +129,19 @@ describe("readIndexedRound on generated round files", () => {
 describe("restore on generated replay states", () => {
   it("entries with other iterations, counts, hashes and file names", async () => {
     writeFileSync(file, valid);
-    const fileName = fc.oneof(fc.constantFrom("iteration_0002.json", "../iteration_0001.json", `../${path.basename(dir)}/iteration_0001.json`, `./iteration_0001.json`, file, "", ".", "sub/iteration_0001.json"), nasty);
+    const fileName = fc.oneof(
+      fc.constantFrom(
+        "iteration_0002.json",
+        "../iteration_0001.json",
+        `../${path.basename(dir)}/iteration_0001.json`,
+        `./iteration_0001.json`,
+        file,
+        "",
+        ".",
+        "sub/iteration_0001.json",
+      ),
+      nasty,
+    );
     // The true entry with up to two fields replaced or removed, so most states are nearly right.
     const field = fc.oneof(
       fc.record({ key: fc.constant("iteration"), value: fc.option(fc.oneof(fc.constant(2), nasty), { nil: undefined }) }),

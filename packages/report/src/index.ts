@@ -26,7 +26,19 @@ export { runStatus } from "./read/run-status.js";
 export { isProcessAlive } from "./read/run-lock.js";
 export type { StatusFacts } from "./read/run-status.js";
 export { TRAINERS, METRIC_KINDS } from "./run-data.js";
-export type { RunData, RunStatus, RunState, MetricsData, MetricsRecord, MetricValue, MetricKind, PairSet, PairSample, LockInfo, TrainerName } from "./run-data.js";
+export type {
+  RunData,
+  RunStatus,
+  RunState,
+  MetricsData,
+  MetricsRecord,
+  MetricValue,
+  MetricKind,
+  PairSet,
+  PairSample,
+  LockInfo,
+  TrainerName,
+} from "./run-data.js";
 
 // The report.
 export { renderReport, REPORT_SECTIONS } from "./render/render-report.js";

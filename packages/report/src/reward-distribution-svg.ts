@@ -21,7 +21,11 @@ export interface RewardDistributionSvgOptions {
 }
 
 /** The histogram chart of one group ("candidates" or "selected pairs") of a round. */
-export function roundHistogramSvg(h: RoundHistograms, group: "candidate" | "selected", options: { width?: number; height?: number; xmlns?: boolean } = {}): string {
+export function roundHistogramSvg(
+  h: RoundHistograms,
+  group: "candidate" | "selected",
+  options: { width?: number; height?: number; xmlns?: boolean } = {},
+): string {
   const counts = group === "candidate" ? h.candidate : h.selected;
   const title = group === "candidate" ? `Round ${h.iteration}: all candidates` : `Round ${h.iteration}: selected pairs`;
   return histogramChart({

@@ -31,7 +31,8 @@ async function checkTarget(out: string): Promise<void> {
   const stat = await fs.stat(out).catch(() => undefined);
   if (stat === undefined) return;
   if (stat.isDirectory()) throw new ReportError(`${out} is a folder; give --out a file path such as ${path.join(out, REPORT_FILE)}`);
-  if (!(await madeByPbrl(out))) throw new ReportError(`${out} exists and was not written by pbrl report; it is left alone. Choose another --out, or move that file away`);
+  if (!(await madeByPbrl(out)))
+    throw new ReportError(`${out} exists and was not written by pbrl report; it is left alone. Choose another --out, or move that file away`);
 }
 
 export async function writeFileAtomically(file: string, text: string): Promise<void> {

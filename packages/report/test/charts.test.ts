@@ -8,8 +8,23 @@ describe("lineChart", () => {
     xLabel: "update",
     yLabel: "reward",
     series: [
-      { name: "a & b", points: [[0, 0.5], [1, 0.6], [2, Number.NaN], [3, 0.7], [4, 0.65]] as [number, number][] },
-      { name: "second", points: [[0, 0.1], [4, 0.2]] as [number, number][] },
+      {
+        name: "a & b",
+        points: [
+          [0, 0.5],
+          [1, 0.6],
+          [2, Number.NaN],
+          [3, 0.7],
+          [4, 0.65],
+        ] as [number, number][],
+      },
+      {
+        name: "second",
+        points: [
+          [0, 0.1],
+          [4, 0.2],
+        ] as [number, number][],
+      },
     ],
   };
 
@@ -45,7 +60,13 @@ describe("lineChart", () => {
   });
 
   it("draws markers inside the x range only", () => {
-    const svg = lineChart({ ...spec, markers: [{ x: 2.5, label: "r2" }, { x: 99, label: "r9" }] });
+    const svg = lineChart({
+      ...spec,
+      markers: [
+        { x: 2.5, label: "r2" },
+        { x: 99, label: "r9" },
+      ],
+    });
     expect(count(svg, `class="marker"`)).toBe(1);
     expect(svg).toContain(">r2<");
   });
@@ -54,7 +75,16 @@ describe("lineChart", () => {
 describe("histogramChart", () => {
   const edges = [0, 0.25, 0.5, 0.75, 1];
   it("draws one bar per non-empty bin and series", () => {
-    const svg = histogramChart({ title: "round 1", bins: { edges, series: [{ name: "target", counts: [1, 0, 3, 2] }, { name: "comparator", counts: [0, 0, 4, 0] }] } });
+    const svg = histogramChart({
+      title: "round 1",
+      bins: {
+        edges,
+        series: [
+          { name: "target", counts: [1, 0, 3, 2] },
+          { name: "comparator", counts: [0, 0, 4, 0] },
+        ],
+      },
+    });
     expect(count(svg, "<rect data-bar")).toBe(4);
     expect(svg).toContain(">reward<");
     expect(svg).toContain(">count<");
@@ -98,6 +128,8 @@ describe("barChart", () => {
     expect(svg).not.toContain(">-1<");
   });
   it("refuses values that do not fit the categories", () => {
-    expect(() => barChart({ title: "x", xLabel: "", yLabel: "", categories: ["1"], series: [{ name: "t", values: [1, 2] }] })).toThrow(/2 values for 1 categories/);
+    expect(() => barChart({ title: "x", xLabel: "", yLabel: "", categories: ["1"], series: [{ name: "t", values: [1, 2] }] })).toThrow(
+      /2 values for 1 categories/,
+    );
   });
 });

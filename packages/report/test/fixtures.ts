@@ -48,9 +48,18 @@ export function pair(rand: () => number, item: number, evil = false): PairRecord
     raw_rewards: [w, l],
     target_raw_reward: target,
     comparator_raw_reward: comparator,
-    prompt_token_ids: [[1, 2, 3], [1, 2, 4]],
-    winner_token_ids: [[5, 6, 2], [7, 8, 2]],
-    loser_token_ids: [[9, 2], [10, 2]],
+    prompt_token_ids: [
+      [1, 2, 3],
+      [1, 2, 4],
+    ],
+    winner_token_ids: [
+      [5, 6, 2],
+      [7, 8, 2],
+    ],
+    loser_token_ids: [
+      [9, 2],
+      [10, 2],
+    ],
   };
 }
 
@@ -63,12 +72,22 @@ function seriesOf(values: number[], edges: number[]) {
   for (const v of values) {
     const x = Math.min(edges[16]!, Math.max(edges[0]!, v));
     let b = 15;
-    for (let i = 0; i < 16; i++) if (x < edges[i + 1]!) { b = i; break; }
+    for (let i = 0; i < 16; i++)
+      if (x < edges[i + 1]!) {
+        b = i;
+        break;
+      }
     counts[b]! += 1;
   }
   return { sample_count: values.length, mean: values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length, counts, raw_rewards: values };
 }
-export function distribution(iteration: number, range: [number, number] | null, target: number[], comparator: number[], selected: { target: number[]; comparator: number[] }) {
+export function distribution(
+  iteration: number,
+  range: [number, number] | null,
+  target: number[],
+  comparator: number[],
+  selected: { target: number[]; comparator: number[] },
+) {
   const all = [...target, ...comparator];
   const [lo, hi] = range ?? (Math.min(...all) < Math.max(...all) ? [Math.min(...all), Math.max(...all)] : [Math.min(...all) - 0.5, Math.max(...all) + 0.5]);
   const edges = edgesOf(lo, hi);
@@ -111,7 +130,27 @@ export async function writeIterRun(dir: string, spec: IterRunSpec): Promise<void
   mkdirSync(dir, { recursive: true });
   writeFileSync(
     path.join(dir, "config.json"),
-    JSON.stringify({ trainer: spec.trainer, num_agents: 2, num_iterations: spec.numIterations, seed: 0, backend: "auto", preference_replay_mode: "lambda_decay", preference_replay_lambda: 0.8, comparator_policy: "history", dpo_beta: 0.1, ...(marlhf && { rl_algorithm: "magrpo" }), output_dir: dir, preference_replay_dir: null, policy_checkpoint_dir: null, resume_from_checkpoint: null, ...spec.config }, null, 2) + "\n",
+    JSON.stringify(
+      {
+        trainer: spec.trainer,
+        num_agents: 2,
+        num_iterations: spec.numIterations,
+        seed: 0,
+        backend: "auto",
+        preference_replay_mode: "lambda_decay",
+        preference_replay_lambda: 0.8,
+        comparator_policy: "history",
+        dpo_beta: 0.1,
+        ...(marlhf && { rl_algorithm: "magrpo" }),
+        output_dir: dir,
+        preference_replay_dir: null,
+        policy_checkpoint_dir: null,
+        resume_from_checkpoint: null,
+        ...spec.config,
+      },
+      null,
+      2,
+    ) + "\n",
   );
   const lines: Record<string, unknown>[] = [];
   let elapsed = 0;
@@ -132,31 +171,84 @@ export async function writeIterRun(dir: string, spec: IterRunSpec): Promise<void
     const comparator = Array.from({ length: 12 }, () => Math.round(rand() * 100) / 100);
     writeFileSync(
       path.join(dir, "reward_distributions", roundFileName(round)),
-      JSON.stringify(distribution(round, spec.declaredRange ?? null, target, comparator, { target: pairs.map((p) => p.target_raw_reward!), comparator: pairs.map((p) => p.comparator_raw_reward!) }), null, 2) + "\n",
+      JSON.stringify(
+        distribution(round, spec.declaredRange ?? null, target, comparator, {
+          target: pairs.map((p) => p.target_raw_reward!),
+          comparator: pairs.map((p) => p.comparator_raw_reward!),
+        }),
+        null,
+        2,
+      ) + "\n",
     );
     const wins = pairs.filter((p) => p.comparator_raw_reward! > p.target_raw_reward!).length;
     log({
-      kind: "round", step: update * 8,
-      "iter/current_iteration": round, "iter/current_preference_pairs": n, "iter/total_preference_pairs": total, "iter/train_preference_pairs": n,
+      kind: "round",
+      step: update * 8,
+      "iter/current_iteration": round,
+      "iter/current_preference_pairs": n,
+      "iter/total_preference_pairs": total,
+      "iter/train_preference_pairs": n,
       // a round where nothing was compared logs NaN, which JSON writes as null
       "iter/comparator_win_rate": round === 2 ? null : wins / n,
-      "iter/invalid_target_candidates": round === 1 ? 2 : 0, "iter/invalid_comparator_candidates": 0,
-      "iter/target_reward_mean": 0.4 + round * 0.05, "iter/comparator_reward_mean": 0.45,
+      "iter/invalid_target_candidates": round === 1 ? 2 : 0,
+      "iter/invalid_comparator_candidates": 0,
+      "iter/target_reward_mean": 0.4 + round * 0.05,
+      "iter/comparator_reward_mean": 0.45,
     });
     if (marlhf) {
-      if (round > 1) log({ kind: "reward", step: update * 8, round, "reward/heldout_accuracy": 0.55 + round * 0.02, "reward/heldout_margin": 0.2, "reward/heldout_pairs": n });
-      for (let e = 1; e <= 2; e++) log({ kind: "reward", step: update * 8, round, "reward/epoch": e, "reward/loss": 0.7 - 0.05 * e, "reward/accuracy": 0.6 + 0.05 * e, "reward/margin": 0.1 * e, "reward/num_pairs": n });
+      if (round > 1)
+        log({
+          kind: "reward",
+          step: update * 8,
+          round,
+          "reward/heldout_accuracy": 0.55 + round * 0.02,
+          "reward/heldout_margin": 0.2,
+          "reward/heldout_pairs": n,
+        });
+      for (let e = 1; e <= 2; e++)
+        log({
+          kind: "reward",
+          step: update * 8,
+          round,
+          "reward/epoch": e,
+          "reward/loss": 0.7 - 0.05 * e,
+          "reward/accuracy": 0.6 + 0.05 * e,
+          "reward/margin": 0.1 * e,
+          "reward/num_pairs": n,
+        });
     }
     for (let u = 0; u < perRound; u++) {
       if (round === 1 && u === 0) log({ kind: "eval", step: 0, update: 0, "eval/turn_1/reward_mean": 0.5, "eval/turn_1/expected_return": 0.5 });
       update += 1;
       const base = { kind: "train", step: update * 8, round, epoch: 1, update };
       if (marlhf) {
-        log({ ...base, "agent_0/loss": rand() - 0.5, "agent_0/advantage_mean": 0, "agent_0/logprob_mean": -5 - rand(), "agent_1/loss": rand() - 0.5, "agent_1/advantage_mean": 0, "agent_1/logprob_mean": -6 - rand(), "turn_1/reward_mean": rand(), "turn_1/expected_return": rand(), "rl/advantage_std": 1, "agent_0/reference_kl_mean": 0.01 * update, "agent_1/reference_kl_mean": 0.02 * update });
+        log({
+          ...base,
+          "agent_0/loss": rand() - 0.5,
+          "agent_0/advantage_mean": 0,
+          "agent_0/logprob_mean": -5 - rand(),
+          "agent_1/loss": rand() - 0.5,
+          "agent_1/advantage_mean": 0,
+          "agent_1/logprob_mean": -6 - rand(),
+          "turn_1/reward_mean": rand(),
+          "turn_1/expected_return": rand(),
+          "rl/advantage_std": 1,
+          "agent_0/reference_kl_mean": 0.01 * update,
+          "agent_1/reference_kl_mean": 0.02 * update,
+        });
       } else {
         const m0 = rand() * 4 - 1;
         const m1 = rand() * 4 - 1;
-        log({ ...base, loss: 0.69 - 0.02 * update, "joint/margin": m0 + m1, "joint/accuracy": Math.min(1, 0.4 + 0.1 * update), "agent_0/margin": m0, "agent_1/margin": m1, "turn_1/reward_mean": 0.5, "turn_1/expected_return": 0.5 });
+        log({
+          ...base,
+          loss: 0.69 - 0.02 * update,
+          "joint/margin": m0 + m1,
+          "joint/accuracy": Math.min(1, 0.4 + 0.1 * update),
+          "agent_0/margin": m0,
+          "agent_1/margin": m1,
+          "turn_1/reward_mean": 0.5,
+          "turn_1/expected_return": 0.5,
+        });
       }
     }
     if (spec.checkpointRound !== null && round <= spec.checkpointRound) {
@@ -170,7 +262,8 @@ export async function writeIterRun(dir: string, spec: IterRunSpec): Promise<void
     mkdirSync(path.join(dir, "agents", "agent_1"), { recursive: true });
   }
   writeFileSync(path.join(dir, "metrics.jsonl"), lines.map((l) => JSON.stringify(l) + "\n").join(""));
-  if (spec.halfLine === true) appendFileSync(path.join(dir, "metrics.jsonl"), `{"kind":"train","step":${update * 8 + 8},"round":${spec.roundsWritten},"epoch":1,"upd`);
+  if (spec.halfLine === true)
+    appendFileSync(path.join(dir, "metrics.jsonl"), `{"kind":"train","step":${update * 8 + 8},"round":${spec.roundsWritten},"epoch":1,"upd`);
   if (spec.lock !== undefined) writeFileSync(path.join(dir, "run.lock"), JSON.stringify({ ...spec.lock, started: "2025-01-01T00:00:00.000Z" }) + "\n");
 }
 
@@ -184,21 +277,67 @@ export interface BaseRunSpec {
 export async function writeBaseRun(dir: string, spec: BaseRunSpec): Promise<void> {
   const rand = lcg(3);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, "config.json"), JSON.stringify({ trainer: spec.trainer, num_agents: 2, seed: 0, backend: "native", num_train_epochs: 1, output_dir: dir }, null, 2) + "\n");
+  writeFileSync(
+    path.join(dir, "config.json"),
+    JSON.stringify({ trainer: spec.trainer, num_agents: 2, seed: 0, backend: "native", num_train_epochs: 1, output_dir: dir }, null, 2) + "\n",
+  );
   const pairs = Array.from({ length: spec.pairs }, (_, i) => {
     const { target_raw_reward: _t, comparator_raw_reward: _c, raw_rewards: _r, ...base } = pair(rand, i, spec.evil === true && i === 0);
     return base;
   });
   await writePairsFile(path.join(dir, "preference_pairs.json"), pairs);
-  const lines: Record<string, unknown>[] = [{ kind: "collect", step: 0, "preference/num_pairs": spec.pairs, "preference/items_with_pairs": Math.ceil(spec.pairs / 2), "preference/items": 5, "preference/invalid_candidates": 0, "preference/candidate_reward_mean": 0.42 }];
+  const lines: Record<string, unknown>[] = [
+    {
+      kind: "collect",
+      step: 0,
+      "preference/num_pairs": spec.pairs,
+      "preference/items_with_pairs": Math.ceil(spec.pairs / 2),
+      "preference/items": 5,
+      "preference/invalid_candidates": 0,
+      "preference/candidate_reward_mean": 0.42,
+    },
+  ];
   if (spec.pairs > 0) {
     lines.push({ kind: "eval", step: 0, update: 0, "eval/turn_1/reward_mean": 1.5, "eval/turn_1/expected_return": 1.5 });
-    if (spec.trainer === "marlhf") for (let e = 1; e <= 2; e++) lines.push({ kind: "reward", step: 0, "reward/epoch": e, "reward/loss": 0.7 - 0.1 * e, "reward/accuracy": 0.5 + 0.1 * e, "reward/margin": 0.2 * e, "reward/num_pairs": spec.pairs });
+    if (spec.trainer === "marlhf")
+      for (let e = 1; e <= 2; e++)
+        lines.push({
+          kind: "reward",
+          step: 0,
+          "reward/epoch": e,
+          "reward/loss": 0.7 - 0.1 * e,
+          "reward/accuracy": 0.5 + 0.1 * e,
+          "reward/margin": 0.2 * e,
+          "reward/num_pairs": spec.pairs,
+        });
     for (let u = 1; u <= 4; u++) {
       lines.push(
         spec.trainer === "madpo"
-          ? { kind: "train", step: u, epoch: 1, update: u, loss: 0.7 - 0.05 * u, "joint/margin": u, "joint/accuracy": 0.25 * u, "agent_0/margin": u / 2, "agent_1/margin": u / 2, "turn_1/reward_mean": 2, "turn_1/expected_return": 2 }
-          : { kind: "train", step: u * 4, epoch: 1, update: u, "agent_0/loss": 0.1 * u, "agent_1/loss": -0.1 * u, "turn_1/reward_mean": 0.3, "turn_1/expected_return": 0.3, "rl/advantage_std": 1, "critic/value_loss": 0.5 / u },
+          ? {
+              kind: "train",
+              step: u,
+              epoch: 1,
+              update: u,
+              loss: 0.7 - 0.05 * u,
+              "joint/margin": u,
+              "joint/accuracy": 0.25 * u,
+              "agent_0/margin": u / 2,
+              "agent_1/margin": u / 2,
+              "turn_1/reward_mean": 2,
+              "turn_1/expected_return": 2,
+            }
+          : {
+              kind: "train",
+              step: u * 4,
+              epoch: 1,
+              update: u,
+              "agent_0/loss": 0.1 * u,
+              "agent_1/loss": -0.1 * u,
+              "turn_1/reward_mean": 0.3,
+              "turn_1/expected_return": 0.3,
+              "rl/advantage_std": 1,
+              "critic/value_loss": 0.5 / u,
+            },
       );
     }
     if (spec.agentsSaved) lines.push({ kind: "eval", step: 4, update: 4, "eval/turn_1/reward_mean": 2, "eval/turn_1/expected_return": 2 });

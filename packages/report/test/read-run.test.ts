@@ -17,7 +17,11 @@ describe("readRun on iterative runs", () => {
     expect(run.metrics.byKind.round).toHaveLength(3);
     expect(run.metrics.byKind.train).toHaveLength(9);
     expect(run.metrics.byKind.eval).toHaveLength(2);
-    expect(run.rounds.map((r) => [r.iteration, r.numPairs, r.scorer])).toEqual([[1, 5, "task"], [2, 6, "task"], [3, 7, "task"]]);
+    expect(run.rounds.map((r) => [r.iteration, r.numPairs, r.scorer])).toEqual([
+      [1, 5, "task"],
+      [2, 6, "task"],
+      [3, 7, "task"],
+    ]);
     expect(run.rounds[0]!.samples.map((s) => s.index)).toEqual([0, 1, 3]);
     expect(run.rounds[0]!.samples[0]!.winnerSide).not.toBeNull();
     expect(run.distributions.map((d) => d.iteration)).toEqual([1, 2, 3]);
@@ -30,19 +34,36 @@ describe("readRun on iterative runs", () => {
 
   it("reads a run stopped mid-round: a half-written last metrics line, a round without checkpoint", async () => {
     const dir = await tempDir();
-    await writeIterRun(dir, { trainer: "madpo_iter", numIterations: 4, roundsWritten: 3, checkpointRound: 2, agentsSaved: false, halfLine: true, lock: { pid: DEAD_PID, host: THIS_HOST } });
+    await writeIterRun(dir, {
+      trainer: "madpo_iter",
+      numIterations: 4,
+      roundsWritten: 3,
+      checkpointRound: 2,
+      agentsSaved: false,
+      halfLine: true,
+      lock: { pid: DEAD_PID, host: THIS_HOST },
+    });
     const run = await readRun(dir);
     expect(run.metrics.partialLastLine).toBe(true);
     expect(run.metrics.byKind.train).toHaveLength(9);
     expect(run.problems.join("\n")).toMatch(/half-written line/);
     expect(run.lock?.alive).toBe(false);
     expect(run.status).toMatchObject({ state: "stopped", completedRounds: 2, numIterations: 4, unfinishedRound: 3 });
-    expect(run.status.summary).toBe("stopped after round 2 of 4 (killed: it left run.lock behind); round 3 was left unfinished; continue it with resume_from_checkpoint=true");
+    expect(run.status.summary).toBe(
+      "stopped after round 2 of 4 (killed: it left run.lock behind); round 3 was left unfinished; continue it with resume_from_checkpoint=true",
+    );
   });
 
   it("says a run is running while its lock's process lives", async () => {
     const dir = await tempDir();
-    await writeIterRun(dir, { trainer: "marlhf_iter", numIterations: 5, roundsWritten: 2, checkpointRound: 1, agentsSaved: false, lock: { pid: process.pid, host: THIS_HOST } });
+    await writeIterRun(dir, {
+      trainer: "marlhf_iter",
+      numIterations: 5,
+      roundsWritten: 2,
+      checkpointRound: 1,
+      agentsSaved: false,
+      lock: { pid: process.pid, host: THIS_HOST },
+    });
     const run = await readRun(dir);
     expect(run.trainer).toBe("marlhf_iter");
     expect(run.metrics.byKind.reward).toHaveLength(5); // 2 fits × 2 epochs + 1 held-out line
@@ -52,7 +73,14 @@ describe("readRun on iterative runs", () => {
 
   it("cannot tell for a lock taken on another host, and says so", async () => {
     const dir = await tempDir();
-    await writeIterRun(dir, { trainer: "madpo_iter", numIterations: 3, roundsWritten: 1, checkpointRound: 1, agentsSaved: false, lock: { pid: 1, host: "some-other-host" } });
+    await writeIterRun(dir, {
+      trainer: "madpo_iter",
+      numIterations: 3,
+      roundsWritten: 1,
+      checkpointRound: 1,
+      agentsSaved: false,
+      lock: { pid: 1, host: "some-other-host" },
+    });
     const run = await readRun(dir);
     expect(run.lock?.alive).toBeNull();
     expect(run.status.summary).toMatch(/cannot be checked from this host/);
@@ -71,7 +99,17 @@ describe("readRun on iterative runs", () => {
     const dir = await tempDir();
     await writeIterRun(dir, { trainer: "madpo_iter", numIterations: 3, roundsWritten: 2, checkpointRound: 2, agentsSaved: false });
     const file = path.join(dir, "preference_replay", "iteration_0002.json");
-    writeFileSync(file, JSON.stringify({ iteration: 2, num_pairs: 3, pairs: [{ prompts: ["a"], winner_completions: ["b"], loser_completions: ["c"], winner_reward: 1, loser_reward: 0, candidate_reward_mean: 0.5 }, { prompts: [] }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        iteration: 2,
+        num_pairs: 3,
+        pairs: [
+          { prompts: ["a"], winner_completions: ["b"], loser_completions: ["c"], winner_reward: 1, loser_reward: 0, candidate_reward_mean: 0.5 },
+          { prompts: [] },
+        ],
+      }),
+    );
     writeFileSync(path.join(dir, "preference_replay", "iteration_0003.json"), `{"iteration":3,"num_pa`);
     writeFileSync(path.join(dir, "reward_distributions", "iteration_0002.json"), `{"iteration":2}`);
     const run = await readRun(dir);
@@ -99,7 +137,14 @@ describe("readRun on iterative runs", () => {
   it("finds round files in a preference_replay_dir outside the run folder", async () => {
     const dir = await tempDir();
     const elsewhere = await tempDir("pbrl-report-replay-");
-    await writeIterRun(dir, { trainer: "madpo_iter", numIterations: 1, roundsWritten: 1, checkpointRound: 1, agentsSaved: true, config: { preference_replay_dir: elsewhere } });
+    await writeIterRun(dir, {
+      trainer: "madpo_iter",
+      numIterations: 1,
+      roundsWritten: 1,
+      checkpointRound: 1,
+      agentsSaved: true,
+      config: { preference_replay_dir: elsewhere },
+    });
     const { rename } = await import("node:fs/promises");
     await rename(path.join(dir, "preference_replay", "iteration_0001.json"), path.join(elsewhere, "iteration_0001.json"));
     const run = await readRun(dir);
@@ -155,13 +200,35 @@ describe("readRun refuses what is not a run", () => {
 });
 
 describe("runStatus", () => {
-  const metrics = (): MetricsData => ({ records: [], byKind: { collect: [], train: [], eval: [], round: [], reward: [] }, other: [], skipped: [], partialLastLine: false });
+  const metrics = (): MetricsData => ({
+    records: [],
+    byKind: { collect: [], train: [], eval: [], round: [], reward: [] },
+    other: [],
+    skipped: [],
+    partialLastLine: false,
+  });
   it("a running iterative run past its last round is in its final evaluation", () => {
-    const s = runStatus({ trainer: "madpo_iter", numIterations: 2, checkpointRound: 2, agentsSaved: false, lock: { pid: 5, host: "h", started: null, alive: true }, metrics: metrics(), roundFiles: [1, 2] });
+    const s = runStatus({
+      trainer: "madpo_iter",
+      numIterations: 2,
+      checkpointRound: 2,
+      agentsSaved: false,
+      lock: { pid: 5, host: "h", started: null, alive: true },
+      metrics: metrics(),
+      roundFiles: [1, 2],
+    });
     expect(s.summary).toBe("running (pid 5 on h): final evaluation and saving the agents, 2 rounds completed");
   });
   it("a resumed run with more rounds than its saved agents is not finished", () => {
-    const s = runStatus({ trainer: "madpo_iter", numIterations: 5, checkpointRound: 3, agentsSaved: true, lock: null, metrics: metrics(), roundFiles: [1, 2, 3] });
+    const s = runStatus({
+      trainer: "madpo_iter",
+      numIterations: 5,
+      checkpointRound: 3,
+      agentsSaved: true,
+      lock: null,
+      metrics: metrics(),
+      roundFiles: [1, 2, 3],
+    });
     expect(s.state).toBe("stopped");
   });
 });

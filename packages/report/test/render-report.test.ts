@@ -12,7 +12,15 @@ function urlsOutsideUserText(html: string): string[] {
 
 describe("renderReport on a finished iterative MADPO run", async () => {
   const dir = await tempDir();
-  await writeIterRun(dir, { trainer: "madpo_iter", numIterations: 3, roundsWritten: 3, checkpointRound: 3, agentsSaved: true, evil: true, config: { comparator_api_url: "https://api.example.com/v1?key=[REDACTED]" } });
+  await writeIterRun(dir, {
+    trainer: "madpo_iter",
+    numIterations: 3,
+    roundsWritten: 3,
+    checkpointRound: 3,
+    agentsSaved: true,
+    evil: true,
+    config: { comparator_api_url: "https://api.example.com/v1?key=[REDACTED]" },
+  });
   const run = await readRun(dir);
   const html = renderReport(run);
 
@@ -75,7 +83,12 @@ describe("renderReport on a finished iterative MADPO run", async () => {
     expect(count(s, `data-chart="histogram"`)).toBe(6);
     expect(s).toMatch(/re-binned from its raw rewards/);
     // the x-axis tick labels are identical across all six charts
-    const axes = [...s.matchAll(/<g class="ticks"[^]*?<\/g>/g)].map((m) => m[0].replace(/y="[^"]*"/g, "").match(/text-anchor="middle">[^<]*</g)!.join(""));
+    const axes = [...s.matchAll(/<g class="ticks"[^]*?<\/g>/g)].map((m) =>
+      m[0]
+        .replace(/y="[^"]*"/g, "")
+        .match(/text-anchor="middle">[^<]*</g)!
+        .join(""),
+    );
     expect(new Set(axes).size).toBe(1);
   });
 
@@ -105,7 +118,16 @@ describe("renderReport on a finished iterative MADPO run", async () => {
 
 describe("renderReport on iterative MARLHF", async () => {
   const dir = await tempDir();
-  await writeIterRun(dir, { trainer: "marlhf_iter", numIterations: 4, roundsWritten: 3, checkpointRound: 2, agentsSaved: false, halfLine: true, lock: { pid: DEAD_PID, host: THIS_HOST }, declaredRange: [0, 2] });
+  await writeIterRun(dir, {
+    trainer: "marlhf_iter",
+    numIterations: 4,
+    roundsWritten: 3,
+    checkpointRound: 2,
+    agentsSaved: false,
+    halfLine: true,
+    lock: { pid: DEAD_PID, host: THIS_HOST },
+    declaredRange: [0, 2],
+  });
   const html = renderReport(await readRun(dir));
 
   it("plots the reward model's fits and its held-out accuracy per round", () => {
@@ -123,7 +145,8 @@ describe("renderReport on iterative MARLHF", async () => {
   it("plots every RL series the run logged, per-agent keys together", () => {
     const s = sectionOf(html, "training");
     expect(s).toContain("Policy learning (RL against the reward model)");
-    for (const title of ["turn_1/reward_mean", "loss", "advantage_mean", "reference_kl_mean", "logprob_mean", "turn_1/expected_return", "rl/advantage_std"]) expect(s).toContain(`aria-label="${title}"`);
+    for (const title of ["turn_1/reward_mean", "loss", "advantage_mean", "reference_kl_mean", "logprob_mean", "turn_1/expected_return", "rl/advantage_std"])
+      expect(s).toContain(`aria-label="${title}"`);
   });
 
   it("uses the declared range as the shared bins and says the run stopped mid-round", () => {

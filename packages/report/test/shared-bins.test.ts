@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { binEdges, histogram, parseRewardDistribution, rewardDistributionSvg, roundHistograms, sharedBins, RewardDistributionFormatError } from "../src/index.js";
+import {
+  binEdges,
+  histogram,
+  parseRewardDistribution,
+  rewardDistributionSvg,
+  roundHistograms,
+  sharedBins,
+  RewardDistributionFormatError,
+} from "../src/index.js";
 import { assertBalanced, count, distribution } from "./fixtures.js";
 
 describe("histogram", () => {
@@ -12,7 +20,10 @@ describe("histogram", () => {
 
 describe("sharedBins", () => {
   it("uses the range all rounds share (a declared reward_range)", () => {
-    const files = [distribution(1, [0, 1], [0.1], [0.2], { target: [], comparator: [] }), distribution(2, [0, 1], [0.9], [0.95], { target: [], comparator: [] })].map(parseRewardDistribution);
+    const files = [
+      distribution(1, [0, 1], [0.1], [0.2], { target: [], comparator: [] }),
+      distribution(2, [0, 1], [0.9], [0.95], { target: [], comparator: [] }),
+    ].map(parseRewardDistribution);
     const bins = sharedBins(files)!;
     expect(bins.source).toBe("common");
     expect(bins.edges[0]).toBe(0);
@@ -39,7 +50,8 @@ describe("sharedBins", () => {
   it("falls back to the union of recorded ranges, moving counts by bin centre, for files without raw values", () => {
     const a = distribution(1, null, [0, 1], [0.5], { target: [], comparator: [] });
     const b = distribution(2, null, [1, 2], [1.5], { target: [], comparator: [] });
-    for (const s of [a.candidate.target, a.candidate.comparator, b.candidate.target, b.candidate.comparator] as { raw_rewards?: number[] }[]) delete s.raw_rewards;
+    for (const s of [a.candidate.target, a.candidate.comparator, b.candidate.target, b.candidate.comparator] as { raw_rewards?: number[] }[])
+      delete s.raw_rewards;
     const files = [a, b].map(parseRewardDistribution);
     const bins = sharedBins(files)!;
     expect(bins.source).toBe("recorded");

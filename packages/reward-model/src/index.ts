@@ -1,5 +1,13 @@
 export { JointRewardModel, RewardModelError, NonFiniteRewardError, REWARD_HEAD_FILE, REWARD_CONFIG_FILE, REWARD_HEAD_PREFIX } from "./reward-model.js";
-export type { JointInput, CreateRewardModelOptions, ScoreOptions, RewardTrainOptions, RewardTrainResult, RewardBatchMetrics, RewardEvalResult } from "./reward-model.js";
+export type {
+  JointInput,
+  CreateRewardModelOptions,
+  ScoreOptions,
+  RewardTrainOptions,
+  RewardTrainResult,
+  RewardBatchMetrics,
+  RewardEvalResult,
+} from "./reward-model.js";
 export { jointText } from "./joint-text.js";
 export { encodeKeepEnd } from "./tokenize.js";
 export { padRows } from "./batch.js";

@@ -150,7 +150,10 @@ export class JointRewardModel {
     let where: string;
     const device = options.device ?? "auto";
     if (typeof options.source === "string") {
-      const loaded = await loadPretrained(options.source, { ...(options.revision !== undefined && { revision: options.revision }), ...(device !== "auto" && { device }) });
+      const loaded = await loadPretrained(options.source, {
+        ...(options.revision !== undefined && { revision: options.revision }),
+        ...(device !== "auto" && { device }),
+      });
       ({ model: backbone, tokenizer, generation } = loaded);
       where = loaded.dir;
     } else {
@@ -166,7 +169,14 @@ export class JointRewardModel {
       // The head reads the backbone's hidden states: it lives where they are.
       const on = backbone.device();
       head = options.headFile !== undefined ? headOn(await loadHead(options.headFile, hiddenSize), on) : onDevice(on, () => initHead(hiddenSize, options.rng!));
-      return new JointRewardModel(backbone, head, tokenizer, generation, options.freezeBackbone ?? false, options.maxLength ?? defaultMaxLength(tokenizer, backbone));
+      return new JointRewardModel(
+        backbone,
+        head,
+        tokenizer,
+        generation,
+        options.freezeBackbone ?? false,
+        options.maxLength ?? defaultMaxLength(tokenizer, backbone),
+      );
     } catch (err) {
       backbone.dispose();
       head?.dispose();
@@ -182,7 +192,9 @@ export class JointRewardModel {
   static async load(dir: string, options: { freezeBackbone?: boolean; maxLength?: number; device?: string } = {}): Promise<JointRewardModel> {
     const headFile = path.join(dir, REWARD_HEAD_FILE);
     if (!existsSync(headFile)) {
-      throw new RewardModelError(`${dir} is not a saved reward model: ${REWARD_HEAD_FILE} is missing (a plain causal-LM checkpoint can start one with JointRewardModel.create)`);
+      throw new RewardModelError(
+        `${dir} is not a saved reward model: ${REWARD_HEAD_FILE} is missing (a plain causal-LM checkpoint can start one with JointRewardModel.create)`,
+      );
     }
     let saved: Partial<SavedConfig> = {};
     const configFile = path.join(dir, REWARD_CONFIG_FILE);
@@ -286,13 +298,19 @@ export class JointRewardModel {
    */
   scoreRollouts(prompts: readonly string[], completions: readonly (readonly string[])[], options: ScoreOptions = {}): number[] {
     if (completions.length !== prompts.length || prompts.length === 0) {
-      throw new RangeError(`scoreRollouts: completions has ${completions.length} agent(s) but prompts has ${prompts.length}; one list of samples per agent, at least one agent`);
+      throw new RangeError(
+        `scoreRollouts: completions has ${completions.length} agent(s) but prompts has ${prompts.length}; one list of samples per agent, at least one agent`,
+      );
     }
     const g = completions[0]!.length;
     completions.forEach((c, i) => {
-      if (c.length !== g) throw new RangeError(`scoreRollouts: completions[${i}] has ${c.length} sample(s) but completions[0] has ${g}; joint responses pair samples by index`);
+      if (c.length !== g)
+        throw new RangeError(`scoreRollouts: completions[${i}] has ${c.length} sample(s) but completions[0] has ${g}; joint responses pair samples by index`);
     });
-    return this.scores(Array.from({ length: g }, (_, k) => ({ prompts, completions: completions.map((c) => c[k]!) })), options);
+    return this.scores(
+      Array.from({ length: g }, (_, k) => ({ prompts, completions: completions.map((c) => c[k]!) })),
+      options,
+    );
   }
 
   /**
@@ -300,7 +318,8 @@ export class JointRewardModel {
    * padded batch, one forward pass. Also returns the score differences s_w − s_l.
    */
   pairLoss(winners: readonly (readonly number[])[], losers: readonly (readonly number[])[]): { loss: tf.Scalar; diffs: Float32Array } {
-    if (winners.length !== losers.length || winners.length === 0) throw new RangeError(`pairLoss needs as many winners as losers, at least one (got ${winners.length} and ${losers.length})`);
+    if (winners.length !== losers.length || winners.length === 0)
+      throw new RangeError(`pairLoss needs as many winners as losers, at least one (got ${winners.length} and ${losers.length})`);
     let diffs = new Float32Array(0);
     const loss = tf.tidy(() => {
       const n = winners.length;
@@ -321,7 +340,8 @@ export class JointRewardModel {
     this.check();
     const { learningRate, epochs, batchSize } = options;
     if (pairs.length === 0) throw new RangeError("pairs is empty: no preference pairs to train the reward model on");
-    if (!(learningRate > 0) || !Number.isFinite(learningRate)) throw new RangeError(`learningRate (reward_learning_rate) must be a finite number > 0, got ${learningRate}`);
+    if (!(learningRate > 0) || !Number.isFinite(learningRate))
+      throw new RangeError(`learningRate (reward_learning_rate) must be a finite number > 0, got ${learningRate}`);
     if (!Number.isInteger(epochs) || epochs < 1) throw new RangeError(`epochs (reward_num_train_epochs) must be an integer ≥ 1, got ${epochs}`);
     if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize (reward_train_batch_size) must be an integer ≥ 1, got ${batchSize}`);
     const tokens = this.encodePairs(pairs, options.maxLength ?? this.maxLength);
@@ -334,7 +354,12 @@ export class JointRewardModel {
         const sums = { loss: 0, accuracy: 0, margin: 0 };
         for (let start = 0, batch = 1; start < order.length; start += batchSize, batch++) {
           const idx = order.slice(start, start + batchSize);
-          const m = this.step(optimizer, idx.map((i) => tokens.winners[i]!), idx.map((i) => tokens.losers[i]!), `epoch ${epoch}, batch ${batch}`);
+          const m = this.step(
+            optimizer,
+            idx.map((i) => tokens.winners[i]!),
+            idx.map((i) => tokens.losers[i]!),
+            `epoch ${epoch}, batch ${batch}`,
+          );
           result.steps++;
           sums.loss += m["reward/loss"] * idx.length;
           sums.accuracy += m["reward/accuracy"] * idx.length;
@@ -404,7 +429,9 @@ export class JointRewardModel {
       const n = p.prompts.length;
       if (n === 0) throw new RangeError(`pairs[${i}].prompts is empty: a pair needs one prompt per agent`);
       if (p.winner_completions.length !== n || p.loser_completions.length !== n) {
-        throw new RangeError(`pairs[${i}]: ${n} prompts but ${p.winner_completions.length} winner_completions and ${p.loser_completions.length} loser_completions; one per agent`);
+        throw new RangeError(
+          `pairs[${i}]: ${n} prompts but ${p.winner_completions.length} winner_completions and ${p.loser_completions.length} loser_completions; one per agent`,
+        );
       }
       // Pairs of one run share the agent count; a mix means records from different setups.
       if (n !== agents) throw new RangeError(`pairs[${i}] has ${n} agents but pairs[0] has ${agents}; every pair must come from the same number of agents`);
@@ -505,7 +532,9 @@ async function loadHead(file: string, hiddenSize: number): Promise<ScalarHead> {
   const o = head.options;
   if (o.hiddenSize !== hiddenSize || o.hiddenDim !== 0 || !o.bias) {
     head.dispose();
-    throw new RewardModelError(`${file}: a reward head is one linear layer ${hiddenSize} → 1 with bias, but this file holds hiddenSize ${o.hiddenSize}, hiddenDim ${o.hiddenDim}, bias ${o.bias}`);
+    throw new RewardModelError(
+      `${file}: a reward head is one linear layer ${hiddenSize} → 1 with bias, but this file holds hiddenSize ${o.hiddenSize}, hiddenDim ${o.hiddenDim}, bias ${o.bias}`,
+    );
   }
   return head;
 }

@@ -18,7 +18,9 @@ export function encodeKeepEnd(tokenizer: Tokenizer, text: string, maxLength: num
   const suffix = full.slice(at + body.length);
   const room = maxLength - prefix.length - suffix.length;
   if (room < 1) {
-    throw new RangeError(`max length ${maxLength} leaves no room for text: the tokenizer adds ${prefix.length + suffix.length} special token(s) to every sequence`);
+    throw new RangeError(
+      `max length ${maxLength} leaves no room for text: the tokenizer adds ${prefix.length + suffix.length} special token(s) to every sequence`,
+    );
   }
   return [...prefix, ...body.slice(body.length - room), ...suffix];
 }

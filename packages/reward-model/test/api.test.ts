@@ -22,7 +22,10 @@ describe("scoreRollouts: completions[agent][g] joined by index", () => {
       ["Bye", "See you", "Farewell, friend"],
     ];
     const got = rm.scoreRollouts(prompts, completions, { batchSize: 2 });
-    const want = rm.scores([0, 1, 2].map((g) => ({ prompts, completions: [completions[0]![g]!, completions[1]![g]!] })), { batchSize: 1 });
+    const want = rm.scores(
+      [0, 1, 2].map((g) => ({ prompts, completions: [completions[0]![g]!, completions[1]![g]!] })),
+      { batchSize: 1 },
+    );
     expect(got).toHaveLength(3);
     expect(Math.max(...got.map((s, i) => Math.abs(s - want[i]!)))).toBeLessThanOrEqual(1e-5);
     // Samples are joined by index, not crossed: swapping one agent's samples changes the scores.
@@ -44,8 +47,22 @@ describe("truncation (reward_max_length) keeps the end of the joint text", () =>
   // transformers' truncation_side="left" (the parity test checks the very ids).
   const prompts = ["Describe the tree.", "Review the road."];
   const longTail = "cat dog tree river blue green quick slow house road sun rain bread stone";
-  const differAtStart: PairRecord = { prompts, winner_completions: ["quick", longTail], loser_completions: ["slow", longTail], winner_reward: 1, loser_reward: 0, candidate_reward_mean: 0.5 };
-  const differAtEnd: PairRecord = { prompts, winner_completions: ["quick", `${longTail} excellent`], loser_completions: ["quick", `${longTail} bird`], winner_reward: 1, loser_reward: 0, candidate_reward_mean: 0.5 };
+  const differAtStart: PairRecord = {
+    prompts,
+    winner_completions: ["quick", longTail],
+    loser_completions: ["slow", longTail],
+    winner_reward: 1,
+    loser_reward: 0,
+    candidate_reward_mean: 0.5,
+  };
+  const differAtEnd: PairRecord = {
+    prompts,
+    winner_completions: ["quick", `${longTail} excellent`],
+    loser_completions: ["quick", `${longTail} bird`],
+    winner_reward: 1,
+    loser_reward: 0,
+    candidate_reward_mean: 0.5,
+  };
   const limit = 16;
 
   it("a difference early in the text is cut off; one at the end is kept", () => {
@@ -88,7 +105,9 @@ describe("bad input gets a clear error naming what to fix", () => {
   });
 
   it("training settings, with the reward_* config field they come from", async () => {
-    await expect(rm.train(pairs, { ...trainOpts(), learningRate: 0 })).rejects.toThrow(/learningRate \(reward_learning_rate\) must be a finite number > 0, got 0/);
+    await expect(rm.train(pairs, { ...trainOpts(), learningRate: 0 })).rejects.toThrow(
+      /learningRate \(reward_learning_rate\) must be a finite number > 0, got 0/,
+    );
     await expect(rm.train(pairs, { ...trainOpts(), learningRate: Number.NaN })).rejects.toThrow(/reward_learning_rate/);
     await expect(rm.train(pairs, { ...trainOpts(), epochs: 0 })).rejects.toThrow(/epochs \(reward_num_train_epochs\) must be an integer ≥ 1, got 0/);
     await expect(rm.train(pairs, { ...trainOpts(), batchSize: 1.5 })).rejects.toThrow(/batchSize \(reward_train_batch_size\) must be an integer ≥ 1, got 1.5/);
@@ -100,18 +119,34 @@ describe("bad input gets a clear error naming what to fix", () => {
   it("mismatched agent counts in a pair, across pairs, and in a joint response", async () => {
     const short: PairRecord = { ...pair, winner_completions: [pair.winner_completions[0]!] };
     await expect(rm.train([pair, short], trainOpts())).rejects.toThrow(/pairs\[1\]: 2 prompts but 1 winner_completions and 2 loser_completions; one per agent/);
-    expect(() => rm.evaluate([pair, { ...pair, loser_completions: [...pair.loser_completions, "extra"] }])).toThrow(/pairs\[1\]: 2 prompts but 2 winner_completions and 3 loser_completions/);
-    const three: PairRecord = { ...pair, prompts: [...pair.prompts, "p3"], winner_completions: [...pair.winner_completions, "w3"], loser_completions: [...pair.loser_completions, "l3"] };
+    expect(() => rm.evaluate([pair, { ...pair, loser_completions: [...pair.loser_completions, "extra"] }])).toThrow(
+      /pairs\[1\]: 2 prompts but 2 winner_completions and 3 loser_completions/,
+    );
+    const three: PairRecord = {
+      ...pair,
+      prompts: [...pair.prompts, "p3"],
+      winner_completions: [...pair.winner_completions, "w3"],
+      loser_completions: [...pair.loser_completions, "l3"],
+    };
     await expect(rm.train([pair, three], trainOpts())).rejects.toThrow(/pairs\[1\] has 3 agents but pairs\[0\] has 2/);
-    await expect(rm.train([{ ...pair, prompts: [], winner_completions: [], loser_completions: [] }], trainOpts())).rejects.toThrow(/pairs\[0\]\.prompts is empty/);
-    expect(() => rm.scores([{ prompts: ["a", "b"], completions: ["x", "y"] }, { prompts: ["a", "b"], completions: ["x"] }])).toThrow(/batch\[1\]: 2 prompts but 1 completions; one prompt and one completion per agent/);
+    await expect(rm.train([{ ...pair, prompts: [], winner_completions: [], loser_completions: [] }], trainOpts())).rejects.toThrow(
+      /pairs\[0\]\.prompts is empty/,
+    );
+    expect(() =>
+      rm.scores([
+        { prompts: ["a", "b"], completions: ["x", "y"] },
+        { prompts: ["a", "b"], completions: ["x"] },
+      ]),
+    ).toThrow(/batch\[1\]: 2 prompts but 1 completions; one prompt and one completion per agent/);
     expect(rm.scores([])).toEqual([]);
   });
 
   it("create needs exactly one of rng and headFile; a disposed model refuses work", async () => {
     await expect(JointRewardModel.create({ source: TINY_LLAMA })).rejects.toThrow(/exactly one of `rng` \(random head\) and `headFile` \(saved head\)/);
     await expect(JointRewardModel.create({ source: TINY_LLAMA, rng: RngStream.fromSeed(0), headFile: "x" })).rejects.toThrow(RewardModelError);
-    await expect(JointRewardModel.create({ source: TINY_LLAMA, rng: RngStream.fromSeed(0), maxLength: -1 })).rejects.toThrow(/maxLength must be an integer ≥ 1, got -1/);
+    await expect(JointRewardModel.create({ source: TINY_LLAMA, rng: RngStream.fromSeed(0), maxLength: -1 })).rejects.toThrow(
+      /maxLength must be an integer ≥ 1, got -1/,
+    );
     const m = await JointRewardModel.create({ source: TINY_LLAMA, rng: RngStream.fromSeed(0) });
     m.dispose();
     expect(() => m.scores([{ prompts: ["a"], completions: ["b"] }])).toThrow(/has been disposed/);

@@ -7,14 +7,26 @@ import { mkdtemp, rm as remove } from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { deviceOf, DeviceUnavailableError, liveTensorCount, loadLibtorchAddon, nativeThreads, parseBackendName, RngStream, useBackend } from "@pbrl/core-tensor";
+import {
+  deviceOf,
+  DeviceUnavailableError,
+  liveTensorCount,
+  loadLibtorchAddon,
+  nativeThreads,
+  parseBackendName,
+  RngStream,
+  useBackend,
+} from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
 import { JointRewardModel } from "../src/index.js";
 import { MARKER, markerPairs, TINY_LLAMA } from "./helpers.js";
 
 const load = loadLibtorchAddon(nativeThreads());
 const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
-const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu").split(",").map((d) => d.trim()).filter((d) => d !== "");
+const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu")
+  .split(",")
+  .map((d) => d.trim())
+  .filter((d) => d !== "");
 const DEVICES = [...new Set(listed.length > 0 ? listed : ["cpu"])];
 
 afterEach(async () => {

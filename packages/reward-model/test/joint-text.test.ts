@@ -12,8 +12,12 @@ describe("jointText", () => {
   });
 
   it("numbers agents from 1, one agent for centralized text, missing entries empty", () => {
-    expect(jointText(["joint prompt"], ["joint answer"])).toBe("Joint multi-agent response\n\nAgent 1 prompt:\njoint prompt\n\nAgent 1 response:\njoint answer");
-    expect(jointText(["a", "b"], ["x"])).toBe("Joint multi-agent response\n\nAgent 1 prompt:\na\n\nAgent 1 response:\nx\n\nAgent 2 prompt:\nb\n\nAgent 2 response:\n");
+    expect(jointText(["joint prompt"], ["joint answer"])).toBe(
+      "Joint multi-agent response\n\nAgent 1 prompt:\njoint prompt\n\nAgent 1 response:\njoint answer",
+    );
+    expect(jointText(["a", "b"], ["x"])).toBe(
+      "Joint multi-agent response\n\nAgent 1 prompt:\na\n\nAgent 1 response:\nx\n\nAgent 2 prompt:\nb\n\nAgent 2 response:\n",
+    );
   });
 });
 

@@ -11,7 +11,10 @@ const maxAbs = (a: readonly number[], b: readonly number[]) => Math.max(...a.map
 
 /** Inputs of clearly different token lengths, so every batch has real padding. */
 const INPUTS: JointInput[] = [
-  { prompts: ["Write a greeting.", "Add a farewell."], completions: ["Hello there, my good friend, how are you today?", "Goodbye and take care, see you soon."] },
+  {
+    prompts: ["Write a greeting.", "Add a farewell."],
+    completions: ["Hello there, my good friend, how are you today?", "Goodbye and take care, see you soon."],
+  },
   { prompts: ["Sum 2 and 3.", "Check."], completions: ["5", "ok"] },
   { prompts: ["Name a city.", "Describe it."], completions: ["Zürich", "A calm city by a lake, with old streets."] },
   { prompts: ["Hi", "Yo"], completions: ["a", "b"] },

@@ -112,7 +112,9 @@ describe.each(BACKENDS)("joint reward model parity with PyTorch on $backend", ({
       expect(w).toBeLessThanOrEqual(1e-4);
     }
     expect(named.size).toBe(rm.backbone.params.size + 2);
-    console.log(`[${backend}] loss |diff| ${lossDiff.toExponential(2)}; grad max |diff| backbone ${worst["reward_grads_backbone.safetensors"]!.toExponential(2)}, head ${worst["reward_grads_head.safetensors"]!.toExponential(2)}`);
+    console.log(
+      `[${backend}] loss |diff| ${lossDiff.toExponential(2)}; grad max |diff| backbone ${worst["reward_grads_backbone.safetensors"]!.toExponential(2)}, head ${worst["reward_grads_head.safetensors"]!.toExponential(2)}`,
+    );
     tf.dispose([value, ...named.values()]);
   });
 });

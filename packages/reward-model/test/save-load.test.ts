@@ -33,9 +33,16 @@ describe("JointRewardModel save and load", () => {
     const dir = path.join(parent, "rm");
     await rm.save(dir);
     const files = (await fs.readdir(dir)).sort();
-    expect(files).toEqual(["config.json", "generation_config.json", "model.safetensors", REWARD_HEAD_FILE, REWARD_CONFIG_FILE, "tokenizer.json", "tokenizer_config.json"].sort());
+    expect(files).toEqual(
+      ["config.json", "generation_config.json", "model.safetensors", REWARD_HEAD_FILE, REWARD_CONFIG_FILE, "tokenizer.json", "tokenizer_config.json"].sort(),
+    );
     expect(await fs.readdir(parent)).toEqual(["rm"]); // no temporary or old folders left behind
-    expect(JSON.parse(await fs.readFile(path.join(dir, REWARD_CONFIG_FILE), "utf8"))).toEqual({ format: "pbrl-joint-reward-model", version: 1, max_length: 96, freeze_backbone: false });
+    expect(JSON.parse(await fs.readFile(path.join(dir, REWARD_CONFIG_FILE), "utf8"))).toEqual({
+      format: "pbrl-joint-reward-model",
+      version: 1,
+      max_length: 96,
+      freeze_backbone: false,
+    });
     const head = await readSafetensors(path.join(dir, REWARD_HEAD_FILE));
     expect([...head.tensors.keys()].sort()).toEqual(["reward_head.bias", "reward_head.weight"]);
     expect(head.tensors.get("reward_head.weight")!.tensor.shape).toEqual([1, 64]);

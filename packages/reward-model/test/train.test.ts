@@ -44,7 +44,13 @@ describe("Bradley–Terry training with a frozen backbone (reward_freeze_backbon
     const startHeld = rm.evaluate(heldOut);
     expect(start.pairs).toBe(train.length);
     const batches: RewardBatchMetrics[] = [];
-    const result = await rm.train(train, { learningRate: 0.05, epochs: 4, batchSize: 8, rng: RngStream.fromSeed(4, "shuffle"), onBatch: (m) => void batches.push(m) });
+    const result = await rm.train(train, {
+      learningRate: 0.05,
+      epochs: 4,
+      batchSize: 8,
+      rng: RngStream.fromSeed(4, "shuffle"),
+      onBatch: (m) => void batches.push(m),
+    });
 
     expect(result.steps).toBe(12);
     expect(result.epochs).toHaveLength(4);
@@ -105,7 +111,9 @@ describe("Bradley–Terry training of the whole model", () => {
       const opts = { learningRate: 0.003, epochs: 3, batchSize: 4, rng: RngStream.fromSeed(4, "shuffle") };
       const result = await rm.train(pairs, opts);
       const end = rm.evaluate(pairs);
-      console.log(`[full] loss ${start["reward/loss"].toFixed(4)} → ${end["reward/loss"].toFixed(4)}, acc ${start["reward/accuracy"]} → ${end["reward/accuracy"]}`);
+      console.log(
+        `[full] loss ${start["reward/loss"].toFixed(4)} → ${end["reward/loss"].toFixed(4)}, acc ${start["reward/accuracy"]} → ${end["reward/accuracy"]}`,
+      );
       expect(result.steps).toBe(6);
       expect(end["reward/loss"]).toBeLessThan(start["reward/loss"]);
       expect(end["reward/accuracy"]).toBeGreaterThanOrEqual(start["reward/accuracy"]);

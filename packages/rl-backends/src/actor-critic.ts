@@ -1,7 +1,17 @@
 import { globalGradNorm, tf } from "@pbrl/core-tensor";
 import { buildScoringBatch, gatherRows, matMul, selectedLogProbs, type CausalLM, type ScoringItem } from "@pbrl/models";
 import { ADVANTAGE_STD_FLOOR, shapeReturns, stdPop } from "./advantages.js";
-import { Critic, checkCriticType, type ActorValueHead, iacCriticText, maacCriticText, splitGrads, type CriticFitMetrics, type CriticRow, type CriticType } from "./critic.js";
+import {
+  Critic,
+  checkCriticType,
+  type ActorValueHead,
+  iacCriticText,
+  maacCriticText,
+  splitGrads,
+  type CriticFitMetrics,
+  type CriticRow,
+  type CriticType,
+} from "./critic.js";
 import { runCollections, type BatchReport, type CollectionSettings } from "./epochs.js";
 import type { Rollout } from "./rollouts.js";
 import { mean, NonFiniteError, type TrainableAgent } from "@pbrl/preference-data";
@@ -82,11 +92,20 @@ function checkSetup(agents: readonly TrainableAgent[], setup: ActorCriticSetup):
     return;
   }
   if (setup.layout === "separate") {
-    if (setup.critics.length !== agents.length) throw new ActorCriticSetupError(`iac with use_separate_critic=true needs one critic per agent: got ${setup.critics.length} critic(s) for ${agents.length} agent(s)`);
+    if (setup.critics.length !== agents.length)
+      throw new ActorCriticSetupError(
+        `iac with use_separate_critic=true needs one critic per agent: got ${setup.critics.length} critic(s) for ${agents.length} agent(s)`,
+      );
   } else {
-    if (setup.valueHeads.length !== agents.length) throw new ActorCriticSetupError(`iac with use_separate_critic=false needs one value head per agent: got ${setup.valueHeads.length} for ${agents.length} agent(s)`);
+    if (setup.valueHeads.length !== agents.length)
+      throw new ActorCriticSetupError(
+        `iac with use_separate_critic=false needs one value head per agent: got ${setup.valueHeads.length} for ${agents.length} agent(s)`,
+      );
     setup.valueHeads.forEach((h, i) => {
-      if (h.head.options.hiddenSize !== agents[i]!.model.config.hiddenSize) throw new ActorCriticSetupError(`value head ${i} reads hidden size ${h.head.options.hiddenSize}, but agent ${i}'s backbone has ${agents[i]!.model.config.hiddenSize}`);
+      if (h.head.options.hiddenSize !== agents[i]!.model.config.hiddenSize)
+        throw new ActorCriticSetupError(
+          `value head ${i} reads hidden size ${h.head.options.hiddenSize}, but agent ${i}'s backbone has ${agents[i]!.model.config.hiddenSize}`,
+        );
     });
   }
 }
@@ -100,7 +119,8 @@ function checkRollouts(agents: number, rollouts: readonly Rollout[], penalties: 
     const bad = r.returns.findIndex((x) => !Number.isFinite(x));
     if (bad >= 0) throw new NonFiniteError(`the return of generation ${bad} of item ${r.itemIndex} is ${r.returns[bad]} in ${where}`);
   }
-  if (penalties !== undefined && penalties.length !== agents) throw new RangeError(`penalties: got ${penalties.length} agent(s), expected ${agents} (${where})`);
+  if (penalties !== undefined && penalties.length !== agents)
+    throw new RangeError(`penalties: got ${penalties.length} agent(s), expected ${agents} (${where})`);
 }
 
 /** `shaped[rollout][g]` of one agent: R − p (its own penalties). */
@@ -157,7 +177,12 @@ function maacLayout(rollouts: readonly Rollout[], type: CriticType): CriticLayou
       slots.push(Array.from({ length: G }, (_, g) => ({ r, g })));
     } else {
       for (let g = 0; g < G; g++) {
-        texts.push(maacCriticText(ro.prompts, ro.texts.map((t) => t[g]!)));
+        texts.push(
+          maacCriticText(
+            ro.prompts,
+            ro.texts.map((t) => t[g]!),
+          ),
+        );
         slots.push([{ r, g }]);
       }
     }
@@ -199,10 +224,22 @@ function valuePositions(rows: readonly ScoringItem[], length: number, type: Crit
  * The shared layout's forward pass: one pass over [prompt ; completion] rows giving the sequence
  * log-probs [rows] and the value-head output [rows] at each row's value position.
  */
-export function actorForward(model: CausalLM, head: ActorValueHead, rows: readonly ScoringItem[], padTokenId: number, type: CriticType, withLogProbs = true): { sums: tf.Tensor1D; values: tf.Tensor1D } {
+export function actorForward(
+  model: CausalLM,
+  head: ActorValueHead,
+  rows: readonly ScoringItem[],
+  padTokenId: number,
+  type: CriticType,
+  withLogProbs = true,
+): { sums: tf.Tensor1D; values: tf.Tensor1D } {
   return tf.tidy(() => {
     const batch = buildScoringBatch(rows, padTokenId);
-    const h = model.hidden({ ids: batch.ids, batch: batch.batch, length: batch.length, ...(batch.lengths !== undefined ? { sequenceLengths: batch.lengths } : {}) });
+    const h = model.hidden({
+      ids: batch.ids,
+      batch: batch.batch,
+      length: batch.length,
+      ...(batch.lengths !== undefined ? { sequenceLengths: batch.lengths } : {}),
+    });
     const values = head.head.apply(gatherRows(h, valuePositions(rows, batch.length, type)));
     const m = batch.targets.length;
     if (m === 0 || !withLogProbs) return { sums: tf.zeros([batch.batch]) as tf.Tensor1D, values };
@@ -217,7 +254,13 @@ export function actorForward(model: CausalLM, head: ActorValueHead, rows: readon
  * V_old of every sample, `values[agent][rollout][g]`, without gradients: what the advantages are
  * measured against and what value clipping is relative to. Call it right after sampling.
  */
-export function actorCriticValues(agents: readonly TrainableAgent[], setup: ActorCriticSetup, rollouts: readonly Rollout[], criticType: CriticType, batchSize = 16): number[][][] {
+export function actorCriticValues(
+  agents: readonly TrainableAgent[],
+  setup: ActorCriticSetup,
+  rollouts: readonly Rollout[],
+  criticType: CriticType,
+  batchSize = 16,
+): number[][][] {
   checkSetup(agents, setup);
   const type = checkCriticType(criticType);
   if (rollouts.length === 0) return agents.map(() => []);
@@ -266,7 +309,15 @@ interface AgentStepResult {
  * the head's). Without a value head the actor's step is the REINFORCE family's
  * (`policyGradientStep`): the critic learns apart.
  */
-function sharedHeadStep(i: number, agent: TrainableAgent, rows: ScoringItem[], adv: number[], vt: ValueTerm, where: string, chunk: number | undefined): AgentStepResult {
+function sharedHeadStep(
+  i: number,
+  agent: TrainableAgent,
+  rows: ScoringItem[],
+  adv: number[],
+  vt: ValueTerm,
+  where: string,
+  chunk: number | undefined,
+): AgentStepResult {
   const n = rows.length;
   const size = chunk ?? n;
   const grads = new Map<string, tf.Tensor>();
@@ -309,7 +360,16 @@ function sharedHeadStep(i: number, agent: TrainableAgent, rows: ScoringItem[], a
     tf.dispose([...grads.values(), ...headGrads.values()]);
   }
   const terms = valueLossTerms(preds, vt.targets, { oldValues: vt.oldValues, clipRange: vt.clipRange });
-  return { loss, logProbs, value: { valueLoss: mean(terms.losses), valueMean: mean(preds), targetMean: mean(vt.targets), clipFraction: terms.clipped.filter(Boolean).length / preds.length } };
+  return {
+    loss,
+    logProbs,
+    value: {
+      valueLoss: mean(terms.losses),
+      valueMean: mean(preds),
+      targetMean: mean(vt.targets),
+      clipFraction: terms.clipped.filter(Boolean).length / preds.length,
+    },
+  };
 }
 
 function criticRows(critic: Critic, layout: CriticLayout, targets: readonly (readonly number[])[], old: readonly (readonly number[])[]): CriticRow[] {
@@ -337,18 +397,25 @@ function criticMetrics(prefix: string, m: CriticFitMetrics, out: Record<string, 
  * `turn_1/reward_mean`, `turn_1/expected_return`, and CoMLRL's names for the same numbers
  * (`turn_1/policy_loss`, `turn_1/value_loss`, `turn_1/value_pred_mean`, `turn_1/value_target_mean`).
  */
-export function actorCriticUpdate(agents: readonly TrainableAgent[], setup: ActorCriticSetup, rollouts: readonly Rollout[], options: ActorCriticOptions): Record<string, number> {
+export function actorCriticUpdate(
+  agents: readonly TrainableAgent[],
+  setup: ActorCriticSetup,
+  rollouts: readonly Rollout[],
+  options: ActorCriticOptions,
+): Record<string, number> {
   const { where } = options;
   checkSetup(agents, setup);
   const type = checkCriticType(options.criticType);
   checkRollouts(agents.length, rollouts, options.penalties, where);
-  if (!(options.valueLossCoef >= 0) || !Number.isFinite(options.valueLossCoef)) throw new RangeError(`value_loss_coef must be a finite number ≥ 0, got ${options.valueLossCoef}`);
+  if (!(options.valueLossCoef >= 0) || !Number.isFinite(options.valueLossCoef))
+    throw new RangeError(`value_loss_coef must be a finite number ≥ 0, got ${options.valueLossCoef}`);
   const chunk = options.maxRowsPerForward;
   if (chunk !== undefined && (!Number.isInteger(chunk) || chunk < 1)) throw new RangeError(`maxRowsPerForward must be an integer ≥ 1, got ${chunk}`);
   const old = options.oldValues ?? actorCriticValues(agents, setup, rollouts, type, chunk ?? 16);
   if (old.length !== agents.length) throw new RangeError(`oldValues: got ${old.length} agent(s), expected ${agents.length} (${where})`);
   old.forEach((perRollout, a) => {
-    if (perRollout.length !== rollouts.length) throw new RangeError(`oldValues of agent ${a}: got ${perRollout.length} rollout(s), expected ${rollouts.length} (${where})`);
+    if (perRollout.length !== rollouts.length)
+      throw new RangeError(`oldValues of agent ${a}: got ${perRollout.length} rollout(s), expected ${rollouts.length} (${where})`);
   });
   const shaped = agents.map((_, i) => shapedReturns(rollouts, i, options.penalties));
   const metrics: Record<string, number> = {};
@@ -365,9 +432,19 @@ export function actorCriticUpdate(agents: readonly TrainableAgent[], setup: Acto
     const rows = policyRows(rollouts, i);
     const vt: ValueTerm | undefined =
       setup.algorithm === "iac" && setup.layout === "shared"
-        ? { head: setup.valueHeads[i]!, type, targets: shaped[i]!.flat(), oldValues: old[i]!.flat(), coef: options.valueLossCoef, clipRange: options.valueClipRange }
+        ? {
+            head: setup.valueHeads[i]!,
+            type,
+            targets: shaped[i]!.flat(),
+            oldValues: old[i]!.flat(),
+            coef: options.valueLossCoef,
+            clipRange: options.valueClipRange,
+          }
         : undefined;
-    const res: AgentStepResult = vt === undefined ? policyGradientStep(agent, i, { rows, advantages: adv, owners: rowOwners(rollouts), where, maxRowsPerForward: chunk }) : sharedHeadStep(i, agent, rows, adv, vt, where, chunk);
+    const res: AgentStepResult =
+      vt === undefined
+        ? policyGradientStep(agent, i, { rows, advantages: adv, owners: rowOwners(rollouts), where, maxRowsPerForward: chunk })
+        : sharedHeadStep(i, agent, rows, adv, vt, where, chunk);
     metrics[`agent_${i}/loss`] = res.loss;
     metrics[`agent_${i}/advantage_mean`] = mean(adv);
     metrics[`agent_${i}/logprob_mean`] = mean(res.logProbs);

@@ -79,7 +79,9 @@ export function isReinforceAlgorithm(name: RlAlgorithm): name is ReinforceAlgori
 export function advantageModeFor(rlAlgorithm: string): AdvantageMode {
   const name = canonicalRlAlgorithm(rlAlgorithm);
   if (!isReinforceAlgorithm(name)) {
-    throw new RlAlgorithmError(`rl_algorithm=${JSON.stringify(name)} is an actor-critic algorithm and has no group baseline; the REINFORCE family is ${Object.keys(REINFORCE_ALGORITHMS).join(", ")}`);
+    throw new RlAlgorithmError(
+      `rl_algorithm=${JSON.stringify(name)} is an actor-critic algorithm and has no group baseline; the REINFORCE family is ${Object.keys(REINFORCE_ALGORITHMS).join(", ")}`,
+    );
   }
   return REINFORCE_ALGORITHMS[name];
 }

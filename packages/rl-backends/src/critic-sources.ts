@@ -67,44 +67,66 @@ export function resolveCriticSources(c: CriticSourceOptions): CriticPlan {
   if (!Number.isInteger(n) || n < 1) throw new CriticSourceError(`num_agents must be an integer ≥ 1, got ${n}`);
   if (c.agentModelIds.length !== n) throw new CriticSourceError(`agents: ${c.agentModelIds.length} agent id entr(ies) for num_agents=${n}`);
   const name = c.criticModelName ?? undefined;
-  if (name !== undefined && (typeof name !== "string" || name.trim() === "")) throw new CriticSourceError(`critic_model_name must be a non-empty model id, got ${JSON.stringify(name)}`);
+  if (name !== undefined && (typeof name !== "string" || name.trim() === ""))
+    throw new CriticSourceError(`critic_model_name must be a non-empty model id, got ${JSON.stringify(name)}`);
   const critics = c.critics ?? undefined;
   const model = c.criticModel ?? undefined;
-  const given = [critics !== undefined && "critics", model !== undefined && "critic_model", name !== undefined && "critic_model_name"].filter((x): x is string => x !== false);
+  const given = [critics !== undefined && "critics", model !== undefined && "critic_model", name !== undefined && "critic_model_name"].filter(
+    (x): x is string => x !== false,
+  );
 
   if (algorithm === "iac" && c.useSeparateCritic === false) {
     if (given.length > 0) {
-      throw new CriticSourceError(`use_separate_critic=false puts a value head on each actor's own backbone, so ${given.join(" and ")} must not be given; set use_separate_critic=true to train separate critics`);
+      throw new CriticSourceError(
+        `use_separate_critic=false puts a value head on each actor's own backbone, so ${given.join(" and ")} must not be given; set use_separate_critic=true to train separate critics`,
+      );
     }
     return { algorithm: "iac", layout: "shared" };
   }
-  if (given.length > 1) throw new CriticSourceError(`${given.join(" and ")}: ambiguous critic source; give only one of critics, critic_model, critic_model_name`);
+  if (given.length > 1)
+    throw new CriticSourceError(`${given.join(" and ")}: ambiguous critic source; give only one of critics, critic_model, critic_model_name`);
   const label = algorithm === "maac" ? "rl_algorithm=maac" : "rl_algorithm=iac with use_separate_critic=true";
 
   if (algorithm === "maac") {
     if (critics !== undefined) {
-      if (critics.length !== 1) throw new CriticSourceError(`critics: MAAC trains one centralized critic, got ${critics.length} critic source(s); pass exactly one (or critic_model / critic_model_name)`);
+      if (critics.length !== 1)
+        throw new CriticSourceError(
+          `critics: MAAC trains one centralized critic, got ${critics.length} critic source(s); pass exactly one (or critic_model / critic_model_name)`,
+        );
       return { algorithm, critic: sourceOf(critics[0], "critics", "critics[0]") };
     }
     if (model !== undefined) return { algorithm, critic: sourceOf(model, "critic_model", "critic_model") };
     if (name !== undefined) return { algorithm, critic: { kind: "id", id: name, field: "critic_model_name" } };
     const ids = new Set(c.agentModelIds);
-    if (ids.has(undefined)) throw new CriticSourceError(`critic_model_name: ${label} needs a critic source, and the agents are model objects without a checkpoint id to start the critic from; set critic_model_name (or pass critics / critic_model)`);
-    if (ids.size > 1) throw new CriticSourceError(`critic_model_name: ${label} has one centralized critic, but the agents come from different checkpoints (${[...ids].join(", ")}); which one the critic starts from is ambiguous, so set critic_model_name`);
+    if (ids.has(undefined))
+      throw new CriticSourceError(
+        `critic_model_name: ${label} needs a critic source, and the agents are model objects without a checkpoint id to start the critic from; set critic_model_name (or pass critics / critic_model)`,
+      );
+    if (ids.size > 1)
+      throw new CriticSourceError(
+        `critic_model_name: ${label} has one centralized critic, but the agents come from different checkpoints (${[...ids].join(", ")}); which one the critic starts from is ambiguous, so set critic_model_name`,
+      );
     return { algorithm, critic: { kind: "id", id: c.agentModelIds[0]!, field: "agent_model" } };
   }
 
   if (critics !== undefined) {
-    if (critics.length !== n) throw new CriticSourceError(`critics: ${label} needs one critic per agent, got ${critics.length} for num_agents=${n} (or pass one critic_model / critic_model_name for every agent)`);
+    if (critics.length !== n)
+      throw new CriticSourceError(
+        `critics: ${label} needs one critic per agent, got ${critics.length} for num_agents=${n} (or pass one critic_model / critic_model_name for every agent)`,
+      );
     return { algorithm, layout: "separate", critics: critics.map((x, i) => sourceOf(x, "critics", `critics[${i}]`)) };
   }
   if (model !== undefined) {
     const s = sourceOf(model, "critic_model", "critic_model");
     return { algorithm, layout: "separate", critics: Array.from({ length: n }, () => s) };
   }
-  if (name !== undefined) return { algorithm, layout: "separate", critics: Array.from({ length: n }, () => ({ kind: "id", id: name, field: "critic_model_name" }) as const) };
+  if (name !== undefined)
+    return { algorithm, layout: "separate", critics: Array.from({ length: n }, () => ({ kind: "id", id: name, field: "critic_model_name" }) as const) };
   const missing = c.agentModelIds.findIndex((id) => id === undefined);
-  if (missing >= 0) throw new CriticSourceError(`critic_model_name: ${label} needs a critic per agent, and agent ${missing} is a model object without a checkpoint id to start its critic from; set critic_model_name (or pass critics / critic_model, or use_separate_critic=false)`);
+  if (missing >= 0)
+    throw new CriticSourceError(
+      `critic_model_name: ${label} needs a critic per agent, and agent ${missing} is a model object without a checkpoint id to start its critic from; set critic_model_name (or pass critics / critic_model, or use_separate_critic=false)`,
+    );
   return { algorithm, layout: "separate", critics: c.agentModelIds.map((id) => ({ kind: "id", id: id!, field: "agent_model" }) as const) };
 }
 
@@ -125,7 +147,8 @@ export function criticDevices(plan: CriticPlan, spec: CriticDeviceSpec, agentDev
   if (plan.algorithm === "maac") return [list?.[0] ?? agentDevices[0] ?? "auto"];
   if (plan.algorithm !== "iac" || plan.layout === "shared") return [];
   const n = plan.critics.length;
-  if (list !== undefined && list.length !== 1 && list.length !== n) throw new CriticSourceError(`critic_devices: has ${list.length} entries; give one device or ${n} (one per agent)`);
+  if (list !== undefined && list.length !== 1 && list.length !== n)
+    throw new CriticSourceError(`critic_devices: has ${list.length} entries; give one device or ${n} (one per agent)`);
   return plan.critics.map((_, i) => (list === undefined ? (agentDevices[i] ?? "auto") : list.length === 1 ? list[0]! : list[i]!));
 }
 
@@ -143,11 +166,15 @@ export interface RewardModelSourceOptions {
 export function resolveRewardModelSource(c: RewardModelSourceOptions): string {
   const name = c.rewardModelName ?? undefined;
   if (name !== undefined) {
-    if (typeof name !== "string" || name.trim() === "") throw new CriticSourceError(`reward_model_name must be a non-empty model id, got ${JSON.stringify(name)}`);
+    if (typeof name !== "string" || name.trim() === "")
+      throw new CriticSourceError(`reward_model_name must be a non-empty model id, got ${JSON.stringify(name)}`);
     return name;
   }
   const id = c.agentModelIds[0];
-  if (id === undefined) throw new CriticSourceError("reward_model_name: the agents are model objects without a checkpoint id to start the reward model from; set reward_model_name");
+  if (id === undefined)
+    throw new CriticSourceError(
+      "reward_model_name: the agents are model objects without a checkpoint id to start the reward model from; set reward_model_name",
+    );
   return id;
 }
 
@@ -164,7 +191,8 @@ export interface ActorCriticSettings {
 
 /** Checks actor-critic settings; a RangeError naming the setting by its config field (CoMLRL's name) on the first bad one. */
 export function validateActorCriticSettings(c: ActorCriticSettings): void {
-  if (c.criticType !== undefined && !(CRITIC_TYPES as readonly string[]).includes(c.criticType)) throw new RangeError(`critic_type must be "v" or "q", got ${JSON.stringify(c.criticType)}`);
+  if (c.criticType !== undefined && !(CRITIC_TYPES as readonly string[]).includes(c.criticType))
+    throw new RangeError(`critic_type must be "v" or "q", got ${JSON.stringify(c.criticType)}`);
   if (c.valueLossCoef !== undefined && (typeof c.valueLossCoef !== "number" || !Number.isFinite(c.valueLossCoef) || c.valueLossCoef < 0)) {
     throw new RangeError(`value_loss_coef must be a finite number ≥ 0, got ${String(c.valueLossCoef)}`);
   }
@@ -174,8 +202,13 @@ export function validateActorCriticSettings(c: ActorCriticSettings): void {
   };
   positive("value_clip_range", c.valueClipRange);
   positive("critic_learning_rate", c.criticLearningRate);
-  for (const [field, v] of [["critic_value_head_hidden_dim", c.criticValueHeadHiddenDim], ["value_head_hidden_dim", c.valueHeadHiddenDim]] as const) {
-    if (v !== undefined && v !== null && (!Number.isInteger(v) || v < 0)) throw new RangeError(`${field} must be an integer ≥ 0 (or null for a linear value head), got ${String(v)}`);
+  for (const [field, v] of [
+    ["critic_value_head_hidden_dim", c.criticValueHeadHiddenDim],
+    ["value_head_hidden_dim", c.valueHeadHiddenDim],
+  ] as const) {
+    if (v !== undefined && v !== null && (!Number.isInteger(v) || v < 0))
+      throw new RangeError(`${field} must be an integer ≥ 0 (or null for a linear value head), got ${String(v)}`);
   }
-  if (c.useSeparateCritic !== undefined && typeof c.useSeparateCritic !== "boolean") throw new RangeError(`use_separate_critic must be a boolean, got ${String(c.useSeparateCritic)}`);
+  if (c.useSeparateCritic !== undefined && typeof c.useSeparateCritic !== "boolean")
+    throw new RangeError(`use_separate_critic must be a boolean, got ${String(c.useSeparateCritic)}`);
 }

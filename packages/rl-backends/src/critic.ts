@@ -46,7 +46,8 @@ export function checkCriticType(t: string): CriticType {
 export function maacCriticText(prompts: readonly string[], actions?: readonly string[]): string {
   const parts = prompts.map((p, i) => `[Agent ${i}] ${p}`);
   if (actions !== undefined) {
-    if (actions.length !== prompts.length) throw new RangeError(`MAAC critic text: ${actions.length} action(s) for ${prompts.length} agent prompt(s); one per agent`);
+    if (actions.length !== prompts.length)
+      throw new RangeError(`MAAC critic text: ${actions.length} action(s) for ${prompts.length} agent prompt(s); one per agent`);
     parts.push("[Joint Action]", ...actions.map((a, i) => `[Agent ${i} action]\n${a}`));
   }
   return parts.join("\n\n");
@@ -227,7 +228,8 @@ export class Critic {
     try {
       if (p.tokenizer === undefined) throw new Error(`${dir} has no tokenizer.json`);
       head = headOn(await ScalarHead.load(file), p.model.device());
-      if (head.options.hiddenSize !== p.model.config.hiddenSize || head.prefix !== VALUE_HEAD_PREFIX) throw new Error(`${file} does not hold a value head for this backbone`);
+      if (head.options.hiddenSize !== p.model.config.hiddenSize || head.prefix !== VALUE_HEAD_PREFIX)
+        throw new Error(`${file} does not hold a value head for this backbone`);
       const c = p.model.config;
       const pad = p.tokenizer.padTokenId ?? c.padTokenId ?? p.tokenizer.eosTokenId ?? c.eosTokenIds[0] ?? 0;
       return new Critic(p.model, head, p.tokenizer, o.learningRate, o.weightDecay ?? 0.01, o.maxLength ?? c.maxPositionEmbeddings, pad);
@@ -269,7 +271,10 @@ export class Critic {
 
   /** V of each text without gradients. */
   predict(texts: readonly string[], batchSize = 16): number[] {
-    return this.predictIds(texts.map((t) => this.encode(t)), batchSize);
+    return this.predictIds(
+      texts.map((t) => this.encode(t)),
+      batchSize,
+    );
   }
 
   /**
@@ -281,10 +286,18 @@ export class Critic {
     this.check();
     const grads = new Map<string, tf.Tensor>();
     try {
-      const m = fitValues(rows, o, "critic", (part) => this.valuesForIds(part), this.trainableVariables(), (raw) => {
-        const { backbone, head } = splitGrads(this.backbone, this.head, raw);
-        return new Map([...backbone, ...head]);
-      }, grads);
+      const m = fitValues(
+        rows,
+        o,
+        "critic",
+        (part) => this.valuesForIds(part),
+        this.trainableVariables(),
+        (raw) => {
+          const { backbone, head } = splitGrads(this.backbone, this.head, raw);
+          return new Map([...backbone, ...head]);
+        },
+        grads,
+      );
       this.optimizer.step(grads);
       return m;
     } finally {
@@ -346,10 +359,14 @@ function fitValues(
     // Row k's value repeated once per target: a gather with a custom gradient (wasm-safe).
     const expand = Int32Array.from(part.flatMap((r, k) => r.targets.map(() => k)));
     const tg = part.flatMap((r) => [...r.targets]);
-    const old = o.clipRange !== undefined && o.clipRange !== null ? part.flatMap((r, k) => {
-      if (r.oldValues === undefined || r.oldValues.length !== r.targets.length) throw new RangeError(`${what}: row ${s + k} needs one old value per target for value clipping (${o.where})`);
-      return [...r.oldValues];
-    }) : undefined;
+    const old =
+      o.clipRange !== undefined && o.clipRange !== null
+        ? part.flatMap((r, k) => {
+            if (r.oldValues === undefined || r.oldValues.length !== r.targets.length)
+              throw new RangeError(`${what}: row ${s + k} needs one old value per target for value clipping (${o.where})`);
+            return [...r.oldValues];
+          })
+        : undefined;
     const { value, grads: raw } = tf.variableGrads(() => {
       const v = forward(part.map((r) => r.ids));
       const per = tf.reshape(gatherRows(tf.reshape(v, [-1, 1]) as tf.Tensor2D, expand), [-1]) as tf.Tensor1D;
@@ -388,15 +405,30 @@ export class ActorValueHead {
   readonly optimizer: AdamW;
   private disposed = false;
 
-  private constructor(readonly head: ScalarHead, learningRate: number, weightDecay: number) {
+  private constructor(
+    readonly head: ScalarHead,
+    learningRate: number,
+    weightDecay: number,
+  ) {
     this.optimizer = new AdamW(head.params, { lr: learningRate, weightDecay });
   }
 
   /** `device`: the actor's (the head reads its hidden states); default "auto", where the backend puts new tensors. */
-  static create(o: { hiddenSize: number; hiddenDim?: number | null | undefined; rng: RngStream; learningRate: number; weightDecay?: number; device?: string }): ActorValueHead {
+  static create(o: {
+    hiddenSize: number;
+    hiddenDim?: number | null | undefined;
+    rng: RngStream;
+    learningRate: number;
+    weightDecay?: number;
+    device?: string;
+  }): ActorValueHead {
     checkLr(o.learningRate, "agent_learning_rate");
     const hiddenDim = checkHiddenDim(o.hiddenDim, "value_head_hidden_dim");
-    return new ActorValueHead(onDevice(o.device ?? "auto", () => initValueHead(o.hiddenSize, hiddenDim, o.rng)), o.learningRate, o.weightDecay ?? 0.01);
+    return new ActorValueHead(
+      onDevice(o.device ?? "auto", () => initValueHead(o.hiddenSize, hiddenDim, o.rng)),
+      o.learningRate,
+      o.weightDecay ?? 0.01,
+    );
   }
 
   static async load(file: string, o: { learningRate: number; weightDecay?: number; device?: string }): Promise<ActorValueHead> {

@@ -145,7 +145,15 @@ export async function runRlEpochs(o: RlEpochsOptions): Promise<void> {
         for (const [u, part] of minibatches[i]!.entries()) {
           const chosen = part.map((k) => rollouts[k]!);
           const stepWhere = minibatches[i]!.length > 1 ? `${where}, update ${u + 1}` : where;
-          done.push(await agents.policyStep(i, { rows: policyRows(chosen, i), advantages: part.flatMap((k) => advantages[i]![k]!), owners: rowOwners(chosen), where: stepWhere, maxRowsPerForward: o.maxRowsPerForward }));
+          done.push(
+            await agents.policyStep(i, {
+              rows: policyRows(chosen, i),
+              advantages: part.flatMap((k) => advantages[i]![k]!),
+              owners: rowOwners(chosen),
+              where: stepWhere,
+              maxRowsPerForward: o.maxRowsPerForward,
+            }),
+          );
         }
         return done;
       }),
@@ -154,7 +162,15 @@ export async function runRlEpochs(o: RlEpochsOptions): Promise<void> {
     const failed = steps.find((r) => r.status === "rejected");
     if (failed !== undefined) throw failed.reason;
     const results = steps.map((r) => (r as PromiseFulfilledResult<PolicyStepResult[]>).value);
-    return { ...policyGradientMetrics(rollouts, advantages.map((a) => a.flat()), results, shaped?.penalties), "rl/updates": minibatches[0]!.length };
+    return {
+      ...policyGradientMetrics(
+        rollouts,
+        advantages.map((a) => a.flat()),
+        results,
+        shaped?.penalties,
+      ),
+      "rl/updates": minibatches[0]!.length,
+    };
   });
 }
 

@@ -32,7 +32,8 @@ export type KlEstimator = "k1" | "k3";
 export const KL_ESTIMATORS: readonly KlEstimator[] = ["k1", "k3"];
 
 function checkPair(policy: readonly number[], reference: readonly number[]): void {
-  if (policy.length !== reference.length) throw new RangeError(`KL: ${policy.length} policy log-probs but ${reference.length} reference log-probs; one per completion token each`);
+  if (policy.length !== reference.length)
+    throw new RangeError(`KL: ${policy.length} policy log-probs but ${reference.length} reference log-probs; one per completion token each`);
 }
 
 /** Per-token KL terms: k1 = log π − log π_ref; k3 = e^r − 1 − r with r = log π_ref − log π (≥ 0). */
@@ -76,31 +77,65 @@ export interface ReferenceKlOptions {
  * `kls[agent][rollout][g]`: each agent's KL estimate on each of its sampled completions, from one
  * batched, gradient-free scoring pass of the policy and one of the reference.
  */
-export function referenceKls(policies: readonly KlPolicy[], references: readonly CausalLM[], rollouts: readonly Rollout[], options: ReferenceKlOptions = {}): number[][][] {
+export function referenceKls(
+  policies: readonly KlPolicy[],
+  references: readonly CausalLM[],
+  rollouts: readonly Rollout[],
+  options: ReferenceKlOptions = {},
+): number[][][] {
   const { estimator, batchSize } = checkKlInputs(policies, references, options);
   return policies.map((p, a) => {
     const rows = policyRows(rollouts, a);
-    return agentKls(rollouts, scoreCompletions(p.model, rows, { padTokenId: p.padTokenId, batchSize }).tokenLogProbs, references[a]!, rows, p.padTokenId, batchSize, estimator);
+    return agentKls(
+      rollouts,
+      scoreCompletions(p.model, rows, { padTokenId: p.padTokenId, batchSize }).tokenLogProbs,
+      references[a]!,
+      rows,
+      p.padTokenId,
+      batchSize,
+      estimator,
+    );
   });
 }
 
 /** {@link referenceKls} with the policies scored by `scorer` (e.g. in the worker threads that hold the weights being trained): the same numbers wherever they are scored. */
-export async function referenceKlsFrom(scorer: PolicyScorer, policies: readonly KlPolicy[], references: readonly CausalLM[], rollouts: readonly Rollout[], options: ReferenceKlOptions = {}): Promise<number[][][]> {
+export async function referenceKlsFrom(
+  scorer: PolicyScorer,
+  policies: readonly KlPolicy[],
+  references: readonly CausalLM[],
+  rollouts: readonly Rollout[],
+  options: ReferenceKlOptions = {},
+): Promise<number[][][]> {
   const { estimator, batchSize } = checkKlInputs(policies, references, options);
   const rows = policies.map((_, a) => policyRows(rollouts, a));
   const scored = await Promise.all(policies.map((_, a) => (rollouts.length === 0 ? [] : scorer.tokenLogProbs(a, rows[a]!, batchSize))));
   return policies.map((p, a) => agentKls(rollouts, scored[a]!, references[a]!, rows[a]!, p.padTokenId, batchSize, estimator));
 }
 
-function checkKlInputs(policies: readonly KlPolicy[], references: readonly CausalLM[], options: ReferenceKlOptions): { estimator: KlEstimator; batchSize: number } {
-  if (references.length !== policies.length) throw new RangeError(`reference KL: ${references.length} reference model(s) for ${policies.length} agent(s); reference_devices / the frozen copies must give one per agent`);
+function checkKlInputs(
+  policies: readonly KlPolicy[],
+  references: readonly CausalLM[],
+  options: ReferenceKlOptions,
+): { estimator: KlEstimator; batchSize: number } {
+  if (references.length !== policies.length)
+    throw new RangeError(
+      `reference KL: ${references.length} reference model(s) for ${policies.length} agent(s); reference_devices / the frozen copies must give one per agent`,
+    );
   const estimator = options.estimator ?? "k1";
   if (!KL_ESTIMATORS.includes(estimator)) throw new RangeError(`KL estimator must be one of ${KL_ESTIMATORS.join(", ")}, got ${JSON.stringify(estimator)}`);
   return { estimator, batchSize: options.batchSize ?? 16 };
 }
 
 /** One agent's `kls[rollout][g]` from its policy's token log-probs on its rows and its reference's. */
-function agentKls(rollouts: readonly Rollout[], policyLogProbs: readonly (readonly number[])[], reference: CausalLM, rows: readonly ScoringItem[], padTokenId: number, batchSize: number, estimator: KlEstimator): number[][] {
+function agentKls(
+  rollouts: readonly Rollout[],
+  policyLogProbs: readonly (readonly number[])[],
+  reference: CausalLM,
+  rows: readonly ScoringItem[],
+  padTokenId: number,
+  batchSize: number,
+  estimator: KlEstimator,
+): number[][] {
   if (rollouts.length === 0) return [];
   const ref = scoreCompletions(reference, rows, { padTokenId, batchSize }).tokenLogProbs;
   const flat = policyLogProbs.map((lp, r) => sequenceKl(lp, ref[r]!, estimator));
@@ -139,7 +174,10 @@ function penaltiesFrom(kls: readonly (readonly (readonly number[])[])[], coef: n
   kls.forEach((perRollout, a) => {
     const flat = perRollout.flat();
     const bad = flat.findIndex((x) => !Number.isFinite(x));
-    if (bad >= 0) throw new RangeError(`reference KL of agent ${a} is ${flat[bad]} on sample ${bad} of the batch; the policy or its reference produced a non-finite log-prob`);
+    if (bad >= 0)
+      throw new RangeError(
+        `reference KL of agent ${a} is ${flat[bad]} on sample ${bad} of the batch; the policy or its reference produced a non-finite log-prob`,
+      );
     metrics[`agent_${a}/reference_kl_mean`] = mean(flat);
   });
   const all = kls.flat(2);

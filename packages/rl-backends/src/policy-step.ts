@@ -51,7 +51,8 @@ export function policyGradientStep(agent: TrainableAgent, index: number, job: Po
   const { rows, where } = job;
   const chunk = job.maxRowsPerForward;
   if (chunk !== undefined && (!Number.isInteger(chunk) || chunk < 1)) throw new RangeError(`maxRowsPerForward must be an integer ≥ 1, got ${chunk}`);
-  if (job.advantages.length !== rows.length) throw new RangeError(`agent ${index}: ${job.advantages.length} advantage(s) for ${rows.length} row(s) in ${where}`);
+  if (job.advantages.length !== rows.length)
+    throw new RangeError(`agent ${index}: ${job.advantages.length} advantage(s) for ${rows.length} row(s) in ${where}`);
   if (rows.every((row) => row.completionIds.length === 0)) throw new RangeError(`agent ${index} generated no tokens in ${where}; there is nothing to train on`);
   const n = rows.length;
   const size = chunk ?? n;

@@ -1,5 +1,14 @@
 import pLimit from "p-limit";
-import { formatAgentPrompts, promptTexts, scoreJointCandidates, type CandidateSampler, type Formatter, type RewardContext, type RewardProcessor, type TaskItem } from "@pbrl/preference-data";
+import {
+  formatAgentPrompts,
+  promptTexts,
+  scoreJointCandidates,
+  type CandidateSampler,
+  type Formatter,
+  type RewardContext,
+  type RewardProcessor,
+  type TaskItem,
+} from "@pbrl/preference-data";
 
 /**
  * The joint reward of an item's G joint responses, one finite number per generation index:
@@ -70,14 +79,23 @@ export async function collectRollouts(o: CollectRolloutsOptions): Promise<Rollou
     if (perAgent.length !== numAgents) throw new RangeError(`the sampler returned ${perAgent.length} agent(s) for item ${indices[k]}; expected ${numAgents}`);
     perAgent.forEach((s, a) => {
       if (s.tokens.length !== g || s.texts.length !== g) {
-        throw new RangeError(`the sampler returned ${s.tokens.length} token row(s) and ${s.texts.length} text(s) for agent ${a} on item ${indices[k]}; expected ${g}`);
+        throw new RangeError(
+          `the sampler returned ${s.tokens.length} token row(s) and ${s.texts.length} text(s) for agent ${a} on item ${indices[k]}; expected ${g}`,
+        );
       }
     });
   });
   const limit = pLimit(Math.max(1, Math.floor(o.concurrency ?? 1)));
   const scored = await Promise.all(
     o.items.map((item, k) =>
-      limit(() => scoreJointCandidates(o.reward, samples[k]!.map((s) => [...s.texts]), { item, itemIndex: indices[k]!, prompts: prompts[k]! }, o.rewardProcessor)),
+      limit(() =>
+        scoreJointCandidates(
+          o.reward,
+          samples[k]!.map((s) => [...s.texts]),
+          { item, itemIndex: indices[k]!, prompts: prompts[k]! },
+          o.rewardProcessor,
+        ),
+      ),
     ),
   );
   return o.items.map((item, k) => {

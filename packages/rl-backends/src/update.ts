@@ -38,7 +38,8 @@ export function policyRows(rollouts: readonly Rollout[], agent: number): Scoring
     const prompt = r.promptIds[agent];
     const tokens = r.tokens[agent];
     if (prompt === undefined || tokens === undefined) throw new RangeError(`the rollout of item ${r.itemIndex} has no samples for agent ${agent}`);
-    if (tokens.length !== r.returns.length) throw new RangeError(`the rollout of item ${r.itemIndex} has ${tokens.length} generation(s) for agent ${agent} but ${r.returns.length} return(s)`);
+    if (tokens.length !== r.returns.length)
+      throw new RangeError(`the rollout of item ${r.itemIndex} has ${tokens.length} generation(s) for agent ${agent} but ${r.returns.length} return(s)`);
     return tokens.map((completionIds) => ({ promptIds: prompt, completionIds }));
   });
 }
@@ -70,10 +71,12 @@ export function checkRollouts(agents: number, rollouts: readonly Rollout[], pena
   if (penalties === undefined) return;
   if (penalties.length !== agents) throw new RangeError(`penalties: got ${penalties.length} agent(s), expected ${agents} (${where})`);
   penalties.forEach((perRollout, a) => {
-    if (perRollout.length !== rollouts.length) throw new RangeError(`penalties of agent ${a}: got ${perRollout.length} rollout(s), expected ${rollouts.length} (${where})`);
+    if (perRollout.length !== rollouts.length)
+      throw new RangeError(`penalties of agent ${a}: got ${perRollout.length} rollout(s), expected ${rollouts.length} (${where})`);
     perRollout.forEach((p, k) => {
       const r = rollouts[k]!;
-      if (p.length !== r.returns.length) throw new RangeError(`penalties of agent ${a} on item ${r.itemIndex}: got ${p.length}, expected ${r.returns.length}, one per generation (${where})`);
+      if (p.length !== r.returns.length)
+        throw new RangeError(`penalties of agent ${a} on item ${r.itemIndex}: got ${p.length}, expected ${r.returns.length}, one per generation (${where})`);
       const j = p.findIndex((x) => typeof x !== "number" || !Number.isFinite(x));
       if (j >= 0) throw new NonFiniteError(`agent ${a} has a non-finite penalty (${String(p[j])}) for generation ${j} of item ${r.itemIndex} in ${where}`);
     });
@@ -91,7 +94,12 @@ export function rowOwners(rollouts: readonly Rollout[]): { item: number; g: numb
  * `turn_1/expected_return`, `rl/advantage_std`. With several steps per agent (mini-batches),
  * an agent's loss is the mean of its steps' losses.
  */
-export function policyGradientMetrics(rollouts: readonly Rollout[], advantages: readonly (readonly number[])[], steps: readonly (readonly PolicyStepResult[])[], penalties: Penalties | undefined): PolicyGradientMetrics {
+export function policyGradientMetrics(
+  rollouts: readonly Rollout[],
+  advantages: readonly (readonly number[])[],
+  steps: readonly (readonly PolicyStepResult[])[],
+  penalties: Penalties | undefined,
+): PolicyGradientMetrics {
   const metrics: PolicyGradientMetrics = {};
   advantages.forEach((adv, i) => {
     metrics[`agent_${i}/loss`] = mean(steps[i]!.map((s) => s.loss));

@@ -10,7 +10,13 @@ describe("CoMLRL's actor-critic metric names", () => {
   let batch: Rollout[];
   beforeAll(async () => {
     base = await makeAgents(2, { stops: [2, 327, 346, 137], padTokenId: 327 });
-    batch = await collectRollouts({ items: ITEMS, formatters: formatters(2), sampler: sampler(base, 11), numGenerations: 2, reward: (_c, ctx) => [ctx.itemIndex, 1 - ctx.itemIndex] });
+    batch = await collectRollouts({
+      items: ITEMS,
+      formatters: formatters(2),
+      sampler: sampler(base, 11),
+      numGenerations: 2,
+      reward: (_c, ctx) => [ctx.itemIndex, 1 - ctx.itemIndex],
+    });
   });
   afterAll(() => disposeAgents(base));
 

@@ -23,18 +23,33 @@ import {
 import { copyAgents, disposeAgents, formatters, ITEMS, makeAgents, maxWeightDiff, sampler, tinyLlama, type TestAgent } from "./helpers.js";
 
 const STOPS = [2, 327, 346, 137];
-const SHAPES = [[1, 3], [0, 0.5], [4, 2]];
-
+const SHAPES = [
+  [1, 3],
+  [0, 0.5],
+  [4, 2],
+];
 
 describe("actorCriticAdvantages", () => {
   it("A = R' − V, then the batch-level z-score with normalisation (hand-computed)", () => {
-    const shaped = [[1, 2], [3, 5]];
-    const values = [[0.5, 0.5], [4, 4]];
-    expect(actorCriticAdvantages(shaped, values, false)).toEqual([[0.5, 1.5], [-1, 1]]);
+    const shaped = [
+      [1, 2],
+      [3, 5],
+    ];
+    const values = [
+      [0.5, 0.5],
+      [4, 4],
+    ];
+    expect(actorCriticAdvantages(shaped, values, false)).toEqual([
+      [0.5, 1.5],
+      [-1, 1],
+    ]);
     // mean 0.5; deviations [0, 1, −1.5, 0.5]; std_pop = √(3.5/4) = 0.935414…
     const s = Math.sqrt(0.875);
     const z = actorCriticAdvantages(shaped, values, true);
-    [[0, 1 / s], [-1.5 / s, 0.5 / s]].forEach((row, r) => row.forEach((x, g) => expect(z[r]![g]).toBeCloseTo(x, 12)));
+    [
+      [0, 1 / s],
+      [-1.5 / s, 0.5 / s],
+    ].forEach((row, r) => row.forEach((x, g) => expect(z[r]![g]).toBeCloseTo(x, 12)));
     // One sample: left as is; no spread: only centred.
     expect(actorCriticAdvantages([[2]], [[0.5]], true)).toEqual([[1.5]]);
     expect(actorCriticAdvantages([[2, 2]], [[1, 1]], true)).toEqual([[0, 0]]);
@@ -51,7 +66,13 @@ describe("actor-critic updates", () => {
   beforeAll(async () => {
     ({ model: backbone, tokenizer } = await tinyLlama());
     base = await makeAgents(2, { stops: STOPS, padTokenId: 327 });
-    batch = await collectRollouts({ items: ITEMS, formatters: formatters(2), sampler: sampler(base, 11), numGenerations: 2, reward: (_c, ctx) => SHAPES[ctx.itemIndex]! });
+    batch = await collectRollouts({
+      items: ITEMS,
+      formatters: formatters(2),
+      sampler: sampler(base, 11),
+      numGenerations: 2,
+      reward: (_c, ctx) => SHAPES[ctx.itemIndex]!,
+    });
   });
   afterAll(() => disposeAgents(base));
 
@@ -86,13 +107,23 @@ describe("actor-critic updates", () => {
     const c = mk(2, 3e-3);
     const setup: ActorCriticSetup = { algorithm: "maac", critic: c };
     const v = actorCriticValues(agents, setup, batch, "q");
-    const direct = c.predict(batch.flatMap((r) => [0, 1].map((g) => maacCriticText(r.prompts, r.texts.map((t) => t[g]!)))));
+    const direct = c.predict(
+      batch.flatMap((r) =>
+        [0, 1].map((g) =>
+          maacCriticText(
+            r.prompts,
+            r.texts.map((t) => t[g]!),
+          ),
+        ),
+      ),
+    );
     expect(v[0]!.flat()).toEqual(direct);
     expect(v[1]).toEqual(v[0]);
     const err = (vals: number[][]) => vals.flat().reduce((a, x, j) => a + Math.abs(x - SHAPES.flat()[j]!), 0);
     const before = err(v[0]!);
     const losses: number[] = [];
-    for (let s = 0; s < 12; s++) losses.push(actorCriticUpdate(agents, setup, batch, { criticType: "q", normalize: false, valueLossCoef: 1, where: `step ${s}` })["critic/value_loss"]!);
+    for (let s = 0; s < 12; s++)
+      losses.push(actorCriticUpdate(agents, setup, batch, { criticType: "q", normalize: false, valueLossCoef: 1, where: `step ${s}` })["critic/value_loss"]!);
     expect(err(actorCriticValues(agents, setup, batch, "q")[0]!)).toBeLessThan(0.5 * before);
     expect(losses.at(-1)!).toBeLessThan(0.5 * losses[0]!);
     disposeAgents(agents);
@@ -120,7 +151,10 @@ describe("actor-critic updates", () => {
 
   for (const type of ["v", "q"] as CriticType[]) {
     it(`IAC shared (${type}): one forward gives log-probs and values; the value loss trains the actor's backbone`, () => {
-      const heads = (seed: number) => base.map((_, i) => ActorValueHead.create({ hiddenSize: 64, hiddenDim: 0, rng: RngStream.fromSeed(seed + i, "vh"), learningRate: 1e-3, weightDecay: 0 }));
+      const heads = (seed: number) =>
+        base.map((_, i) =>
+          ActorValueHead.create({ hiddenSize: 64, hiddenDim: 0, rng: RngStream.fromSeed(seed + i, "vh"), learningRate: 1e-3, weightDecay: 0 }),
+        );
       const withV = copyAgents(base, { lr: 1e-3, eps: 1e3 });
       const noV = copyAgents(base, { lr: 1e-3, eps: 1e3 });
       const h1 = heads(10);
@@ -128,10 +162,18 @@ describe("actor-critic updates", () => {
       const s1: ActorCriticSetup = { algorithm: "iac", layout: "shared", valueHeads: h1 };
       const s2: ActorCriticSetup = { algorithm: "iac", layout: "shared", valueHeads: h2 };
       const v = actorCriticValues(withV, s1, batch, type);
-      if (type === "v") v.forEach((a) => a.forEach((r) => expect(r[0]).toBeCloseTo(r[1]!, 5))); // V(prompt): same for both generations
+      if (type === "v")
+        v.forEach((a) => a.forEach((r) => expect(r[0]).toBeCloseTo(r[1]!, 5))); // V(prompt): same for both generations
       else expect(v[0]!.some((r) => Math.abs(r[0]! - r[1]!) > 1e-6)).toBe(true);
       const lp = withV.map((a, i) => scoreCompletions(a.model, policyRows(batch, i), { padTokenId: 327 }).sums);
-      const m = actorCriticUpdate(withV, s1, batch, { criticType: type, normalize: false, valueLossCoef: 1, valueClipRange: 0.2, where: "b", maxRowsPerForward: 4 });
+      const m = actorCriticUpdate(withV, s1, batch, {
+        criticType: type,
+        normalize: false,
+        valueLossCoef: 1,
+        valueClipRange: 0.2,
+        where: "b",
+        maxRowsPerForward: 4,
+      });
       actorCriticUpdate(noV, s2, batch, { criticType: type, normalize: false, valueLossCoef: 0, where: "b" });
       for (let i = 0; i < 2; i++) {
         const adv = actorCriticAdvantages(shapedReturns(batch, i), v[i]!, false).flat();
@@ -153,7 +195,14 @@ describe("actor-critic updates", () => {
 
   it("rejects a critic count that does not match the agents", () => {
     const c = mk(5);
-    expect(() => actorCriticUpdate(base, { algorithm: "iac", layout: "separate", critics: [c] }, batch, { criticType: "v", normalize: false, valueLossCoef: 1, where: "b" })).toThrow(/one critic per agent: got 1 critic\(s\) for 2 agent\(s\)/);
+    expect(() =>
+      actorCriticUpdate(base, { algorithm: "iac", layout: "separate", critics: [c] }, batch, {
+        criticType: "v",
+        normalize: false,
+        valueLossCoef: 1,
+        where: "b",
+      }),
+    ).toThrow(/one critic per agent: got 1 critic\(s\) for 2 agent\(s\)/);
     expect(() => actorCriticValues(base, { algorithm: "maac", critic: c }, batch, "x" as CriticType)).toThrow(/critic_type must be "v" or "q"/);
     c.dispose();
   });
@@ -199,7 +248,10 @@ describe("runActorCriticEpochs", () => {
     const refs = a2.map((a) => frozenReference(a.model));
     const r1 = await run(a1, { algorithm: "maac", critic: c1 }, { buffer: 3 });
     const r2 = await run(a2, { algorithm: "maac", critic: c2 }, { buffer: 3, kl: refs });
-    expect(r1.map((r) => [r.epoch, r.batch, r.batchesPerEpoch, r.jointEvaluations, r.metrics["rl/updates"]])).toEqual([[1, 1, 1, 6, 3], [2, 1, 1, 6, 3]]);
+    expect(r1.map((r) => [r.epoch, r.batch, r.batchesPerEpoch, r.jointEvaluations, r.metrics["rl/updates"]])).toEqual([
+      [1, 1, 1, 6, 3],
+      [2, 1, 1, 6, 3],
+    ]);
     expect(r2[0]!.metrics["turn_1/reference_kl_mean"]).toBeDefined();
     expect(r1[0]!.metrics["critic/value_loss"]).toBeGreaterThan(0);
     expect(r1[0]!.metrics["critic/clip_fraction"]).toBeGreaterThanOrEqual(0);

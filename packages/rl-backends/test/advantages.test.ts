@@ -60,7 +60,11 @@ describe("group advantages (hand-computed, R = [1, 2, 6])", () => {
       const m = a.reduce((x, y) => x + y, 0) / a.length;
       return a.map((x) => (x - m) / stdPop(a));
     };
-    const zs = (["mean", "raw", "max", "rloo"] as const).map((m) => z(baselineAdvantages(R, m)).map((x) => x.toFixed(9)).join());
+    const zs = (["mean", "raw", "max", "rloo"] as const).map((m) =>
+      z(baselineAdvantages(R, m))
+        .map((x) => x.toFixed(9))
+        .join(),
+    );
     expect(new Set(zs).size).toBe(1);
   });
 

@@ -70,7 +70,9 @@ describe("Critic", () => {
     expect(critic.predict([TEXTS[2]!])[0]).toBeCloseTo(before, 6);
     expect(() => critic.fit([{ ids: rows[0]!.ids, targets: [1] }], { valueLossCoef: 1, clipRange: 0.2, where: "x" })).toThrow(/needs one old value per target/);
     expect(() => critic.fit(rows, { valueLossCoef: -1, where: "x" })).toThrow(/value_loss_coef/);
-    expect(() => critic.fit([{ ids: rows[0]!.ids, targets: [NaN] }], { valueLossCoef: 1, where: "epoch 1, batch 2" })).toThrow(/target 0 of row 0 is NaN in epoch 1, batch 2/);
+    expect(() => critic.fit([{ ids: rows[0]!.ids, targets: [NaN] }], { valueLossCoef: 1, where: "epoch 1, batch 2" })).toThrow(
+      /target 0 of row 0 is NaN in epoch 1, batch 2/,
+    );
     // Without clipping the same step moves the prediction toward 50.
     critic.fit([{ ids: rows[0]!.ids, targets: [50] }], { valueLossCoef: 1, where: "unclipped" });
     expect(critic.predict([TEXTS[2]!])[0]).toBeGreaterThan(before + 1e-3);

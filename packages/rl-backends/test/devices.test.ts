@@ -4,14 +4,27 @@
 // device named. PBRL_TEST_DEVICES (comma-separated, default "cpu") names the devices the libtorch
 // tests place on; scripts/gpu/check.sh passes CUDA devices.
 import { afterEach, describe, expect, it } from "vitest";
-import { deviceOf, DeviceUnavailableError, liveTensorCount, loadLibtorchAddon, nativeThreads, parseBackendName, RngStream, useBackend, type tf } from "@pbrl/core-tensor";
+import {
+  deviceOf,
+  DeviceUnavailableError,
+  liveTensorCount,
+  loadLibtorchAddon,
+  nativeThreads,
+  parseBackendName,
+  RngStream,
+  useBackend,
+  type tf,
+} from "@pbrl/core-tensor";
 import { loadPretrained, type CausalLM } from "@pbrl/models";
 import { ActorValueHead, Critic, criticDevices, CriticSourceError, frozenReference, resolveCriticSources } from "../src/index.js";
 import { TINY_LLAMA } from "./helpers.js";
 
 const load = loadLibtorchAddon(nativeThreads());
 const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
-const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu").split(",").map((d) => d.trim()).filter((d) => d !== "");
+const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu")
+  .split(",")
+  .map((d) => d.trim())
+  .filter((d) => d !== "");
 const DEVICES = [listed[0] ?? "cpu", listed[1] ?? listed[0] ?? "cpu"];
 
 afterEach(async () => {

@@ -55,7 +55,11 @@ export function sampler(agents: readonly Policy[], seed = 1, maxNewTokens = 6): 
   return new PolicySampler(agents, { maxNewTokens, temperature: 1, topP: 1, topK: null, maxBatchRows: 64 }, RngStream.fromSeed(seed, "policy"));
 }
 
-export const ITEMS = [{ prompt: "Hello world", id: "a" }, { prompt: "Add two numbers", id: "b" }, { prompt: "Once upon a time", id: "c" }];
+export const ITEMS = [
+  { prompt: "Hello world", id: "a" },
+  { prompt: "Add two numbers", id: "b" },
+  { prompt: "Once upon a time", id: "c" },
+];
 export const formatters = (n: number): Formatter[] => Array.from({ length: n }, (_, i) => (item) => `Agent ${i + 1}: ${String(item["prompt"])}`);
 
 /** Largest absolute difference between two models' weights. */

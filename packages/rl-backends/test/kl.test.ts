@@ -78,7 +78,10 @@ describe("reference KL", () => {
     const refs = base.map((a) => a.model);
     for (const estimator of ["k1", "k3"] as const) {
       const kls = referenceKls(policies, refs, batch, { estimator, batchSize: 5 });
-      expect(kls.map((a) => a.map((r) => r.length))).toEqual([[3, 3, 3], [3, 3, 3]]);
+      expect(kls.map((a) => a.map((r) => r.length))).toEqual([
+        [3, 3, 3],
+        [3, 3, 3],
+      ]);
       policies.forEach((p, i) => {
         policyRows(batch, i).forEach((row, k) => {
           const direct = sequenceKl(directTokenLogProbs(p.model, row), directTokenLogProbs(refs[i]!, row), estimator);
@@ -90,7 +93,11 @@ describe("reference KL", () => {
       expect(kls.flat(2).some((x) => Math.abs(x) > 1e-3)).toBe(true);
     }
     // A model against its own frozen copy: exactly 0.
-    const self = referenceKls(base, base.map((a) => frozenReference(a.model)), batch);
+    const self = referenceKls(
+      base,
+      base.map((a) => frozenReference(a.model)),
+      batch,
+    );
     expect(self.flat(2).every((x) => x === 0)).toBe(true);
     policies.forEach((p) => p.model.dispose());
   });
@@ -154,7 +161,13 @@ describe("reference KL", () => {
     await train(free, undefined, 0, epochs);
     await train(held, refs, coef, epochs);
     // The KL of the next-token distributions over completions sampled from the initial policy.
-    const evalSet = await collectRollouts({ items: ITEMS, formatters: formatters(2), sampler: sampler(base, 99), numGenerations: 4, reward: () => [0, 0, 0, 0] });
+    const evalSet = await collectRollouts({
+      items: ITEMS,
+      formatters: formatters(2),
+      sampler: sampler(base, 99),
+      numGenerations: 4,
+      reward: () => [0, 0, 0, 0],
+    });
     for (let i = 0; i < 2; i++) {
       const rows = policyRows(evalSet, i);
       const klFree = exactKl(free[i]!.model, base[i]!.model, rows);

@@ -35,7 +35,10 @@ describe("runRlEpochs with a rollout buffer", () => {
     // the real agents in this thread, with a note of which items each step trained on
     const local = localPolicyGradientAgents(agents);
     const steps: number[][][] = [[], []];
-    const recording: PolicyGradientAgents = { ...local, policyStep: (i, job) => (steps[i]!.push([...new Set(job.owners.map((o) => o.item))]), local.policyStep(i, job)) };
+    const recording: PolicyGradientAgents = {
+      ...local,
+      policyStep: (i, job) => (steps[i]!.push([...new Set(job.owners.map((o) => o.item))]), local.policyStep(i, job)),
+    };
     const reports: BatchReport[] = [];
     await runRlEpochs({
       agents: recording,
@@ -54,7 +57,12 @@ describe("runRlEpochs with a rollout buffer", () => {
     });
     // 5 items: a full buffer of 4, then the remaining 1 drained; never a buffer across epochs
     expect(sampled).toEqual([4, 1, 4, 1]);
-    expect(reports.map((r) => [r.epoch, r.batch, r.metrics["rl/updates"], r.jointEvaluations])).toEqual([[1, 1, 2, 8], [1, 2, 1, 2], [2, 1, 2, 8], [2, 2, 1, 2]]);
+    expect(reports.map((r) => [r.epoch, r.batch, r.metrics["rl/updates"], r.jointEvaluations])).toEqual([
+      [1, 1, 2, 8],
+      [1, 2, 1, 2],
+      [2, 1, 2, 8],
+      [2, 2, 1, 2],
+    ]);
     for (const a of agents) expect(new Set(Object.values(a.optimizer.getState().steps))).toEqual(new Set([6]));
     // The stream's draws, in order: epoch 1's item order, agent 0's and agent 1's shuffle of the
     // full buffer (the 1-item buffer draws nothing), then the same for epoch 2.

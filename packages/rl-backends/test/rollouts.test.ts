@@ -47,9 +47,22 @@ describe("collectRollouts", () => {
   });
 
   it("matches a direct generate call with the agent's stream (EOS kept, nothing trimmed or padded)", async () => {
-    const r = await collectRollouts({ items: ITEMS.slice(0, 1), formatters: formatters(1), sampler: sampler(agents.slice(0, 1), 9), numGenerations: 5, reward: (c) => c[0]!.map(() => 0) });
+    const r = await collectRollouts({
+      items: ITEMS.slice(0, 1),
+      formatters: formatters(1),
+      sampler: sampler(agents.slice(0, 1), 9),
+      numGenerations: 5,
+      reward: (c) => c[0]!.map(() => 0),
+    });
     const direct = generate(agents[0]!.model, [r[0]!.promptIds[0]!], {
-      maxNewTokens: 6, temperature: 1, topP: 1, topK: 0, numReturnSequences: 5, eosTokenIds: [2, 327, 346, 137], padTokenId: 0, rng: RngStream.fromSeed(9, "policy").split(), // the sampler splits one stream per agent
+      maxNewTokens: 6,
+      temperature: 1,
+      topP: 1,
+      topK: 0,
+      numReturnSequences: 5,
+      eosTokenIds: [2, 327, 346, 137],
+      padTokenId: 0,
+      rng: RngStream.fromSeed(9, "policy").split(), // the sampler splits one stream per agent
     });
     expect(r[0]!.tokens[0]).toEqual(direct.map((d) => d.tokens));
   });
@@ -69,20 +82,34 @@ describe("collectRollouts", () => {
       rewardProcessor: (x) => 2 * x,
     });
     expect(rollouts.map((r) => r.itemIndex)).toEqual([7, 3, 5]);
-    expect(rollouts.map((r) => r.rewards)).toEqual([[14, 15], [6, 7], [10, 11]]);
+    expect(rollouts.map((r) => r.rewards)).toEqual([
+      [14, 15],
+      [6, 7],
+      [10, 11],
+    ]);
   });
 
   it("a non-finite or mis-sized reward is an error naming the item", async () => {
     const base = { items: ITEMS, itemIndices: [0, 1, 2], formatters: formatters(2), sampler: sampler(agents, 5), numGenerations: 2 };
     await expect(collectRollouts({ ...base, reward: (_c, ctx) => (ctx.itemIndex === 1 ? [1, NaN] : [1, 2]) })).rejects.toThrow(RewardError);
-    await expect(collectRollouts({ ...base, reward: (_c, ctx) => (ctx.itemIndex === 1 ? [1, NaN] : [1, 2]) })).rejects.toThrow(/NaN for candidate 1 of item 1 \(id "b"\)/);
+    await expect(collectRollouts({ ...base, reward: (_c, ctx) => (ctx.itemIndex === 1 ? [1, NaN] : [1, 2]) })).rejects.toThrow(
+      /NaN for candidate 1 of item 1 \(id "b"\)/,
+    );
     await expect(collectRollouts({ ...base, reward: () => [1] })).rejects.toThrow(/returned 1 value\(s\) on item 0 .*expected 2/);
-    await expect(collectRollouts({ ...base, reward: () => { throw new Error("judge down"); } })).rejects.toThrow(/threw on item 0.*judge down/);
+    await expect(
+      collectRollouts({
+        ...base,
+        reward: () => {
+          throw new Error("judge down");
+        },
+      }),
+    ).rejects.toThrow(/threw on item 0.*judge down/);
     await expect(collectRollouts({ ...base, numGenerations: 0, reward: () => [] })).rejects.toThrow(/num_generations/);
   });
 
   it("leaves no tensors behind", async () => {
-    const run = () => collectRollouts({ items: ITEMS, formatters: formatters(2), sampler: sampler(agents, 6), numGenerations: 3, reward: (c) => c[0]!.map(() => 1) });
+    const run = () =>
+      collectRollouts({ items: ITEMS, formatters: formatters(2), sampler: sampler(agents, 6), numGenerations: 3, reward: (c) => c[0]!.map(() => 1) });
     await run();
     const n = liveTensorCount();
     await run();

@@ -16,10 +16,20 @@ import { copyAgents, disposeAgents, formatters, ITEMS, makeAgents, maxWeightDiff
 
 const STOPS = [2, 327, 346, 137];
 // Joint reward by generation index (and item): the groups have spread and different shapes.
-const SHAPES = [[1, 2, 6, 3], [0, 0.5, -1, 2], [4, 4, 5, 1]];
+const SHAPES = [
+  [1, 2, 6, 3],
+  [0, 0.5, -1, 2],
+  [4, 4, 5, 1],
+];
 
 async function rollouts(agents: TestAgent[], seed = 11): Promise<Rollout[]> {
-  return collectRollouts({ items: ITEMS, formatters: formatters(agents.length), sampler: sampler(agents, seed), numGenerations: 4, reward: (_c, ctx) => SHAPES[ctx.itemIndex]! });
+  return collectRollouts({
+    items: ITEMS,
+    formatters: formatters(agents.length),
+    sampler: sampler(agents, seed),
+    numGenerations: 4,
+    reward: (_c, ctx) => SHAPES[ctx.itemIndex]!,
+  });
 }
 
 describe("policyGradientUpdate", () => {
@@ -58,9 +68,15 @@ describe("policyGradientUpdate", () => {
     const lp = agents.map((a, i) => scoreCompletions(a.model, policyRows(batch, i), { padTokenId: 327 }).sums);
     const m = policyGradientUpdate(agents, batch, { mode: "max", normalize: true, where: "epoch 1, batch 1" });
     expect(Object.keys(m).sort()).toEqual([
-      "agent_0/advantage_mean", "agent_0/logprob_mean", "agent_0/loss",
-      "agent_1/advantage_mean", "agent_1/logprob_mean", "agent_1/loss",
-      "rl/advantage_std", "turn_1/expected_return", "turn_1/reward_mean",
+      "agent_0/advantage_mean",
+      "agent_0/logprob_mean",
+      "agent_0/loss",
+      "agent_1/advantage_mean",
+      "agent_1/logprob_mean",
+      "agent_1/loss",
+      "rl/advantage_std",
+      "turn_1/expected_return",
+      "turn_1/reward_mean",
     ]);
     const adv = SHAPES.flatMap((r) => groupAdvantages(r, "max", true));
     for (let i = 0; i < 2; i++) {
@@ -92,7 +108,11 @@ describe("policyGradientUpdate", () => {
       expect(moved).toBeGreaterThan(1e-6);
       for (let a = 0; a < 4; a++) {
         for (let b = a + 1; b < 4; b++) {
-          for (let i = 0; i < 2; i++) expect(maxWeightDiff(trained[a]![i]!.model, trained[b]![i]!.model), `${modes[a]} vs ${modes[b]}, agent ${i}, normalize ${normalize}`).toBeGreaterThan(0.05 * moved);
+          for (let i = 0; i < 2; i++)
+            expect(
+              maxWeightDiff(trained[a]![i]!.model, trained[b]![i]!.model),
+              `${modes[a]} vs ${modes[b]}, agent ${i}, normalize ${normalize}`,
+            ).toBeGreaterThan(0.05 * moved);
         }
       }
       trained.forEach(disposeAgents);
@@ -110,7 +130,7 @@ describe("policyGradientUpdate", () => {
     const preShaped = copyAgents(base, { lr: 1, eps: 1e3 });
     const unshaped = copyAgents(base, { lr: 1, eps: 1e3 });
     const m = policyGradientUpdate(shaped, batch, { mode: "mean", normalize: true, penalties, where: "shaped" });
-    expect(m["agent_0/penalty_mean"]).toBeCloseTo((1.75 / 4) * (1 + 2 + 3) / 3, 10);
+    expect(m["agent_0/penalty_mean"]).toBeCloseTo(((1.75 / 4) * (1 + 2 + 3)) / 3, 10);
     expect(m["agent_1/penalty_mean"]).toBe(0);
     // Agent 0 trained on returns R − p directly; agent 1's penalties are zero.
     const minus = batch.map((r, k) => ({ ...r, returns: r.returns.map((x, g) => x - penalties[0]![k]![g]!) }));
@@ -138,19 +158,29 @@ describe("policyGradientUpdate", () => {
     const w = agents[1]!.model.params.get("model.norm.weight")!;
     w.assign(tf.fill(w.shape, NaN));
     expect(() => policyGradientUpdate(agents, batch, { mode: "mean", normalize: true, where: "round 2, epoch 1, batch 3" })).toThrow(NonFiniteError);
-    expect(() => policyGradientUpdate(agents, batch, { mode: "mean", normalize: true, where: "round 2, epoch 1, batch 3" })).toThrow(/agent 1 .*non-finite.* in round 2, epoch 1, batch 3/);
+    expect(() => policyGradientUpdate(agents, batch, { mode: "mean", normalize: true, where: "round 2, epoch 1, batch 3" })).toThrow(
+      /agent 1 .*non-finite.* in round 2, epoch 1, batch 3/,
+    );
     disposeAgents(agents);
 
     const fine = copyAgents(base);
     // Finite log-probs and returns whose product overflows float32: a non-finite loss.
     const huge = batch.map((r) => ({ ...r, returns: [3e38, 3e38, 3e38, 3e38] }));
-    expect(() => policyGradientUpdate(fine, huge, { mode: "raw", normalize: false, where: "epoch 2, batch 9" })).toThrow(/agent 0 has a non-finite loss \(-?Infinity\) in epoch 2, batch 9/);
+    expect(() => policyGradientUpdate(fine, huge, { mode: "raw", normalize: false, where: "epoch 2, batch 9" })).toThrow(
+      /agent 0 has a non-finite loss \(-?Infinity\) in epoch 2, batch 9/,
+    );
     const nanPenalty = [batch.map(() => [0, 0, 0, 0]), batch.map((_, k) => (k === 2 ? [0, Infinity, 0, 0] : [0, 0, 0, 0]))];
-    expect(() => policyGradientUpdate(fine, batch, { mode: "mean", normalize: false, penalties: nanPenalty, where: "epoch 4, batch 1" })).toThrow(/agent 1 .*non-finite penalty .*generation 1 of item 2 in epoch 4, batch 1/);
+    expect(() => policyGradientUpdate(fine, batch, { mode: "mean", normalize: false, penalties: nanPenalty, where: "epoch 4, batch 1" })).toThrow(
+      /agent 1 .*non-finite penalty .*generation 1 of item 2 in epoch 4, batch 1/,
+    );
     const nanReturn = batch.map((r, k) => (k === 1 ? { ...r, returns: [1, 2, NaN, 3] } : r));
-    expect(() => policyGradientUpdate(fine, nanReturn, { mode: "mean", normalize: false, where: "epoch 1, batch 2" })).toThrow(/generation 2 of item 1 is NaN in epoch 1, batch 2/);
+    expect(() => policyGradientUpdate(fine, nanReturn, { mode: "mean", normalize: false, where: "epoch 1, batch 2" })).toThrow(
+      /generation 2 of item 1 is NaN in epoch 1, batch 2/,
+    );
     expect(() => policyGradientUpdate(fine, [], { mode: "mean", normalize: false, where: "epoch 1, batch 2" })).toThrow(/no rollouts/);
-    expect(() => policyGradientUpdate(fine.slice(0, 1), batch, { mode: "mean", normalize: false, where: "x" })).toThrow(/samples for 2 agent\(s\); 1 are being trained/);
+    expect(() => policyGradientUpdate(fine.slice(0, 1), batch, { mode: "mean", normalize: false, where: "x" })).toThrow(
+      /samples for 2 agent\(s\); 1 are being trained/,
+    );
     disposeAgents(fine);
   });
 

@@ -5,7 +5,15 @@
 // do by hand with collection-time V_old, and differently from fresh V_old.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RngStream } from "@pbrl/core-tensor";
-import { ActorValueHead, actorCriticUpdate, actorCriticValues, collectRollouts, runActorCriticEpochs, type ActorCriticSetup, type BatchReport } from "../src/index.js";
+import {
+  ActorValueHead,
+  actorCriticUpdate,
+  actorCriticValues,
+  collectRollouts,
+  runActorCriticEpochs,
+  type ActorCriticSetup,
+  type BatchReport,
+} from "../src/index.js";
 import { copyAgents, disposeAgents, formatters, ITEMS, makeAgents, maxWeightDiff, sampler, type TestAgent } from "./helpers.js";
 
 const STOPS = [2, 327, 346, 137];
@@ -27,11 +35,22 @@ describe("value clipping in a rollout buffer larger than the train batch", () =>
     const agents = copyAgents(base, { lr: 1e-3 });
     const setup: SharedSetup = { algorithm: "iac", layout: "shared", valueHeads: heads() };
     const order = RngStream.fromSeed(4, "shuffle").permutation(ITEMS.length);
-    const rollouts = await collectRollouts({ items: order.map((k) => ITEMS[k]!), itemIndices: order, formatters: formatters(2), sampler: sampler(agents, 31), numGenerations: 2, reward });
+    const rollouts = await collectRollouts({
+      items: order.map((k) => ITEMS[k]!),
+      itemIndices: order,
+      formatters: formatters(2),
+      sampler: sampler(agents, 31),
+      numGenerations: 2,
+      reward,
+    });
     const old = actorCriticValues(agents, setup, rollouts, "v");
     for (let s = 0; s < rollouts.length; s++) {
       const part = rollouts.slice(s, s + 1);
-      actorCriticUpdate(agents, setup, part, { ...OPTIONS, oldValues: stale ? old.map((a) => a.slice(s, s + 1)) : undefined, where: `epoch 1, batch 1, update ${s + 1}` });
+      actorCriticUpdate(agents, setup, part, {
+        ...OPTIONS,
+        oldValues: stale ? old.map((a) => a.slice(s, s + 1)) : undefined,
+        where: `epoch 1, batch 1, update ${s + 1}`,
+      });
     }
     return { agents, setup };
   }
@@ -40,7 +59,21 @@ describe("value clipping in a rollout buffer larger than the train batch", () =>
     const agents = copyAgents(base, { lr: 1e-3 });
     const setup: SharedSetup = { algorithm: "iac", layout: "shared", valueHeads: heads() };
     const reports: BatchReport[] = [];
-    await runActorCriticEpochs({ ...OPTIONS, agents, setup, items: ITEMS, formatters: formatters(2), sampler: sampler(agents, 31), numGenerations: 2, reward, numTrainEpochs: 1, trainBatchSize: 1, rolloutBufferSize: 3, shuffleRng: RngStream.fromSeed(4, "shuffle"), onBatch: (r) => void reports.push(r) });
+    await runActorCriticEpochs({
+      ...OPTIONS,
+      agents,
+      setup,
+      items: ITEMS,
+      formatters: formatters(2),
+      sampler: sampler(agents, 31),
+      numGenerations: 2,
+      reward,
+      numTrainEpochs: 1,
+      trainBatchSize: 1,
+      rolloutBufferSize: 3,
+      shuffleRng: RngStream.fromSeed(4, "shuffle"),
+      onBatch: (r) => void reports.push(r),
+    });
     expect(reports.map((r) => r.metrics["rl/updates"])).toEqual([3]);
     // the first mini-batch cannot clip (V = V_old); later ones do, so the mean over the three is above 0
     expect(reports[0]!.metrics["critic/clip_fraction"]).toBeGreaterThan(0);
@@ -49,7 +82,9 @@ describe("value clipping in a rollout buffer larger than the train batch", () =>
     const fresh = await byHand(false);
     for (let i = 0; i < 2; i++) {
       expect(maxWeightDiff(agents[i]!.model, stale.agents[i]!.model)).toBe(0);
-      expect(Array.from(setup.valueHeads[i]!.head.hostWeights().values()).map((t) => Array.from(t.data))).toEqual(Array.from(stale.setup.valueHeads[i]!.head.hostWeights().values()).map((t) => Array.from(t.data)));
+      expect(Array.from(setup.valueHeads[i]!.head.hostWeights().values()).map((t) => Array.from(t.data))).toEqual(
+        Array.from(stale.setup.valueHeads[i]!.head.hostWeights().values()).map((t) => Array.from(t.data)),
+      );
     }
     // recomputing V_old before each mini-batch would never clip, and trains differently
     expect(Math.max(...[0, 1].map((i) => maxWeightDiff(fresh.agents[i]!.model, stale.agents[i]!.model)))).toBeGreaterThan(0);

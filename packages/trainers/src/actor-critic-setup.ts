@@ -15,12 +15,26 @@ export type CriticObjects = readonly (string | CausalLM | Pretrained)[];
 /** The config fields the critics are built from. */
 export type CriticFields = Pick<
   MARLHFConfig,
-  "rl_algorithm" | "use_separate_critic" | "critic_model_name" | "critic_devices" | "critic_learning_rate" | "agent_learning_rate" | "critic_value_head_hidden_dim" | "value_head_hidden_dim"
+  | "rl_algorithm"
+  | "use_separate_critic"
+  | "critic_model_name"
+  | "critic_devices"
+  | "critic_learning_rate"
+  | "agent_learning_rate"
+  | "critic_value_head_hidden_dim"
+  | "value_head_hidden_dim"
 >;
 
 /** The config's critic fields translated once into the algorithm package's options. */
 export function criticPlan(a: CriticFields, agents: readonly ResolvedAgent[], critics: CriticObjects | undefined): CriticPlan {
-  return resolveCriticSources({ rlAlgorithm: a.rl_algorithm, numAgents: agents.length, useSeparateCritic: a.use_separate_critic, criticModelName: a.critic_model_name, critics: critics ?? null, agentModelIds: agents.map((ag) => ag.checkpoint) });
+  return resolveCriticSources({
+    rlAlgorithm: a.rl_algorithm,
+    numAgents: agents.length,
+    useSeparateCritic: a.use_separate_critic,
+    criticModelName: a.critic_model_name,
+    critics: critics ?? null,
+    agentModelIds: agents.map((ag) => ag.checkpoint),
+  });
 }
 
 /**
@@ -28,7 +42,12 @@ export function criticPlan(a: CriticFields, agents: readonly ResolvedAgent[], cr
  * so new critics) every time: MAAC's centralized critic, IAC's per-agent critics, or IAC's value
  * heads on the actors' own backbones.
  */
-export async function buildActorCritic(a: CriticFields, agents: readonly ResolvedAgent[], rng: RngStream, critics: CriticObjects | undefined): Promise<{ setup: ActorCriticSetup; dispose: () => void }> {
+export async function buildActorCritic(
+  a: CriticFields,
+  agents: readonly ResolvedAgent[],
+  rng: RngStream,
+  critics: CriticObjects | undefined,
+): Promise<{ setup: ActorCriticSetup; dispose: () => void }> {
   const plan = criticPlan(a, agents, critics);
   const devices = criticDevices(plan, a.critic_devices, agentDevicesOf(agents));
   const learningRate = a.critic_learning_rate ?? a.agent_learning_rate;
@@ -62,7 +81,15 @@ export async function buildActorCritic(a: CriticFields, agents: readonly Resolve
     }
     if (plan.algorithm === "iac") {
       // A value head reads its actor's hidden states: it lives where the actor does.
-      const valueHeads = agents.map((ag) => ActorValueHead.create({ hiddenSize: ag.model.config.hiddenSize, hiddenDim: a.value_head_hidden_dim, rng, learningRate: a.agent_learning_rate, device: ag.model.device() }));
+      const valueHeads = agents.map((ag) =>
+        ActorValueHead.create({
+          hiddenSize: ag.model.config.hiddenSize,
+          hiddenDim: a.value_head_hidden_dim,
+          rng,
+          learningRate: a.agent_learning_rate,
+          device: ag.model.device(),
+        }),
+      );
       made.push(...valueHeads);
       return { setup: { algorithm: "iac", layout: "shared", valueHeads }, dispose };
     }

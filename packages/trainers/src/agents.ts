@@ -18,15 +18,31 @@ export class AgentSourceError extends Error {
   override name = "AgentSourceError";
 }
 
-function stopAndPad(model: CausalLM, tokenizer: Tokenizer, generation: GenerationDefaults | undefined, source: string): { eosTokenIds: number[]; padTokenId: number } {
-  const eos = generation?.eosTokenIds.length ? generation.eosTokenIds : model.config.eosTokenIds.length ? model.config.eosTokenIds : tokenizer.eosTokenId !== undefined ? [tokenizer.eosTokenId] : [];
-  if (eos.length === 0) throw new AgentSourceError(`${source}: no EOS token is defined (generation_config.json, config.json or the tokenizer); generation could never stop`);
+function stopAndPad(
+  model: CausalLM,
+  tokenizer: Tokenizer,
+  generation: GenerationDefaults | undefined,
+  source: string,
+): { eosTokenIds: number[]; padTokenId: number } {
+  const eos = generation?.eosTokenIds.length
+    ? generation.eosTokenIds
+    : model.config.eosTokenIds.length
+      ? model.config.eosTokenIds
+      : tokenizer.eosTokenId !== undefined
+        ? [tokenizer.eosTokenId]
+        : [];
+  if (eos.length === 0)
+    throw new AgentSourceError(`${source}: no EOS token is defined (generation_config.json, config.json or the tokenizer); generation could never stop`);
   // As CoMLRL: a tokenizer without a pad token pads with EOS.
   const pad = tokenizer.padTokenId ?? generation?.padTokenId ?? model.config.padTokenId ?? eos[0]!;
   return { eosTokenIds: eos, padTokenId: pad };
 }
 
-function asResolved(p: { model: CausalLM; tokenizer: Tokenizer | undefined; generation: GenerationDefaults | undefined }, source: string, checkpoint: string | undefined): ResolvedAgent {
+function asResolved(
+  p: { model: CausalLM; tokenizer: Tokenizer | undefined; generation: GenerationDefaults | undefined },
+  source: string,
+  checkpoint: string | undefined,
+): ResolvedAgent {
   if (p.tokenizer === undefined) throw new AgentSourceError(`${source}: no tokenizer (the checkpoint has no tokenizer.json and none was passed)`);
   return { model: p.model, tokenizer: p.tokenizer, generation: p.generation, source, checkpoint, ...stopAndPad(p.model, p.tokenizer, p.generation, source) };
 }
@@ -50,19 +66,25 @@ export async function resolveAgents(options: {
   const devices = options.devices;
   if (devices === undefined) return out;
   // A model object, or one checkpoint cloned for every agent, is copied to a device that is not its own.
-  return out.map((ag, i) => (devices[i] === undefined || devices[i] === "auto" || ag.model.device() === devices[i] ? ag : { ...ag, model: ag.model.clone(devices[i]) }));
+  return out.map((ag, i) =>
+    devices[i] === undefined || devices[i] === "auto" || ag.model.device() === devices[i] ? ag : { ...ag, model: ag.model.clone(devices[i]) },
+  );
 }
 
 async function loadAgents(options: Parameters<typeof resolveAgents>[0]): Promise<ResolvedAgent[]> {
   const { agents, agentModel, numAgents } = options;
   if (options.centralized === true && agents !== undefined && agents.length !== 1) {
-    throw new AgentSourceError(`agents: got ${agents.length} agent sources, but collaboration_mode="centralized" trains exactly one actor model that writes every role; pass one source (or agentModel)`);
+    throw new AgentSourceError(
+      `agents: got ${agents.length} agent sources, but collaboration_mode="centralized" trains exactly one actor model that writes every role; pass one source (or agentModel)`,
+    );
   }
-  if ((agents === undefined) === (agentModel === undefined)) throw new AgentSourceError("pass exactly one of `agentModel` (a checkpoint for every agent) or `agents` (one source per agent)");
+  if ((agents === undefined) === (agentModel === undefined))
+    throw new AgentSourceError("pass exactly one of `agentModel` (a checkpoint for every agent) or `agents` (one source per agent)");
   const tokenizerFor = (i: number): Tokenizer | undefined => {
     const t = options.tokenizer;
     if (t === undefined || !Array.isArray(t)) return t as Tokenizer | undefined;
-    if (t.length !== numAgents) throw new AgentSourceError(`tokenizer: got ${t.length} tokenizers for num_agents=${numAgents}; pass one shared tokenizer or one per agent`);
+    if (t.length !== numAgents)
+      throw new AgentSourceError(`tokenizer: got ${t.length} tokenizers for num_agents=${numAgents}; pass one shared tokenizer or one per agent`);
     return t[i];
   };
   if (agentModel !== undefined) {
@@ -78,7 +100,9 @@ async function loadAgents(options: Parameters<typeof resolveAgents>[0]): Promise
       const p = await loadPretrained(src, { device: options.devices?.[i] ?? "auto" });
       out.push(asResolved({ ...p, tokenizer: tokenizerFor(i) ?? p.tokenizer }, src, src));
     } else if (src instanceof CausalLM) {
-      out.push(asResolved({ model: src, tokenizer: tokenizerFor(i), generation: undefined }, `agents[${i}] (a ${src.config.modelType} model object)`, undefined));
+      out.push(
+        asResolved({ model: src, tokenizer: tokenizerFor(i), generation: undefined }, `agents[${i}] (a ${src.config.modelType} model object)`, undefined),
+      );
     } else {
       out.push(asResolved({ ...src, tokenizer: tokenizerFor(i) ?? src.tokenizer }, src.dir, src.dir));
     }
@@ -88,7 +112,8 @@ async function loadAgents(options: Parameters<typeof resolveAgents>[0]): Promise
 
 /** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder, its weights stored as `dtype` (default float32). */
 export async function saveAgents(dir: string, agents: readonly ResolvedAgent[], dtype: SaveDtype = "float32"): Promise<void> {
-  for (const [i, ag] of agents.entries()) await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation }, { dtype });
+  for (const [i, ag] of agents.entries())
+    await savePretrained(path.join(dir, `agent_${i}`), { model: ag.model, tokenizer: ag.tokenizer, generation: ag.generation }, { dtype });
 }
 
 /** Frees the agents' weights, once per model (agents may share one). */

@@ -58,22 +58,29 @@ export async function verifyManifest(dir: string, what: string): Promise<void> {
     manifest = JSON.parse(await fs.readFile(file, "utf8")) as Manifest;
   } catch (err) {
     const missing = (err as NodeJS.ErrnoException).code === "ENOENT";
-    throw new CheckpointError(`${what}: ${file} is ${missing ? "missing" : "damaged"}, so the checkpoint's files cannot be checked; it was not written completely by pbrl. Resume from an earlier round folder, or start the run again`);
+    throw new CheckpointError(
+      `${what}: ${file} is ${missing ? "missing" : "damaged"}, so the checkpoint's files cannot be checked; it was not written completely by pbrl. Resume from an earlier round folder, or start the run again`,
+    );
   }
   if (manifest?.format !== FORMAT || typeof manifest.files !== "object" || manifest.files === null) {
     throw new CheckpointError(`${what}: ${file} is not a pbrl checkpoint manifest (format ${JSON.stringify(manifest?.format)}, expected "${FORMAT}")`);
   }
   for (const [rel, want] of Object.entries(manifest.files)) {
     const target = path.resolve(dir, rel);
-    if (!target.startsWith(path.resolve(dir) + path.sep)) throw new CheckpointError(`${what}: ${file} lists ${JSON.stringify(rel)}, which is outside the checkpoint folder`);
+    if (!target.startsWith(path.resolve(dir) + path.sep))
+      throw new CheckpointError(`${what}: ${file} lists ${JSON.stringify(rel)}, which is outside the checkpoint folder`);
     let got: FileEntry;
     try {
       got = await describeFile(target);
     } catch {
-      throw new CheckpointError(`${what}: ${target} is missing from the checkpoint (its manifest lists it); resume from an earlier round folder, or start the run again`);
+      throw new CheckpointError(
+        `${what}: ${target} is missing from the checkpoint (its manifest lists it); resume from an earlier round folder, or start the run again`,
+      );
     }
     if (got.bytes !== want.bytes || got.sha256 !== want.sha256) {
-      throw new CheckpointError(`${what}: ${target} changed after the checkpoint was written (${got.bytes} bytes, sha256 ${got.sha256.slice(0, 12)}…; the manifest has ${want.bytes} bytes, ${String(want.sha256).slice(0, 12)}…). Restore the original file, or resume from an earlier round folder`);
+      throw new CheckpointError(
+        `${what}: ${target} changed after the checkpoint was written (${got.bytes} bytes, sha256 ${got.sha256.slice(0, 12)}…; the manifest has ${want.bytes} bytes, ${String(want.sha256).slice(0, 12)}…). Restore the original file, or resume from an earlier round folder`,
+      );
     }
   }
 }

@@ -71,7 +71,8 @@ export function taskSetup<P extends Prompt = Prompt>(o: {
 }): TaskSetup<P> {
   // Without formatters P is Prompt (the default formatter's); with them, they are returned as given.
   const roleFormatters = resolveFormatters(o.formatters, o.numAgents) as PromptFormatter<P>[];
-  if (o.collaborationMode === "decentralized") return { formatters: roleFormatters, rewardFunc: o.rewardFunc, isValid: undefined, actors: o.numAgents, scoreLastToken: o.scoreLastToken };
+  if (o.collaborationMode === "decentralized")
+    return { formatters: roleFormatters, rewardFunc: o.rewardFunc, isValid: undefined, actors: o.numAgents, scoreLastToken: o.scoreLastToken };
   const adapter = o.adapter ?? new TaggedCentralizedAdapter();
   const roles = o.numAgents;
   const jointPrompt: Formatter = (item) => {
@@ -85,8 +86,17 @@ export function taskSetup<P extends Prompt = Prompt>(o: {
     const joint = completions[0] ?? [];
     const byRole = Array.from({ length: roles }, () => new Array<string>(joint.length).fill(""));
     joint.forEach((text, j) => split(adapter, text, context.item, roles)?.forEach((r, role) => (byRole[role]![j] = r)));
-    return o.rewardFunc(byRole, { ...context, prompts: formatAgentPrompts(roleFormatters, context.item, context.itemIndex, { unit: "role" }).map(rolePromptText) });
+    return o.rewardFunc(byRole, {
+      ...context,
+      prompts: formatAgentPrompts(roleFormatters, context.item, context.itemIndex, { unit: "role" }).map(rolePromptText),
+    });
   };
   // Text role prompts (P = string) give a text joint prompt: only chat roles make a chat one.
-  return { formatters: [jointPrompt as PromptFormatter<P>], rewardFunc, isValid: (texts, item) => split(adapter, texts[0]!, item, roles) !== undefined, actors: 1, scoreLastToken: true };
+  return {
+    formatters: [jointPrompt as PromptFormatter<P>],
+    rewardFunc,
+    isValid: (texts, item) => split(adapter, texts[0]!, item, roles) !== undefined,
+    actors: 1,
+    scoreLastToken: true,
+  };
 }

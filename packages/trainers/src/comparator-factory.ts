@@ -58,7 +58,10 @@ export function buildComparator(o: {
         ...apiComparatorSettings(a),
         rng: o.backoffRng,
         log: o.log,
-        onRetry: (e) => o.log(`pbrl: comparator API (${e.format}, ${e.url}) attempt ${e.attempt} failed: ${e.reason}; retry ${e.attempt}/${e.maxRetries} in ${(e.delayMs / 1000).toFixed(1)} s`),
+        onRetry: (e) =>
+          o.log(
+            `pbrl: comparator API (${e.format}, ${e.url}) attempt ${e.attempt} failed: ${e.reason}; retry ${e.attempt}/${e.maxRetries} in ${(e.delayMs / 1000).toFixed(1)} s`,
+          ),
       },
     }),
   });

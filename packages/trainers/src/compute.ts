@@ -5,7 +5,17 @@
  * model is loaded: a device or precision the backend cannot give is an error naming the field,
  * never accepted and ignored.
  */
-import { checkDevice, currentBackend, loadLibtorchAddon, MemoryBudgetError, nativeThreads, setComputePrecision, useBackendSetting, type BackendInfo, type BackendSetting } from "@pbrl/core-tensor";
+import {
+  checkDevice,
+  currentBackend,
+  loadLibtorchAddon,
+  MemoryBudgetError,
+  nativeThreads,
+  setComputePrecision,
+  useBackendSetting,
+  type BackendInfo,
+  type BackendSetting,
+} from "@pbrl/core-tensor";
 import { resolveDevices, type DeviceSpec } from "@pbrl/comparators";
 import type { ResolvedAgent } from "./agents.js";
 import { disposeAgents } from "./agents.js";

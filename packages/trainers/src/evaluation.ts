@@ -1,5 +1,20 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import { emptyTally, formatAgentPrompts, mean, PolicySampler, promptTexts, scoreRewardJobs, tallyTruncation, warnTruncation, type Formatter, type GenerationSettings, type Policy, type RewardFunc, type RewardProcessor, type TaskItem } from "@pbrl/preference-data";
+import {
+  emptyTally,
+  formatAgentPrompts,
+  mean,
+  PolicySampler,
+  promptTexts,
+  scoreRewardJobs,
+  tallyTruncation,
+  warnTruncation,
+  type Formatter,
+  type GenerationSettings,
+  type Policy,
+  type RewardFunc,
+  type RewardProcessor,
+  type TaskItem,
+} from "@pbrl/preference-data";
 
 export interface EvalSample {
   itemIndex: number;
@@ -41,8 +56,17 @@ export async function evaluatePolicies(o: {
   // The reward sees each prompt as text, as in collection (chat messages rendered).
   const prompts = promptTexts(formatted, samples, indices);
   const jobs = o.items.map((item, i) => ({ completions: samples[i]!.map((a) => [...a.texts]), context: { item, itemIndex: i, prompts: prompts[i]! } }));
-  const scored = await scoreRewardJobs(o.rewardFunc, jobs, { rewardProcessor: o.rewardProcessor, concurrency: o.concurrency, rewardTimeoutS: o.rewardTimeoutS });
-  const out: EvalSample[] = o.items.map((_, i) => ({ itemIndex: i, prompts: prompts[i]!, completions: samples[i]!.map((a) => a.texts[0]!), reward: scored[i]!.processed[0]! }));
+  const scored = await scoreRewardJobs(o.rewardFunc, jobs, {
+    rewardProcessor: o.rewardProcessor,
+    concurrency: o.concurrency,
+    rewardTimeoutS: o.rewardTimeoutS,
+  });
+  const out: EvalSample[] = o.items.map((_, i) => ({
+    itemIndex: i,
+    prompts: prompts[i]!,
+    completions: samples[i]!.map((a) => a.texts[0]!),
+    reward: scored[i]!.processed[0]!,
+  }));
   const rewardMean = mean(out.map((x) => x.reward));
   return { "eval/turn_1/reward_mean": rewardMean, "eval/turn_1/expected_return": rewardMean, samples: out };
 }

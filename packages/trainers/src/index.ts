@@ -37,7 +37,22 @@ export { agentExecution, localTeam } from "./parallel/agent-execution.js";
 export type { AgentExecution, AgentTeam } from "./parallel/agent-execution.js";
 export type { PolicyStepJob, PolicyStepResult } from "@pbrl/rl-backends";
 // The data-side contracts a user needs to write tasks, rewards and samplers.
-export type { TaskItem, Formatter, RewardFunc, RewardContext, RewardProcessor, PairRecord, CandidateSampler, Comparator, CandidateSet, ReplayBuffer, ReplayState, CentralizedAdapter, CollectedPair, PairTokenizer } from "@pbrl/preference-data";
+export type {
+  TaskItem,
+  Formatter,
+  RewardFunc,
+  RewardContext,
+  RewardProcessor,
+  PairRecord,
+  CandidateSampler,
+  Comparator,
+  CandidateSet,
+  ReplayBuffer,
+  ReplayState,
+  CentralizedAdapter,
+  CollectedPair,
+  PairTokenizer,
+} from "@pbrl/preference-data";
 export { CentralizedParseError } from "@pbrl/preference-data";
 export { TaggedCentralizedAdapter } from "@pbrl/comparators";
 export { readEvents, TensorBoardWriter, tensorBoardDir, TENSORBOARD_SUBDIR, histogramOf } from "./tensorboard/index.js";

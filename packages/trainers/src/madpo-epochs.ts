@@ -9,7 +9,14 @@ import { passesLoggingGate, type TrainingCounters } from "./training-counters.js
 /** The settings the epoch loop reads (shared by the MADPO configs). */
 export type EpochSettings = Pick<
   MADPOConfig,
-  "num_train_epochs" | "train_batch_size" | "eval_interval" | "dpo_beta" | "madpo_score_last_token" | "use_environment_step" | "environment_steps_per_pair" | "logging_steps"
+  | "num_train_epochs"
+  | "train_batch_size"
+  | "eval_interval"
+  | "dpo_beta"
+  | "madpo_score_last_token"
+  | "use_environment_step"
+  | "environment_steps_per_pair"
+  | "logging_steps"
 >;
 
 export interface EpochsContext {
@@ -43,13 +50,26 @@ export async function runMadpoEpochs(pairs: readonly CollectedPair[], ctx: Epoch
     for (let b = 0; b < batches; b++) {
       if (a.eval_interval > 0 && c.updates % a.eval_interval === 0) await ctx.evaluate();
       const batch = order.slice(b * a.train_batch_size, (b + 1) * a.train_batch_size).map((k) => pairs[k]!);
-      const m = await madpoUpdate(ctx.agents, batch.map((p) => p.tokens), { beta: a.dpo_beta, scoreLastToken: a.madpo_score_last_token, where: `${ctx.label}epoch ${epoch + 1}, batch ${b + 1}` });
+      const m = await madpoUpdate(
+        ctx.agents,
+        batch.map((p) => p.tokens),
+        { beta: a.dpo_beta, scoreLastToken: a.madpo_score_last_token, where: `${ctx.label}epoch ${epoch + 1}, batch ${b + 1}` },
+      );
       c.updates += 1;
       if (a.use_environment_step) c.envStep += a.environment_steps_per_pair * batch.length;
       const step = a.use_environment_step ? c.envStep : c.updates;
       const rewardMean = mean(batch.map((p) => p.record.candidate_reward_mean));
       if (passesLoggingGate(c, step, a.logging_steps)) {
-        ctx.metrics.write({ kind: "train", step, ...ctx.extra, epoch: epoch + 1, update: c.updates, ...m, "turn_1/reward_mean": rewardMean, "turn_1/expected_return": rewardMean });
+        ctx.metrics.write({
+          kind: "train",
+          step,
+          ...ctx.extra,
+          epoch: epoch + 1,
+          update: c.updates,
+          ...m,
+          "turn_1/reward_mean": rewardMean,
+          "turn_1/expected_return": rewardMean,
+        });
       }
       bar.update(b + 1, `loss ${m.loss.toFixed(4)} acc ${m["joint/accuracy"].toFixed(2)}`);
     }

@@ -101,18 +101,47 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
   private async trainRounds(): Promise<IterTrainResult> {
     const a = this.args;
     const ckptRoot = a.policy_checkpoint_dir ?? path.join(a.output_dir, "checkpoints");
-    const dirOptions: RunDirOptions = { outputDir: a.output_dir, extraDirs: [a.policy_checkpoint_dir, a.preference_replay_dir].filter((d): d is string => d !== null), resumeLatest: a.resume_from_checkpoint === true, checkpointsDir: ckptRoot, overwrite: a.overwrite_output_dir, trainer: this.trainerName, log: this.log };
+    const dirOptions: RunDirOptions = {
+      outputDir: a.output_dir,
+      extraDirs: [a.policy_checkpoint_dir, a.preference_replay_dir].filter((d): d is string => d !== null),
+      resumeLatest: a.resume_from_checkpoint === true,
+      checkpointsDir: ckptRoot,
+      overwrite: a.overwrite_output_dir,
+      trainer: this.trainerName,
+      log: this.log,
+    };
     const spec = a.resume_from_checkpoint;
     // A checkpoint path names the run to continue, wherever output_dir's own latest is.
-    const planDir = (): RunDirPlan => (typeof spec === "string" ? (planRunDir({ ...dirOptions, resumeLatest: false, overwrite: true }), { resume: true, replace: [] }) : planRunDir(dirOptions));
+    const planDir = (): RunDirPlan =>
+      typeof spec === "string" ? (planRunDir({ ...dirOptions, resumeLatest: false, overwrite: true }), { resume: true, replace: [] }) : planRunDir(dirOptions);
     const { agents, plan } = await this.checkBeforeRun(planDir);
     const record = runConfigRecord(this.trainerName, a);
-    const { ckpt, changes } = await checkpointToResume({ resume: plan.resume, spec, ckptRoot, trainerName: this.trainerName, numAgents: agents.length, seed: a.seed, numRounds: a.num_iterations, record });
+    const { ckpt, changes } = await checkpointToResume({
+      resume: plan.resume,
+      spec,
+      ckptRoot,
+      trainerName: this.trainerName,
+      numAgents: agents.length,
+      seed: a.seed,
+      numRounds: a.num_iterations,
+      record,
+    });
     const streams = new RngStreams(a.seed);
     // One actor writing every role answers the joint prompt itself, so its comparator samples
     // that prompt directly rather than splitting and re-joining roles.
     const comparatorArgs = a.collaboration_mode === "centralized" ? { ...a, comparator_generation_mode: "decentralized" as const } : a;
-    this.comparator = this.options.comparator ?? buildComparator({ args: comparatorArgs, agents, rng: streams.get(STREAMS.comparator), backoffRng: streams.get(STREAMS.apiBackoff), log: this.log, generation: samplingSettings(a), adapter: this.options.centralizedAdapter, weightsAt: (round) => policiesAtStartOf(ckptRoot, round) });
+    this.comparator =
+      this.options.comparator ??
+      buildComparator({
+        args: comparatorArgs,
+        agents,
+        rng: streams.get(STREAMS.comparator),
+        backoffRng: streams.get(STREAMS.apiBackoff),
+        log: this.log,
+        generation: samplingSettings(a),
+        adapter: this.options.centralizedAdapter,
+        weightsAt: (round) => policiesAtStartOf(ckptRoot, round),
+      });
     const release = openRunDir(dirOptions, plan);
     const tensorboard = a.report_to === "tensorboard" ? openTensorBoard(a.output_dir, ckpt?.state.counters.envStep) : undefined;
     try {
@@ -129,7 +158,16 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
     const items = this.options.trainDataset;
     const optimizers = this.startOptimizers(agents);
     const counters = freshCounters();
-    const replay = this.options.replayBuffer ?? new OnDiskReplayBuffer({ mode: a.preference_replay_mode, k: a.preference_replay_k, lambda: a.preference_replay_lambda, sampleSize: a.preference_replay_sample_size, dir: a.preference_replay_dir ?? path.join(a.output_dir, "preference_replay"), rng: streams.get(STREAMS.replay) });
+    const replay =
+      this.options.replayBuffer ??
+      new OnDiskReplayBuffer({
+        mode: a.preference_replay_mode,
+        k: a.preference_replay_k,
+        lambda: a.preference_replay_lambda,
+        sampleSize: a.preference_replay_sample_size,
+        dir: a.preference_replay_dir ?? path.join(a.output_dir, "preference_replay"),
+        rng: streams.get(STREAMS.replay),
+      });
     const listeners = [this.options.onLog, tensorboard?.listener];
 
     // A resumed run continues after the checkpoint's round with everything as it was; a fresh one
@@ -140,7 +178,9 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
       metrics = new MetricsLog(a.output_dir, { resumeAtLine: ckpt.state.metricsLines, listeners });
       if (run.changes.length > 0) {
         await recordResumeChanges(a.output_dir, ckpt.state.round, run.changes);
-        this.log(`pbrl: resuming with changed ${run.changes.map((c) => `${c.field} (${JSON.stringify(c.from)} → ${JSON.stringify(c.to)})`).join(", ")}; recorded in config.json`);
+        this.log(
+          `pbrl: resuming with changed ${run.changes.map((c) => `${c.field} (${JSON.stringify(c.from)} → ${JSON.stringify(c.to)})`).join(", ")}; recorded in config.json`,
+        );
       }
       this.log(`pbrl: resumed from ${ckpt.dir} after round ${ckpt.state.round}`);
     } else {
@@ -151,13 +191,25 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
     this.log(`pbrl: ${a.num_iterations} rounds against comparator ${comparator.description}, replay ${a.preference_replay_mode}`);
 
     const evalRng = streams.get(STREAMS.eval);
-    const result: IterTrainResult = { rounds: [], updates: 0, envStep: 0, evalBefore: undefined, evalAfter: undefined, outputDir: a.output_dir, resumedAfterRound: ckpt?.state.round, stopped: false };
+    const result: IterTrainResult = {
+      rounds: [],
+      updates: 0,
+      envStep: 0,
+      evalBefore: undefined,
+      evalAfter: undefined,
+      outputDir: a.output_dir,
+      resumedAfterRound: ckpt?.state.round,
+      stopped: false,
+    };
     const evaluate = async (step?: number) => {
       const r = await this.evaluateAndRecord(metrics, counters, evalRng, step);
       result.evalBefore ??= r;
     };
     const progress = ProgressBar.enabledFor(a.verbose);
-    const signals = this.options.handleSignals === false ? undefined : new StopSignals((sig) => this.log(`pbrl: ${sig} received; finishing round and checkpoint, then stopping (send it again to exit at once)`));
+    const signals =
+      this.options.handleSignals === false
+        ? undefined
+        : new StopSignals((sig) => this.log(`pbrl: ${sig} received; finishing round and checkpoint, then stopping (send it again to exit at once)`));
     const tokenizing = agents.map((ag) => ({ tokenizer: ag.tokenizer, eosTokenIds: ag.eosTokenIds }));
     const taskScoring: PreferenceScoring = { scorer: "task", rewardFunc: this.task.rewardFunc, rewardProcessor: this.options.rewardProcessor };
 
@@ -197,23 +249,63 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
 
         // 2. The round's file first, then the replay's choice of training pairs.
         await replay.addRound(round, collected.pairs, scoring.scorer);
-        const train = await replay.select(round, collected.pairs, (record) => pairTokensFromRecord(record, tokenizing, `a replayed pair`, { maxPromptLength: a.max_prompt_length }));
+        const train = await replay.select(round, collected.pairs, (record) =>
+          pairTokensFromRecord(record, tokenizing, `a replayed pair`, { maxPromptLength: a.max_prompt_length }),
+        );
         const summary = roundSummary(round, collected, train);
         result.rounds.push(summary);
-        await recordRound({ summary, collected, train, replay: replay.getState(), step: counters.envStep, metrics, tensorboard, distributionRange: this.distributionRange, distDir: path.join(a.output_dir, "reward_distributions") });
-        this.log(`pbrl: round ${round}: ${summary.pairs} new pairs (comparator won ${summary.comparatorWinRate === null ? "—" : `${(summary.comparatorWinRate * 100).toFixed(0)}%`}), training on ${summary.trainPairs}`);
+        await recordRound({
+          summary,
+          collected,
+          train,
+          replay: replay.getState(),
+          step: counters.envStep,
+          metrics,
+          tensorboard,
+          distributionRange: this.distributionRange,
+          distDir: path.join(a.output_dir, "reward_distributions"),
+        });
+        this.log(
+          `pbrl: round ${round}: ${summary.pairs} new pairs (comparator won ${summary.comparatorWinRate === null ? "—" : `${(summary.comparatorWinRate * 100).toFixed(0)}%`}), training on ${summary.trainPairs}`,
+        );
 
         // 3. Learning on the selected pairs, with the optimizers that persist across rounds.
         if (train.length === 0) {
           this.log(`pbrl: round ${round}: no preference pairs to train on (this round produced ${summary.pairs}); the policies are unchanged this round`);
         } else {
           const label = `round ${round}/${a.num_iterations}, `;
-          const ctx: RoundContext = { round, newPairs: collected.pairs, scorer: scoring.scorer, initialPoliciesDir: policiesAtStartOf(ckptRoot, 1), label, agents, optimizers, counters, streams, metrics, evaluate, progress, log: this.log, extra: { round } };
+          const ctx: RoundContext = {
+            round,
+            newPairs: collected.pairs,
+            scorer: scoring.scorer,
+            initialPoliciesDir: policiesAtStartOf(ckptRoot, 1),
+            label,
+            agents,
+            optimizers,
+            counters,
+            streams,
+            metrics,
+            evaluate,
+            progress,
+            log: this.log,
+            extra: { round },
+          };
           await this.learner.learn(train, ctx);
         }
 
         // 4. Everything needed to continue after this round.
-        const state: TrainingState = { format: "pbrl-training-checkpoint/1", trainer: this.trainerName, round, counters: { ...counters }, rng: streams.getState(), replay: replay.getState(), metricsLines: metrics.lines, numAgents: agents.length, seed: a.seed, config: checkpointConfig(run.record) };
+        const state: TrainingState = {
+          format: "pbrl-training-checkpoint/1",
+          trainer: this.trainerName,
+          round,
+          counters: { ...counters },
+          rng: streams.getState(),
+          replay: replay.getState(),
+          metricsLines: metrics.lines,
+          numAgents: agents.length,
+          seed: a.seed,
+          config: checkpointConfig(run.record),
+        };
         await saveTrainingCheckpoint(ckptRoot, state, agents, optimizers, (dir) => this.learner.saveState(dir));
         await this.options.onRoundEnd?.(summary);
         if (signals?.requested && round < a.num_iterations) {
@@ -227,7 +319,14 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
     }
     result.updates = counters.updates;
     result.envStep = counters.envStep;
-    if (!result.stopped) result.evalAfter = await this.finishRun({ metrics, counters, evalRng, record: run.record, done: `${counters.updates} updates over ${a.num_iterations} rounds` });
+    if (!result.stopped)
+      result.evalAfter = await this.finishRun({
+        metrics,
+        counters,
+        evalRng,
+        record: run.record,
+        done: `${counters.updates} updates over ${a.num_iterations} rounds`,
+      });
     return result;
   }
 

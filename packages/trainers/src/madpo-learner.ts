@@ -22,7 +22,8 @@ export class MadpoLearner implements Learner {
   ) {}
 
   checkAgents(): void {
-    if (this.o.noteReferenceKl?.enabled) this.o.noteReferenceKl.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
+    if (this.o.noteReferenceKl?.enabled)
+      this.o.noteReferenceKl.log("pbrl: reference_kl_enabled has no effect on MADPO, whose objective has no reference model");
   }
 
   preferenceScoring(): PreferenceScoring | undefined {

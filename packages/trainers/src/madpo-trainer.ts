@@ -47,7 +47,13 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
 
   private async trainRun(): Promise<TrainResult> {
     const a = this.args;
-    const dirOptions: RunDirOptions = { outputDir: a.output_dir, resumeLatest: false, overwrite: a.overwrite_output_dir, trainer: this.trainerName, log: this.log };
+    const dirOptions: RunDirOptions = {
+      outputDir: a.output_dir,
+      resumeLatest: false,
+      overwrite: a.overwrite_output_dir,
+      trainer: this.trainerName,
+      log: this.log,
+    };
     const { agents, plan } = await this.checkBeforeRun(() => planRunDir(dirOptions));
     const release = openRunDir(dirOptions, plan);
     try {
@@ -91,7 +97,10 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
     });
     collectBar.finish();
     const pairs = collected.pairs;
-    await writePairsFile(path.join(a.output_dir, "preference_pairs.json"), pairs.map((p) => p.record));
+    await writePairsFile(
+      path.join(a.output_dir, "preference_pairs.json"),
+      pairs.map((p) => p.record),
+    );
     metrics.write({
       kind: "collect",
       step: 0,
@@ -102,9 +111,19 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
       "preference/candidate_reward_mean": mean(collected.candidateRewards.flat()),
     });
     this.log(`pbrl: collected ${pairs.length} preference pairs from ${collected.itemsWithPairs} of ${items.length} items`);
-    const result: TrainResult = { numPairs: pairs.length, updates: 0, envStep: 0, trained: false, evalBefore: undefined, evalAfter: undefined, outputDir: a.output_dir };
+    const result: TrainResult = {
+      numPairs: pairs.length,
+      updates: 0,
+      envStep: 0,
+      trained: false,
+      evalBefore: undefined,
+      evalAfter: undefined,
+      outputDir: a.output_dir,
+    };
     if (pairs.length === 0) {
-      this.log("pbrl: no item produced a non-tied preference pair; the policies were not updated (more candidates, a higher temperature or a finer-grained reward may help)");
+      this.log(
+        "pbrl: no item produced a non-tied preference pair; the policies were not updated (more candidates, a higher temperature or a finer-grained reward may help)",
+      );
       return result;
     }
 
@@ -116,7 +135,21 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
       result.evalBefore ??= r;
     };
     const optimizers = this.startOptimizers(agents);
-    await this.learner.learn(pairs, { label: "", agents, optimizers, counters, streams, metrics, evaluate, progress, log: this.log, extra: {}, newPairs: pairs, scorer: "task", initialPoliciesDir: undefined });
+    await this.learner.learn(pairs, {
+      label: "",
+      agents,
+      optimizers,
+      counters,
+      streams,
+      metrics,
+      evaluate,
+      progress,
+      log: this.log,
+      extra: {},
+      newPairs: pairs,
+      scorer: "task",
+      initialPoliciesDir: undefined,
+    });
     await this.learner.saveState(a.output_dir);
     Object.assign(result, { updates: counters.updates, envStep: counters.envStep, trained: true });
 

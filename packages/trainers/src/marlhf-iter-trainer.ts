@@ -19,6 +19,11 @@ export interface MARLHFIterTrainerOptions extends Omit<MADPOIterTrainerOptions, 
 export class MARLHFIterTrainer extends IterativeTrainer<MARLHFIterConfig> {
   constructor(options: MARLHFIterTrainerOptions) {
     const args = configFrom(options.args, MARLHFIterConfig, "preference_scoring_reward");
-    super(options, { trainerName: "marlhf_iter", configName: "MARLHFIterConfig" }, args, (parts) => new MarlhfLearner({ args, parts, items: options.trainDataset, critics: options.critics }));
+    super(
+      options,
+      { trainerName: "marlhf_iter", configName: "MARLHFIterConfig" },
+      args,
+      (parts) => new MarlhfLearner({ args, parts, items: options.trainDataset, critics: options.critics }),
+    );
   }
 }

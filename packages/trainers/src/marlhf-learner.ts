@@ -70,18 +70,50 @@ export class MarlhfLearner implements Learner {
     const previous = this.rewardModel;
     if (previous !== undefined && ctx.scorer === "task" && ctx.newPairs.length > 0) {
       const h = previous.evaluate(ctx.newPairs.map((p) => p.record));
-      ctx.metrics.write({ kind: "reward", step: ctx.counters.envStep, ...ctx.extra, "reward/heldout_accuracy": h["reward/accuracy"], "reward/heldout_margin": h["reward/margin"], "reward/heldout_pairs": h.pairs });
-      ctx.log(`pbrl: ${ctx.label}the previous reward model ranks ${(h["reward/accuracy"] * 100).toFixed(1)}% of this round's ${h.pairs} new pairs correctly (held out)`);
+      ctx.metrics.write({
+        kind: "reward",
+        step: ctx.counters.envStep,
+        ...ctx.extra,
+        "reward/heldout_accuracy": h["reward/accuracy"],
+        "reward/heldout_margin": h["reward/margin"],
+        "reward/heldout_pairs": h.pairs,
+      });
+      ctx.log(
+        `pbrl: ${ctx.label}the previous reward model ranks ${(h["reward/accuracy"] * 100).toFixed(1)}% of this round's ${h.pairs} new pairs correctly (held out)`,
+      );
     }
     this.setRewardModel(undefined);
     const references = await this.referencePolicies(ctx);
     const records = pairs.map((p) => p.record);
     // The learner owns the model as soon as it exists, also if learning fails.
-    const rm = await fitRewardModel({ args: a, source: rewardModelSource(a, ctx.agents), device: rewardModelDevice(a.reward_model_device, ctx.agents), pairs: records, streams: ctx.streams, metrics: ctx.metrics, step: ctx.counters.envStep, progress: ctx.progress, label: ctx.label, extra: ctx.extra });
+    const rm = await fitRewardModel({
+      args: a,
+      source: rewardModelSource(a, ctx.agents),
+      device: rewardModelDevice(a.reward_model_device, ctx.agents),
+      pairs: records,
+      streams: ctx.streams,
+      metrics: ctx.metrics,
+      step: ctx.counters.envStep,
+      progress: ctx.progress,
+      label: ctx.label,
+      extra: ctx.extra,
+    });
     this.setRewardModel(rm);
     const fit = rm.evaluate(records);
-    ctx.log(`pbrl: ${ctx.label}reward model fitted on ${records.length} pairs: accuracy ${fit["reward/accuracy"].toFixed(3)}, margin ${fit["reward/margin"].toFixed(3)}`);
-    await runPolicyLearning({ args: a, ctx, execution: this.o.parts.execution, reward: rewardModelReward(rm), items: this.o.items, formatters: this.o.parts.task.formatters, generation: samplingSettings(a), references, critics: this.o.critics });
+    ctx.log(
+      `pbrl: ${ctx.label}reward model fitted on ${records.length} pairs: accuracy ${fit["reward/accuracy"].toFixed(3)}, margin ${fit["reward/margin"].toFixed(3)}`,
+    );
+    await runPolicyLearning({
+      args: a,
+      ctx,
+      execution: this.o.parts.execution,
+      reward: rewardModelReward(rm),
+      items: this.o.items,
+      formatters: this.o.parts.task.formatters,
+      generation: samplingSettings(a),
+      references,
+      critics: this.o.critics,
+    });
   }
 
   async saveState(dir: string): Promise<void> {
@@ -112,7 +144,8 @@ export class MarlhfLearner implements Learner {
    * base trainers). Made once, kept until dispose.
    */
   private async referencePolicies(ctx: LearnContext): Promise<CausalLM[] | undefined> {
-    this.references ??= ctx.initialPoliciesDir === undefined ? referencesFor(this.o.args, ctx.agents) : await loadReferences(this.o.args, ctx.agents, ctx.initialPoliciesDir);
+    this.references ??=
+      ctx.initialPoliciesDir === undefined ? referencesFor(this.o.args, ctx.agents) : await loadReferences(this.o.args, ctx.agents, ctx.initialPoliciesDir);
     return this.references;
   }
 }

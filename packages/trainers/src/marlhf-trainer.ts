@@ -16,6 +16,11 @@ export interface MARLHFTrainerOptions extends TrainerOptions, MarlhfOptions {
 export class MARLHFTrainer extends BaseTrainer<MARLHFConfig> {
   constructor(options: MARLHFTrainerOptions) {
     const args = configFrom(options.args, MARLHFConfig, "rl_algorithm");
-    super(options, { trainerName: "marlhf", configName: "MARLHFConfig" }, args, (parts) => new MarlhfLearner({ args, parts, items: options.trainDataset, critics: options.critics }));
+    super(
+      options,
+      { trainerName: "marlhf", configName: "MARLHFConfig" },
+      args,
+      (parts) => new MarlhfLearner({ args, parts, items: options.trainDataset, critics: options.critics }),
+    );
   }
 }

@@ -28,9 +28,16 @@ export class MetricsLog {
       writeFileSync(this.file, "");
       return;
     }
-    const kept = existsSync(this.file) ? readFileSync(this.file, "utf8").split("\n").filter((l) => l !== "").slice(0, options.resumeAtLine) : [];
+    const kept = existsSync(this.file)
+      ? readFileSync(this.file, "utf8")
+          .split("\n")
+          .filter((l) => l !== "")
+          .slice(0, options.resumeAtLine)
+      : [];
     if (kept.length !== options.resumeAtLine) {
-      throw new Error(`${this.file} has ${kept.length} lines but the checkpoint was taken after line ${options.resumeAtLine}; the metrics log does not belong to this checkpoint`);
+      throw new Error(
+        `${this.file} has ${kept.length} lines but the checkpoint was taken after line ${options.resumeAtLine}; the metrics log does not belong to this checkpoint`,
+      );
     }
     // named like core-tensor's atomic writes, so a run that finds one left by a killed run removes it
     const tmp = path.join(outputDir, `.metrics.jsonl.tmp-${process.pid}-${randomBytes(4).toString("hex")}`);

@@ -17,7 +17,16 @@
  */
 import type { CausalLM } from "@pbrl/models";
 import { PolicySampler, type CandidateSampler, type Formatter, type GenerationSettings, type TaskItem } from "@pbrl/preference-data";
-import { isReinforceAlgorithm, referenceKlShaping, runActorCriticEpochs, runRlEpochs, type BatchPosition, type BatchReport, type JointReward, type PolicyScorer } from "@pbrl/rl-backends";
+import {
+  isReinforceAlgorithm,
+  referenceKlShaping,
+  runActorCriticEpochs,
+  runRlEpochs,
+  type BatchPosition,
+  type BatchReport,
+  type JointReward,
+  type PolicyScorer,
+} from "@pbrl/rl-backends";
 import { buildActorCritic, type CriticFields, type CriticObjects } from "./actor-critic-setup.js";
 import type { MARLHFConfig } from "./config/marlhf-config.js";
 import type { LearnContext } from "./learner.js";
@@ -29,8 +38,20 @@ import { passesLoggingGate } from "./training-counters.js";
 export type PolicyFields = CriticFields &
   Pick<
     MARLHFConfig,
-    | "num_generations" | "advantage_mode" | "advantage_normalization" | "num_train_epochs" | "train_batch_size" | "rollout_buffer_size" | "reward_concurrency"
-    | "eval_interval" | "logging_steps" | "reference_kl_enabled" | "reference_kl_coef" | "critic_type" | "value_loss_coef" | "value_clip_range"
+    | "num_generations"
+    | "advantage_mode"
+    | "advantage_normalization"
+    | "num_train_epochs"
+    | "train_batch_size"
+    | "rollout_buffer_size"
+    | "reward_concurrency"
+    | "eval_interval"
+    | "logging_steps"
+    | "reference_kl_enabled"
+    | "reference_kl_coef"
+    | "critic_type"
+    | "value_loss_coef"
+    | "value_clip_range"
   >;
 
 /** The RNG streams of policy learning (names are part of checkpoints: never rename). */
@@ -74,7 +95,8 @@ export async function runPolicyLearning(o: {
     rolloutBufferSize: a.rollout_buffer_size,
     shuffleRng: ctx.streams.get(STREAMS.shuffle),
     label: ctx.label,
-    ...(a.reference_kl_enabled && o.references !== undefined && { shaping: referenceKlShaping({ agents: trainable, references: o.references, coef: a.reference_kl_coef, scorer }) }),
+    ...(a.reference_kl_enabled &&
+      o.references !== undefined && { shaping: referenceKlShaping({ agents: trainable, references: o.references, coef: a.reference_kl_coef, scorer }) }),
     beforeBatch: async (p: BatchPosition) => {
       if (p.batch === 1) bar = new ProgressBar(`${ctx.label}RL epoch ${p.epoch}/${a.num_train_epochs}`, p.batchesPerEpoch, ctx.progress);
       const due = evaluationSteps(p, a.eval_interval, c.envStep, a.num_generations);
@@ -84,20 +106,33 @@ export async function runPolicyLearning(o: {
     onBatch: (r: BatchReport) => {
       c.updates += r.metrics["rl/updates"] ?? 1;
       c.envStep += r.jointEvaluations;
-      if (passesLoggingGate(c, c.envStep, a.logging_steps)) ctx.metrics.write({ kind: "train", step: c.envStep, ...ctx.extra, epoch: r.epoch, update: c.updates, ...r.metrics });
+      if (passesLoggingGate(c, c.envStep, a.logging_steps))
+        ctx.metrics.write({ kind: "train", step: c.envStep, ...ctx.extra, epoch: r.epoch, update: c.updates, ...r.metrics });
       bar?.update(r.batch, `reward ${r.metrics["turn_1/reward_mean"]?.toFixed(3) ?? "—"}`);
       if (r.batch === r.batchesPerEpoch) bar?.finish();
     },
   });
   const rng = ctx.streams.get(STREAMS.rollouts);
   if (isReinforceAlgorithm(a.rl_algorithm)) {
-    await o.execution.train(trainable, (team, syncWeights) => runRlEpochs({ ...common(team.sampler(ctx.agents, o.generation, rng), team, syncWeights), agents: team, mode: a.advantage_mode }));
+    await o.execution.train(trainable, (team, syncWeights) =>
+      runRlEpochs({ ...common(team.sampler(ctx.agents, o.generation, rng), team, syncWeights), agents: team, mode: a.advantage_mode }),
+    );
     return;
   }
-  if (o.execution.inWorkers) ctx.log(`pbrl: ${ctx.label}rl_algorithm=${a.rl_algorithm} trains in this thread (parallel_training="mp" runs the REINFORCE family's RL stage in worker threads)`);
+  if (o.execution.inWorkers)
+    ctx.log(
+      `pbrl: ${ctx.label}rl_algorithm=${a.rl_algorithm} trains in this thread (parallel_training="mp" runs the REINFORCE family's RL stage in worker threads)`,
+    );
   const ac = await buildActorCritic(a, ctx.agents, ctx.streams.get(STREAMS.critic), o.critics);
   try {
-    await runActorCriticEpochs({ ...common(new PolicySampler(ctx.agents, o.generation, rng), undefined, async () => {}), agents: trainable, setup: ac.setup, criticType: a.critic_type, valueLossCoef: a.value_loss_coef, ...(a.rl_algorithm === "iac" && { valueClipRange: a.value_clip_range }) });
+    await runActorCriticEpochs({
+      ...common(new PolicySampler(ctx.agents, o.generation, rng), undefined, async () => {}),
+      agents: trainable,
+      setup: ac.setup,
+      criticType: a.critic_type,
+      valueLossCoef: a.value_loss_coef,
+      ...(a.rl_algorithm === "iac" && { valueClipRange: a.value_clip_range }),
+    });
   } finally {
     ac.dispose();
   }

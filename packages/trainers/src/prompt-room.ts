@@ -4,7 +4,12 @@ import type { ResolvedAgent } from "./agents.js";
 import { longestPromptTokens } from "./run-memory.js";
 
 /** The longest prompt the run samples from, in tokens, after max_prompt_length's cut (every training item is tokenized once). */
-export function runPromptTokens(agents: readonly ResolvedAgent[], formatters: readonly Formatter[], items: readonly TaskItem[], a: { max_prompt_length: number | null }): number {
+export function runPromptTokens(
+  agents: readonly ResolvedAgent[],
+  formatters: readonly Formatter[],
+  items: readonly TaskItem[],
+  a: { max_prompt_length: number | null },
+): number {
   const longest = longestPromptTokens(agents, formatters, items);
   return a.max_prompt_length === null ? longest : Math.min(longest, a.max_prompt_length);
 }

@@ -14,7 +14,9 @@ const HUB_ID = /^[\w.-]+\/[\w.-]+$/;
 /** Before output_dir is touched: a push needs its token, so a run does not train for hours to fail at the end. */
 export function checkPushReady(configName: string, a: { push_to_hub: boolean }): void {
   if (a.push_to_hub && !(process.env["HF_TOKEN"] ?? "").trim()) {
-    throw new ConfigError(configName, ["push_to_hub: needs a Hugging Face token with write access in the environment variable HF_TOKEN (export HF_TOKEN=hf_…), or set push_to_hub=false"]);
+    throw new ConfigError(configName, [
+      "push_to_hub: needs a Hugging Face token with write access in the environment variable HF_TOKEN (export HF_TOKEN=hf_…), or set push_to_hub=false",
+    ]);
   }
 }
 
@@ -33,7 +35,10 @@ export interface PushAgentsOptions {
 
 /** The model card: the hub's metadata and usage, then what this run was and what it reached. */
 export function runModelCard(o: Omit<PushAgentsOptions, "log" | "private">, files: string[]): string {
-  const evalLine = o.evalAfter === undefined ? "No final evaluation (no eval_dataset, or eval_interval=0)." : `Final evaluation: mean task reward ${o.evalAfter["eval/turn_1/reward_mean"].toFixed(4)} over ${o.evalAfter.samples.length} eval items.`;
+  const evalLine =
+    o.evalAfter === undefined
+      ? "No final evaluation (no eval_dataset, or eval_interval=0)."
+      : `Final evaluation: mean task reward ${o.evalAfter["eval/turn_1/reward_mean"].toFixed(4)} over ${o.evalAfter.samples.length} eval items.`;
   return `${modelCard({ repo: o.repo, baseModel: o.baseModel, files })}\n## The pbrl run\n\nTrainer: \`${o.trainer}\`, one folder per agent (\`agent_<i>\`). ${evalLine}\n\nThe run's config:\n\n\`\`\`json\n${JSON.stringify(o.record, null, 2)}\n\`\`\`\n`;
 }
 
@@ -43,7 +48,13 @@ export async function pushAgents(o: PushAgentsOptions): Promise<void> {
     .map((e) => path.relative(o.agentsDir, path.join(e.parentPath, e.name)));
   await writeFileAtomic(path.join(o.agentsDir, "README.md"), runModelCard(o, [...files, "README.md"]));
   o.log(`pbrl: pushing the agents to the hub repo ${o.repo}`);
-  const r = await pushToHub({ dir: o.agentsDir, repo: o.repo, private: o.private, commitMessage: `pbrl ${o.trainer}: trained agents`, ...(o.baseModel !== undefined && { baseModel: o.baseModel }) });
+  const r = await pushToHub({
+    dir: o.agentsDir,
+    repo: o.repo,
+    private: o.private,
+    commitMessage: `pbrl ${o.trainer}: trained agents`,
+    ...(o.baseModel !== undefined && { baseModel: o.baseModel }),
+  });
   o.log(`pbrl: pushed ${r.files.length} files to ${r.url}${r.commit !== undefined ? ` (commit ${r.commit})` : ""}`);
 }
 

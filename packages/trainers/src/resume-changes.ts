@@ -67,7 +67,10 @@ export function checkResumeChanges(changes: readonly ConfigChange[], checkpointD
   if (refused.length > 0) {
     throw new ConfigError(
       "resume (fields that must keep the checkpoint's values)",
-      refused.map((c) => `${c.field}: the checkpoint ${checkpointDir} was trained with ${JSON.stringify(c.from)}, this run has ${JSON.stringify(c.to)}; a resume must keep it (set it back, or start a new run in another output_dir)`),
+      refused.map(
+        (c) =>
+          `${c.field}: the checkpoint ${checkpointDir} was trained with ${JSON.stringify(c.from)}, this run has ${JSON.stringify(c.to)}; a resume must keep it (set it back, or start a new run in another output_dir)`,
+      ),
     );
   }
   return [...changes];

@@ -49,7 +49,8 @@ export function series(values: readonly number[], edges: readonly number[]): Rew
  * finite numbers, min < max. Returns a message naming what is wrong, or the range.
  */
 export function declaredRewardRange(value: unknown): [number, number] | string {
-  if (value === undefined || value === null) return "needs the reward function's declared raw reward range, reward_func.reward_range = [min, max] (attach it to the function: Object.assign(rewardFunc, { reward_range: [0, 1] }), or pass the trainer's rewardRange option), so every round's histogram uses the same bins";
+  if (value === undefined || value === null)
+    return "needs the reward function's declared raw reward range, reward_func.reward_range = [min, max] (attach it to the function: Object.assign(rewardFunc, { reward_range: [0, 1] }), or pass the trainer's rewardRange option), so every round's histogram uses the same bins";
   if (!Array.isArray(value) || value.length !== 2 || !value.every((v) => typeof v === "number" && Number.isFinite(v)) || !(value[0] < value[1])) {
     return `reward_func.reward_range must be [min, max] with finite numbers and min < max, got ${JSON.stringify(value)}`;
   }

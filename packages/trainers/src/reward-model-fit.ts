@@ -12,7 +12,16 @@ import type { MetricsLog } from "./metrics-log.js";
 import { ProgressBar, type ProgressMode } from "./progress.js";
 
 /** The config fields reward-model fitting reads. */
-export type RewardFields = Pick<MARLHFConfig, "reward_model_name" | "reward_model_device" | "reward_learning_rate" | "reward_num_train_epochs" | "reward_train_batch_size" | "reward_max_length" | "reward_freeze_backbone">;
+export type RewardFields = Pick<
+  MARLHFConfig,
+  | "reward_model_name"
+  | "reward_model_device"
+  | "reward_learning_rate"
+  | "reward_num_train_epochs"
+  | "reward_train_batch_size"
+  | "reward_max_length"
+  | "reward_freeze_backbone"
+>;
 
 /** The RNG streams of reward-model fitting (names are part of checkpoints: never rename). */
 const STREAMS = { rewardInit: "reward_model_init", rewardShuffle: "reward_model_shuffle" } as const;
@@ -43,7 +52,13 @@ export async function fitRewardModel(o: {
   extra?: Record<string, number>;
 }): Promise<JointRewardModel> {
   const a = o.args;
-  const rm = await JointRewardModel.create({ source: o.source, device: o.device, rng: o.streams.get(STREAMS.rewardInit), freezeBackbone: a.reward_freeze_backbone, ...(a.reward_max_length !== null && { maxLength: a.reward_max_length }) });
+  const rm = await JointRewardModel.create({
+    source: o.source,
+    device: o.device,
+    rng: o.streams.get(STREAMS.rewardInit),
+    freezeBackbone: a.reward_freeze_backbone,
+    ...(a.reward_max_length !== null && { maxLength: a.reward_max_length }),
+  });
   try {
     const batches = Math.ceil(o.pairs.length / a.reward_train_batch_size);
     let bar: ProgressBar | undefined;
@@ -58,7 +73,17 @@ export async function fitRewardModel(o: {
         if (m.batch === batches) bar?.finish();
       },
     });
-    for (const e of fit.epochs) o.metrics.write({ kind: "reward", step: o.step, ...o.extra, "reward/epoch": e.epoch, "reward/loss": e["reward/loss"], "reward/accuracy": e["reward/accuracy"], "reward/margin": e["reward/margin"], "reward/num_pairs": o.pairs.length });
+    for (const e of fit.epochs)
+      o.metrics.write({
+        kind: "reward",
+        step: o.step,
+        ...o.extra,
+        "reward/epoch": e.epoch,
+        "reward/loss": e["reward/loss"],
+        "reward/accuracy": e["reward/accuracy"],
+        "reward/margin": e["reward/margin"],
+        "reward/num_pairs": o.pairs.length,
+      });
     return rm;
   } catch (err) {
     rm.dispose();

@@ -50,12 +50,16 @@ export async function recordRound(o: {
   const { summary, collected, train, tensorboard } = o;
   const round = summary.round;
   if (o.distributionRange !== undefined) {
-    const selected = { target: train.flatMap((p) => (typeof p.record.target_raw_reward === "number" ? [p.record.target_raw_reward] : [])), comparator: train.flatMap((p) => (typeof p.record.comparator_raw_reward === "number" ? [p.record.comparator_raw_reward] : [])) };
+    const selected = {
+      target: train.flatMap((p) => (typeof p.record.target_raw_reward === "number" ? [p.record.target_raw_reward] : [])),
+      comparator: train.flatMap((p) => (typeof p.record.comparator_raw_reward === "number" ? [p.record.comparator_raw_reward] : [])),
+    };
     const dist = distributionFile(round, o.distributionRange, collected.rawRewards, selected);
     await writeFileAtomic(path.join(o.distDir, roundFileName(round)), JSON.stringify(dist, null, 2) + "\n");
     // CoMLRL's per-round plot: target vs comparator, all candidates and the selected pairs
     await writeFileAtomic(path.join(o.distDir, roundFileName(round).replace(/\.json$/, ".svg")), rewardDistributionSvg(dist));
-    for (const side of ["target", "comparator"] as const) tensorboard?.histogram(o.step, `reward_distribution/${side}`, collected.rawRewards[side], o.distributionRange, NUM_BINS);
+    for (const side of ["target", "comparator"] as const)
+      tensorboard?.histogram(o.step, `reward_distribution/${side}`, collected.rawRewards[side], o.distributionRange, NUM_BINS);
   }
   tensorboard?.text(o.step, "samples/round_pairs", pairsMarkdown(collected.pairs.map((p) => p.record)));
   o.metrics.write({

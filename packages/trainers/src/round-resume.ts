@@ -26,15 +26,30 @@ export async function checkpointToResume(o: {
   if (!o.resume) return { ckpt: undefined, changes: [] };
   const ckpt = await loadTrainingCheckpoint(typeof o.spec === "string" ? o.spec : true, o.ckptRoot);
   const s = ckpt.state;
-  if (s.trainer !== o.trainerName) throw new CheckpointError(`resume_from_checkpoint: ${ckpt.dir} was written by trainer=${s.trainer}; this run is trainer=${o.trainerName}`);
-  if (s.numAgents !== o.numAgents || s.seed !== o.seed) throw new CheckpointError(`resume_from_checkpoint: ${ckpt.dir} was written by a run with ${s.numAgents} agents and seed ${s.seed}; this run has ${o.numAgents} and ${o.seed}`);
-  if (s.round > o.numRounds) throw new CheckpointError(`resume_from_checkpoint: ${ckpt.dir} is after round ${s.round}, beyond num_iterations=${o.numRounds}; raise num_iterations to continue past it`);
+  if (s.trainer !== o.trainerName)
+    throw new CheckpointError(`resume_from_checkpoint: ${ckpt.dir} was written by trainer=${s.trainer}; this run is trainer=${o.trainerName}`);
+  if (s.numAgents !== o.numAgents || s.seed !== o.seed)
+    throw new CheckpointError(
+      `resume_from_checkpoint: ${ckpt.dir} was written by a run with ${s.numAgents} agents and seed ${s.seed}; this run has ${o.numAgents} and ${o.seed}`,
+    );
+  if (s.round > o.numRounds)
+    throw new CheckpointError(
+      `resume_from_checkpoint: ${ckpt.dir} is after round ${s.round}, beyond num_iterations=${o.numRounds}; raise num_iterations to continue past it`,
+    );
   const changes = s.config === undefined ? [] : checkResumeChanges(configChanges(s.config, o.record), ckpt.dir);
   return { ckpt, changes };
 }
 
 /** Weights, optimizer moments, every stream (in place), the replay index, the learner's state and the counters, as the checkpoint holds them. */
-export async function restoreFromCheckpoint(o: { ckpt: LoadedCheckpoint; agents: readonly ResolvedAgent[]; optimizers: readonly AdamW[]; streams: RngStreams; replay: ReplayBuffer; learner: Learner; counters: TrainingCounters }): Promise<void> {
+export async function restoreFromCheckpoint(o: {
+  ckpt: LoadedCheckpoint;
+  agents: readonly ResolvedAgent[];
+  optimizers: readonly AdamW[];
+  streams: RngStreams;
+  replay: ReplayBuffer;
+  learner: Learner;
+  counters: TrainingCounters;
+}): Promise<void> {
   const { ckpt } = o;
   for (const [i, ag] of o.agents.entries()) {
     const saved = await loadPretrained(path.join(ckpt.agentsDir, `agent_${i}`), { device: ag.model.device() });

@@ -23,7 +23,8 @@ export function runConfigRecord(trainer: string, args: object): Record<string, u
 
 /** A run needs at least one training item; an empty dataset is a mistake, not a run with 0 pairs. */
 export function checkDataset(configName: string, items: readonly TaskItem[]): void {
-  if (items.length === 0) throw new ConfigError(configName, ["train_dataset: is empty; give a dataset with at least one item (check the file path and its format)"]);
+  if (items.length === 0)
+    throw new ConfigError(configName, ["train_dataset: is empty; give a dataset with at least one item (check the file path and its format)"]);
 }
 
 /** Applies a resume's allowed changes to config.json and lists them under `resume_changes`. */

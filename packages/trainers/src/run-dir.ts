@@ -13,7 +13,18 @@ export class RunDirError extends Error {
 }
 
 /** What a pbrl run writes in its output_dir (policy_checkpoint_dir and preference_replay_dir may move two of them). */
-export const RUN_OUTPUTS = ["config.json", "metrics.jsonl", "preference_pairs.json", "agents", "checkpoints", "preference_replay", "reward_distributions", "reward_model", "tensorboard", "report.html"] as const;
+export const RUN_OUTPUTS = [
+  "config.json",
+  "metrics.jsonl",
+  "preference_pairs.json",
+  "agents",
+  "checkpoints",
+  "preference_replay",
+  "reward_distributions",
+  "reward_model",
+  "tensorboard",
+  "report.html",
+] as const;
 
 export interface RunDirPlan {
   /** Continue from the latest checkpoint. */
@@ -65,7 +76,8 @@ export function planRunDir(o: RunDirOptions): RunDirPlan {
   const trainer = savedTrainer(o.outputDir);
   const names = (ps: readonly string[]) => ps.map((p) => path.relative(o.outputDir, p) || p).join(", ");
   if (found.length === 0) {
-    if (o.resumeLatest) throw new RunDirError(`resume_from_checkpoint=true: ${o.outputDir} holds no run to resume; check output_dir, or start without resume_from_checkpoint`);
+    if (o.resumeLatest)
+      throw new RunDirError(`resume_from_checkpoint=true: ${o.outputDir} holds no run to resume; check output_dir, or start without resume_from_checkpoint`);
     return { resume: false, replace: [] };
   }
   if (o.overwrite && !o.resumeLatest) return { resume: false, replace: found };
@@ -111,7 +123,8 @@ export function openRunDir(o: RunDirOptions, plan: RunDirPlan): () => void {
     }
     for (const d of [o.outputDir, ...(o.extraDirs ?? [])]) removeStaleTemps(d);
     for (const p of plan.replace) rmSync(p, { recursive: true, force: true });
-    if (plan.replace.length > 0) o.log?.(`pbrl: replaced the earlier run's ${plan.replace.map((p) => path.relative(o.outputDir, p) || p).join(", ")} in ${o.outputDir}`);
+    if (plan.replace.length > 0)
+      o.log?.(`pbrl: replaced the earlier run's ${plan.replace.map((p) => path.relative(o.outputDir, p) || p).join(", ")} in ${o.outputDir}`);
   } catch (err) {
     release();
     throw err;

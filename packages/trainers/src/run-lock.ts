@@ -59,10 +59,14 @@ export function acquireRunLock(dir: string, log: (line: string) => void = () => 
       throw new RunLockError(`${dir} is already in use by another run in this process (pid ${owner.pid}); give each run its own output_dir`);
     }
     if (owner !== undefined && owner.host !== me.host) {
-      throw new RunLockError(`${dir} is locked by a pbrl run on host ${owner.host} (pid ${owner.pid}, started ${owner.started}); wait for it to finish, or choose another output_dir. If no run is using the folder any more, delete ${file}`);
+      throw new RunLockError(
+        `${dir} is locked by a pbrl run on host ${owner.host} (pid ${owner.pid}, started ${owner.started}); wait for it to finish, or choose another output_dir. If no run is using the folder any more, delete ${file}`,
+      );
     }
     if (owner !== undefined && isProcessAlive(owner.pid)) {
-      throw new RunLockError(`${dir} is in use by another pbrl run (pid ${owner.pid}, started ${owner.started}); two runs writing one output_dir would mix their metrics and checkpoints. Wait for it to finish, or choose another output_dir`);
+      throw new RunLockError(
+        `${dir} is in use by another pbrl run (pid ${owner.pid}, started ${owner.started}); two runs writing one output_dir would mix their metrics and checkpoints. Wait for it to finish, or choose another output_dir`,
+      );
     }
     log(`pbrl: ${file} was left by a run that is no longer running (pid ${owner?.pid ?? "unknown"}); taking it over`);
     try {

@@ -57,19 +57,31 @@ function without(e: MemoryEstimate, drop: (label: string) => boolean): MemoryEst
 function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] {
   const first = p.agents[0]!;
   const largest = p.agents.reduce((a, c) => (modelSizes(c).parameters > modelSizes(a).parameters ? c : a), first);
-  const copyItems: MemoryItem[] = p.comparatorCopies > 0 ? p.agents.map((c, i) => ({ label: `comparator's copy of agent ${i}`, bytes: modelSizes(c).parameters * 4 * p.comparatorCopies, pool: "tensors" })) : [];
+  const copyItems: MemoryItem[] =
+    p.comparatorCopies > 0
+      ? p.agents.map((c, i) => ({ label: `comparator's copy of agent ${i}`, bytes: modelSizes(c).parameters * 4 * p.comparatorCopies, pool: "tensors" }))
+      : [];
   const out = [
     {
       name: "generation",
       estimate: memoryEstimate([
         ...copyItems,
-        ...generationEstimate(largest, { rows: p.generationRows, promptLen: p.promptTokens, maxNewTokens: p.maxNewTokens, kernels: p.kernels, nativeDecode: p.nativeDecode }).items,
+        ...generationEstimate(largest, {
+          rows: p.generationRows,
+          promptLen: p.promptTokens,
+          maxNewTokens: p.maxNewTokens,
+          kernels: p.kernels,
+          nativeDecode: p.nativeDecode,
+        }).items,
       ]),
     },
     {
       name: "training step",
       // The weights and moments are resident already.
-      estimate: without(trainingStepEstimate(largest, { sequences: p.trainSequences, seqLen: p.promptTokens + p.maxNewTokens, kernels: p.kernels }), (l) => l.startsWith("weights") || l.startsWith("AdamW")),
+      estimate: without(
+        trainingStepEstimate(largest, { sequences: p.trainSequences, seqLen: p.promptTokens + p.maxNewTokens, kernels: p.kernels }),
+        (l) => l.startsWith("weights") || l.startsWith("AdamW"),
+      ),
     },
   ];
   if (p.rewardModel !== undefined) {
@@ -143,7 +155,12 @@ export function runMemoryPlan(trainer: string, a: RunMemoryArgs, ctx: RunMemoryC
     trainSequences: marlhf ? a.train_batch_size * (a.num_generations ?? 1) : 2 * a.train_batch_size,
     comparatorCopies: copies,
     referenceCopies: marlhf && a.reference_kl_enabled === true ? 1 : 0,
-    critics: marlhf && (a.rl_algorithm === "maac" || (a.rl_algorithm === "iac" && a.use_separate_critic !== false)) ? (a.rl_algorithm === "maac" ? 1 : agents.length) : 0,
+    critics:
+      marlhf && (a.rl_algorithm === "maac" || (a.rl_algorithm === "iac" && a.use_separate_critic !== false))
+        ? a.rl_algorithm === "maac"
+          ? 1
+          : agents.length
+        : 0,
     kernels,
     nativeDecode,
   };
@@ -174,9 +191,12 @@ export function longestPromptTokens(agents: readonly ResolvedAgent[], formatters
  * template: chat prompts are refused when the run starts, not after its first collection.
  */
 const RUN_ADVICE: Record<string, string> = {
-  generation: "generate fewer rows at once (generation_batch_size, preference_num_candidates), fewer max_new_tokens, a comparator that keeps no copy of the agents (comparator_policy=current or api), fewer agents or a smaller model",
-  "training step": "train on fewer sequences at once (train_batch_size: each MADPO pair is two sequences; MARLHF: × num_generations), shorter completions (max_new_tokens) or prompts, fewer agents or a smaller model",
-  "reward-model fit": "fit the reward model on smaller batches (reward_train_batch_size) or shorter texts (reward_max_length), or freeze its backbone (reward_freeze_backbone)",
+  generation:
+    "generate fewer rows at once (generation_batch_size, preference_num_candidates), fewer max_new_tokens, a comparator that keeps no copy of the agents (comparator_policy=current or api), fewer agents or a smaller model",
+  "training step":
+    "train on fewer sequences at once (train_batch_size: each MADPO pair is two sequences; MARLHF: × num_generations), shorter completions (max_new_tokens) or prompts, fewer agents or a smaller model",
+  "reward-model fit":
+    "fit the reward model on smaller batches (reward_train_batch_size) or shorter texts (reward_max_length), or freeze its backbone (reward_freeze_backbone)",
 };
 
 /**

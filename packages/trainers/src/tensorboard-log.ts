@@ -35,7 +35,21 @@ export function openTensorBoard(outputDir: string, resumeStep?: number): TensorB
 const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, "<br>");
 
 /** A markdown table of a round's first pairs: the prompts, then each agent's winner and loser completions. */
-export function pairsMarkdown(pairs: readonly { prompts: readonly string[]; winner_completions: readonly string[]; loser_completions: readonly string[]; winner_reward: number; loser_reward: number }[], max = 4): string {
-  const rows = pairs.slice(0, max).map((p) => `| ${cell(p.prompts.join(" / "))} | ${cell(p.winner_completions.join(" / "))} (${p.winner_reward.toFixed(3)}) | ${cell(p.loser_completions.join(" / "))} (${p.loser_reward.toFixed(3)}) |`);
+export function pairsMarkdown(
+  pairs: readonly {
+    prompts: readonly string[];
+    winner_completions: readonly string[];
+    loser_completions: readonly string[];
+    winner_reward: number;
+    loser_reward: number;
+  }[],
+  max = 4,
+): string {
+  const rows = pairs
+    .slice(0, max)
+    .map(
+      (p) =>
+        `| ${cell(p.prompts.join(" / "))} | ${cell(p.winner_completions.join(" / "))} (${p.winner_reward.toFixed(3)}) | ${cell(p.loser_completions.join(" / "))} (${p.loser_reward.toFixed(3)}) |`,
+    );
   return ["| prompts | winner | loser |", "|---|---|---|", ...rows].join("\n");
 }

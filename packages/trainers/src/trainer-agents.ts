@@ -15,7 +15,12 @@ export async function loadTrainerAgents(o: {
   configName: string;
   args: ComputeArgs & RunMemoryArgs & { verbose: boolean; collaboration_mode: string; max_prompt_length: number | null };
   task: TaskSetup;
-  sources: { agents?: readonly AgentSource[] | undefined; agentModel?: string | undefined; tokenizer?: Tokenizer | readonly Tokenizer[] | undefined; trainDataset: readonly TaskItem[] };
+  sources: {
+    agents?: readonly AgentSource[] | undefined;
+    agentModel?: string | undefined;
+    tokenizer?: Tokenizer | readonly Tokenizer[] | undefined;
+    trainDataset: readonly TaskItem[];
+  };
   log: (line: string) => void;
 }): Promise<{ compute: Compute; agents: ResolvedAgent[] }> {
   const { args: a, task, sources: s } = o;
@@ -24,7 +29,15 @@ export async function loadTrainerAgents(o: {
     configName: o.configName,
     args: a,
     actors: task.actors,
-    resolve: (devices) => resolveAgents({ agents: s.agents, agentModel: s.agentModel, tokenizer: s.tokenizer, numAgents: task.actors, centralized: a.collaboration_mode === "centralized", devices }),
+    resolve: (devices) =>
+      resolveAgents({
+        agents: s.agents,
+        agentModel: s.agentModel,
+        tokenizer: s.tokenizer,
+        numAgents: task.actors,
+        centralized: a.collaboration_mode === "centralized",
+        devices,
+      }),
     fits: (agents) => checkRunMemory(o.trainerName, a, agents, runPromptTokens(agents, task.formatters, s.trainDataset, a), s.trainDataset.length),
     log: o.log,
   });

@@ -67,7 +67,11 @@ export interface LearnerParts {
 
 /** A config object already built by its builder (frozen, defaults filled) is used as it is; anything else is input to the builder. */
 export function configFrom<C, I>(given: C | I | undefined, build: (input: I) => C, marker: string): C {
-  const built = given !== undefined && Object.isFrozen(given) && marker in (given as object) && typeof (given as { train_batch_size?: unknown }).train_batch_size === "number";
+  const built =
+    given !== undefined &&
+    Object.isFrozen(given) &&
+    marker in (given as object) &&
+    typeof (given as { train_batch_size?: unknown }).train_batch_size === "number";
   return built ? (given as C) : build((given ?? {}) as I);
 }
 
@@ -97,7 +101,14 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     this.trainerName = names.trainerName;
     this.configName = names.configName;
     if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
-    this.task = taskSetup({ collaborationMode: args.collaboration_mode, numAgents: args.num_agents, formatters: options.formatters, rewardFunc: options.rewardFunc, adapter: options.centralizedAdapter, scoreLastToken: args.madpo_score_last_token });
+    this.task = taskSetup({
+      collaborationMode: args.collaboration_mode,
+      numAgents: args.num_agents,
+      formatters: options.formatters,
+      rewardFunc: options.rewardFunc,
+      adapter: options.centralizedAdapter,
+      scoreLastToken: args.madpo_score_last_token,
+    });
     const verbose = args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
     this.execution = agentExecution(args.parallel_training, this.task.actors, this.log);
@@ -107,7 +118,14 @@ export abstract class TrainerCore<C extends TrainerConfig> {
   /** The agents, loaded on first use (after the backend is chosen). */
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
-      const { compute, agents } = await loadTrainerAgents({ trainerName: this.trainerName, configName: this.configName, args: this.args, task: this.task, sources: this.options, log: this.log });
+      const { compute, agents } = await loadTrainerAgents({
+        trainerName: this.trainerName,
+        configName: this.configName,
+        args: this.args,
+        task: this.task,
+        sources: this.options,
+        log: this.log,
+      });
       this.backend = compute.backend;
       this.resolved = agents;
       this.learner.checkAgents(agents);
@@ -186,19 +204,41 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     if (n === 0) return undefined;
     this.log(`pbrl: evaluating on ${n} eval items after ${counters.updates} updates`);
     const r = (await this.evaluate(rng))!;
-    metrics.write({ kind: "eval", step, update: counters.updates, "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"], "eval/turn_1/expected_return": r["eval/turn_1/expected_return"] });
+    metrics.write({
+      kind: "eval",
+      step,
+      update: counters.updates,
+      "eval/turn_1/reward_mean": r["eval/turn_1/reward_mean"],
+      "eval/turn_1/expected_return": r["eval/turn_1/expected_return"],
+    });
     this.log(`pbrl: eval after ${counters.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);
     return r;
   }
 
   /** The end of a run: the final evaluation (unless eval_interval=0), the trained agents saved under output_dir/agents, and pushed when asked. */
-  protected async finishRun(o: { metrics: MetricsLog; counters: TrainingCounters; evalRng: RngStream; record: Readonly<Record<string, unknown>>; done: string }): Promise<EvalResult | undefined> {
+  protected async finishRun(o: {
+    metrics: MetricsLog;
+    counters: TrainingCounters;
+    evalRng: RngStream;
+    record: Readonly<Record<string, unknown>>;
+    done: string;
+  }): Promise<EvalResult | undefined> {
     const a = this.args;
     const evalAfter = a.eval_interval > 0 ? await this.evaluateAndRecord(o.metrics, o.counters, o.evalRng) : undefined;
     const dir = path.join(a.output_dir, "agents");
     await this.saveModel(dir);
     this.log(`pbrl: ${o.done}; agents saved under ${dir}`);
-    if (a.push_to_hub) await pushAgents({ agentsDir: dir, repo: a.hub_model_id!, private: a.hub_private_repo, trainer: this.trainerName, record: o.record, evalAfter, baseModel: hubBaseModel(this.options.agentModel), log: this.log });
+    if (a.push_to_hub)
+      await pushAgents({
+        agentsDir: dir,
+        repo: a.hub_model_id!,
+        private: a.hub_private_repo,
+        trainer: this.trainerName,
+        record: o.record,
+        evalAfter,
+        baseModel: hubBaseModel(this.options.agentModel),
+        log: this.log,
+      });
     return evalAfter;
   }
 }

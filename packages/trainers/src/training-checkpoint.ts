@@ -14,7 +14,16 @@
  */
 import { existsSync, readdirSync, promises as fs } from "node:fs";
 import * as path from "node:path";
-import { readSafetensors, replaceDirAtomic, writeFileAtomic, writeSafetensors, type AdamW, type AdamWState, type RngStreamsState, type TensorToWrite } from "@pbrl/core-tensor";
+import {
+  readSafetensors,
+  replaceDirAtomic,
+  writeFileAtomic,
+  writeSafetensors,
+  type AdamW,
+  type AdamWState,
+  type RngStreamsState,
+  type TensorToWrite,
+} from "@pbrl/core-tensor";
 import type { ReplayState } from "@pbrl/preference-data";
 import { saveAgents, type ResolvedAgent } from "./agents.js";
 import { CheckpointError } from "./checkpoint-error.js";
@@ -79,7 +88,13 @@ export function policiesAtStartOf(root: string, round: number): string {
 }
 
 /** `extra` writes further state into the folder being assembled (e.g. MARLHF's reward model). */
-export async function saveTrainingCheckpoint(root: string, state: TrainingState, agents: readonly ResolvedAgent[], optimizers: readonly AdamW[], extra?: (dir: string) => Promise<void>): Promise<string> {
+export async function saveTrainingCheckpoint(
+  root: string,
+  state: TrainingState,
+  agents: readonly ResolvedAgent[],
+  optimizers: readonly AdamW[],
+  extra?: (dir: string) => Promise<void>,
+): Promise<string> {
   const name = roundDirName(state.round);
   await replaceDirAtomic(path.join(root, name), async (tmp) => {
     await saveAgents(path.join(tmp, "agents"), agents);
@@ -122,7 +137,10 @@ export async function loadTrainingCheckpoint(spec: string | true, root: string):
   let dir: string;
   const latestOf = async (r: string): Promise<string> => {
     const file = path.join(r, "latest.json");
-    if (!existsSync(file)) throw new CheckpointError(`resume_from_checkpoint: no checkpoint under ${r} (latest.json is missing); nothing to resume — start without resume_from_checkpoint`);
+    if (!existsSync(file))
+      throw new CheckpointError(
+        `resume_from_checkpoint: no checkpoint under ${r} (latest.json is missing); nothing to resume — start without resume_from_checkpoint`,
+      );
     let latest: { dir?: unknown };
     try {
       latest = (await readJson(file, "resume_from_checkpoint")) as { dir?: unknown };
@@ -130,7 +148,9 @@ export async function loadTrainingCheckpoint(spec: string | true, root: string):
       throw new CheckpointError(`${(err as Error).message}. ${await newestIntactHint(r)}`);
     }
     if (typeof latest?.dir !== "string" || !ROUND_DIR.test(latest.dir)) {
-      throw new CheckpointError(`resume_from_checkpoint: ${file} names ${JSON.stringify(latest?.dir)}, which is not a round folder of ${r} (round_NNNN). ${await newestIntactHint(r)}`);
+      throw new CheckpointError(
+        `resume_from_checkpoint: ${file} names ${JSON.stringify(latest?.dir)}, which is not a round folder of ${r} (round_NNNN). ${await newestIntactHint(r)}`,
+      );
     }
     return path.join(r, latest.dir);
   };
@@ -138,12 +158,14 @@ export async function loadTrainingCheckpoint(spec: string | true, root: string):
   else if (!existsSync(spec)) throw new CheckpointError(`resume_from_checkpoint: ${spec} does not exist`);
   else if (existsSync(path.join(spec, "latest.json"))) dir = await latestOf(spec);
   else dir = spec;
-  if (!existsSync(path.join(dir, "state.json"))) throw new CheckpointError(`resume_from_checkpoint: ${dir} is not a pbrl training checkpoint (it has no state.json)`);
+  if (!existsSync(path.join(dir, "state.json")))
+    throw new CheckpointError(`resume_from_checkpoint: ${dir} is not a pbrl training checkpoint (it has no state.json)`);
   await verifyManifest(dir, "resume_from_checkpoint");
   const initial = path.join(path.dirname(dir), "initial");
   if (existsSync(initial)) await verifyManifest(initial, "resume_from_checkpoint");
   const state = (await readJson(path.join(dir, "state.json"), "resume_from_checkpoint")) as TrainingState;
-  if (state.format !== "pbrl-training-checkpoint/1") throw new CheckpointError(`resume_from_checkpoint: ${dir}/state.json has format ${JSON.stringify(state.format)}, expected "pbrl-training-checkpoint/1"`);
+  if (state.format !== "pbrl-training-checkpoint/1")
+    throw new CheckpointError(`resume_from_checkpoint: ${dir}/state.json has format ${JSON.stringify(state.format)}, expected "pbrl-training-checkpoint/1"`);
   const optimizers: AdamWState[] = [];
   for (let i = 0; i < state.numAgents; i++) {
     const file = path.join(dir, `optimizer_${i}.safetensors`);
@@ -151,13 +173,19 @@ export async function loadTrainingCheckpoint(spec: string | true, root: string):
     optimizers.push(await loadOptimizer(file));
   }
   const agentsDir = path.join(dir, "agents");
-  for (let i = 0; i < state.numAgents; i++) if (!existsSync(path.join(agentsDir, `agent_${i}`))) throw new CheckpointError(`resume_from_checkpoint: ${path.join(agentsDir, `agent_${i}`)} is missing`);
+  for (let i = 0; i < state.numAgents; i++)
+    if (!existsSync(path.join(agentsDir, `agent_${i}`))) throw new CheckpointError(`resume_from_checkpoint: ${path.join(agentsDir, `agent_${i}`)} is missing`);
   return { dir, state, agentsDir, optimizers };
 }
 
 /** Names the newest round folder under `root` whose files match its manifest, for an error's advice. */
 async function newestIntactHint(root: string): Promise<string> {
-  const rounds = existsSync(root) ? readdirSync(root).filter((n) => ROUND_DIR.test(n)).sort().reverse() : [];
+  const rounds = existsSync(root)
+    ? readdirSync(root)
+        .filter((n) => ROUND_DIR.test(n))
+        .sort()
+        .reverse()
+    : [];
   for (const name of rounds) {
     const dir = path.join(root, name);
     try {

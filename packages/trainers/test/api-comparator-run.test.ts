@@ -38,7 +38,11 @@ describe('MADPOIterTrainer with comparator_policy="api"', () => {
       req.on("end", () => {
         const body = JSON.parse(raw) as Received["body"];
         received.push({ method: req.method ?? "", url: req.url ?? "", authorization: req.headers.authorization, body });
-        const choices = Array.from({ length: body.n }, (_, i) => ({ index: i, finish_reason: "stop", message: { role: "assistant", content: i % 2 === 0 ? " e e e e" : " no" } }));
+        const choices = Array.from({ length: body.n }, (_, i) => ({
+          index: i,
+          finish_reason: "stop",
+          message: { role: "assistant", content: i % 2 === 0 ? " e e e e" : " no" },
+        }));
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify({ id: "chatcmpl-test", object: "chat.completion", model: body.model, choices }));
       });

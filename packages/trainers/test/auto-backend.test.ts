@@ -20,7 +20,10 @@ describe.skipIf(missing !== undefined)(`backend="auto" in the trainers${missing 
     process.env["PBRL_NATIVE"] = "off"; // the default is then wasm, whatever this machine has built
   });
   afterEach(async () => {
-    for (const [k, v] of [["PBRL_BACKEND", saved.backend], ["PBRL_NATIVE", saved.native]] as const) {
+    for (const [k, v] of [
+      ["PBRL_BACKEND", saved.backend],
+      ["PBRL_NATIVE", saved.native],
+    ] as const) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
@@ -30,7 +33,13 @@ describe.skipIf(missing !== undefined)(`backend="auto" in the trainers${missing 
   const run = async (args: Record<string, unknown>): Promise<{ lines: string[]; backend: string; outputDir: string }> => {
     const lines: string[] = [];
     const outputDir = unusedDir();
-    const trainer = new MADPOTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: countE, args: small({ verbose: true, output_dir: outputDir, ...args }), log: (l) => lines.push(l) });
+    const trainer = new MADPOTrainer({
+      agentModel: TINY,
+      trainDataset: items,
+      rewardFunc: countE,
+      args: small({ verbose: true, output_dir: outputDir, ...args }),
+      log: (l) => lines.push(l),
+    });
     await trainer.train();
     const backend = tf.getBackend();
     trainer.dispose();
@@ -50,7 +59,9 @@ describe.skipIf(missing !== undefined)(`backend="auto" in the trainers${missing 
     try {
       const r = await run({});
       expect(r.backend).toBe("libtorch");
-      const moved = r.lines.findIndex((l) => /^pbrl: backend=auto: the run does not fit the wasm backend's tensor memory \(it needs about [\d.]+ GB\); it runs on libtorch$/.test(l));
+      const moved = r.lines.findIndex((l) =>
+        /^pbrl: backend=auto: the run does not fit the wasm backend's tensor memory \(it needs about [\d.]+ GB\); it runs on libtorch$/.test(l),
+      );
       expect(moved).toBeGreaterThanOrEqual(0);
       expect(r.lines.slice(moved + 1).some((l) => l.startsWith("pbrl: tensor backend: libtorch"))).toBe(true);
       expect(existsSync(r.outputDir)).toBe(true);

@@ -23,7 +23,9 @@ const ITEMS: TaskItem[] = readFileSync(path.join(FIXTURES, "chat-dataset.jsonl")
   .split("\n")
   .filter((line) => line.trim() !== "")
   .map((line) => JSON.parse(line) as TaskItem);
-const EXPECTED = JSON.parse(readFileSync(path.join(FIXTURES, "chat-expected-ids.json"), "utf8")) as { checkpoints: Record<(typeof CHECKPOINTS)[number], { id: string; text: string; ids: number[] }[]> };
+const EXPECTED = JSON.parse(readFileSync(path.join(FIXTURES, "chat-expected-ids.json"), "utf8")) as {
+  checkpoints: Record<(typeof CHECKPOINTS)[number], { id: string; text: string; ids: number[] }[]>;
+};
 /** transformers' rendered text and ids, `[agent][item]`: agent 0 is tiny-llama, agent 1 tiny-qwen2. */
 const WANT = CHECKPOINTS.map((name) => EXPECTED.checkpoints[name]);
 
@@ -92,11 +94,18 @@ describe("a MADPO-iter run on a conversational JSONL dataset", () => {
     delete config["chat_template"];
     writeFileSync(path.join(bare, "tokenizer_config.json"), JSON.stringify(config));
     const out = path.join(tmp(), "run");
-    const trainer = new MADPOIterTrainer({ agents: [bare, path.join(MODELS, "tiny-qwen2")], trainDataset: ITEMS, rewardFunc: byLength, args: { ...ARGS, output_dir: out } });
+    const trainer = new MADPOIterTrainer({
+      agents: [bare, path.join(MODELS, "tiny-qwen2")],
+      trainDataset: ITEMS,
+      rewardFunc: byLength,
+      args: { ...ARGS, output_dir: out },
+    });
     const err = await trainer.train().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ChatTemplateError);
     expect(err).toMatchObject({ agent: 0, itemIndex: 0 });
-    expect((err as Error).message).toMatch(/^item 0 \(id "c0"\): agent 0's prompt is a list of chat messages, but agent 0's tokenizer has no chat template .*; pass a formatter that returns the prompt as a string, or use a checkpoint whose tokenizer has a chat template$/);
+    expect((err as Error).message).toMatch(
+      /^item 0 \(id "c0"\): agent 0's prompt is a list of chat messages, but agent 0's tokenizer has no chat template .*; pass a formatter that returns the prompt as a string, or use a checkpoint whose tokenizer has a chat template$/,
+    );
     expect(existsSync(out)).toBe(false);
     trainer.dispose();
   });
@@ -104,7 +113,12 @@ describe("a MADPO-iter run on a conversational JSONL dataset", () => {
   it("with an empty prompt stops before writing anything: a FormatterError naming the item and the agent", async () => {
     const out = path.join(tmp(), "run");
     const items = [...ITEMS, { id: "blank", prompt: [{ role: "user", content: "" }] }];
-    const trainer = new MADPOIterTrainer({ agents: CHECKPOINTS.map((name) => path.join(MODELS, name)), trainDataset: items, rewardFunc: byLength, args: { ...ARGS, output_dir: out } });
+    const trainer = new MADPOIterTrainer({
+      agents: CHECKPOINTS.map((name) => path.join(MODELS, name)),
+      trainDataset: items,
+      rewardFunc: byLength,
+      args: { ...ARGS, output_dir: out },
+    });
     const err = await trainer.train().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FormatterError);
     expect((err as Error).message).toMatch(/^agent 0's prompt for item 4 \(id "blank"\) is empty: with no formatter the prompt is the item's "prompt" field/);
@@ -115,9 +129,18 @@ describe("a MADPO-iter run on a conversational JSONL dataset", () => {
 
 describe("chat prompts before a run", () => {
   it("the memory and context checks measure the chat-templated prompt in each agent's tokens", async () => {
-    const agents = await Promise.all(CHECKPOINTS.map(async (name) => ({ tokenizer: await Tokenizer.fromDir(path.join(MODELS, name)) }) as unknown as ResolvedAgent));
+    const agents = await Promise.all(
+      CHECKPOINTS.map(async (name) => ({ tokenizer: await Tokenizer.fromDir(path.join(MODELS, name)) }) as unknown as ResolvedAgent),
+    );
     const longest = Math.max(...WANT.flatMap((rows) => rows.map((r) => r.ids.length)));
-    expect(longestPromptTokens(agents, taskSetup({ collaborationMode: "decentralized", numAgents: 2, formatters: undefined, rewardFunc: () => [], adapter: undefined, scoreLastToken: false }).formatters, ITEMS)).toBe(longest);
+    expect(
+      longestPromptTokens(
+        agents,
+        taskSetup({ collaborationMode: "decentralized", numAgents: 2, formatters: undefined, rewardFunc: () => [], adapter: undefined, scoreLastToken: false })
+          .formatters,
+        ITEMS,
+      ),
+    ).toBe(longest);
   });
 
   it("MARLHF-iter trains on the same chat-templated prompts: collection and the RL stage's rollouts", async () => {
@@ -146,14 +169,33 @@ describe("chat prompts before a run", () => {
   it("centralized: role messages become text in the joint prompt, which is one user message for the actor's chat template", async () => {
     const roles = [(x: TaskItem) => x["prompt"] as ChatMessage[], (x: TaskItem) => [{ role: "user", content: `Continue: ${String(x["id"])}` }]];
     const prompts: (readonly string[])[] = [];
-    const t = taskSetup({ collaborationMode: "centralized", numAgents: 2, formatters: roles, rewardFunc: (c, ctx) => (prompts.push(ctx.prompts), c[0]!.map(() => 0)), adapter: undefined, scoreLastToken: false });
+    const t = taskSetup({
+      collaborationMode: "centralized",
+      numAgents: 2,
+      formatters: roles,
+      rewardFunc: (c, ctx) => (prompts.push(ctx.prompts), c[0]!.map(() => 0)),
+      adapter: undefined,
+      scoreLastToken: false,
+    });
     const joint = t.formatters[0]!(ITEMS[1]!);
-    expect(joint).toEqual([{ role: "user", content: expect.stringContaining("Agent 0 original prompt:\nsystem: Answer in one word.\n\nuser: We drink\n\nAgent 1 original prompt:\nContinue: c1") }]);
+    expect(joint).toEqual([
+      {
+        role: "user",
+        content: expect.stringContaining("Agent 0 original prompt:\nsystem: Answer in one word.\n\nuser: We drink\n\nAgent 1 original prompt:\nContinue: c1"),
+      },
+    ]);
     await t.rewardFunc([["<agent_0>a</agent_0><agent_1>b</agent_1>"]], { item: ITEMS[1]!, itemIndex: 1, prompts: [] });
     expect(prompts).toEqual([["system: Answer in one word.\n\nuser: We drink", "Continue: c1"]]);
     expect(rolePromptText("text")).toBe("text");
     // Text roles still make a text joint prompt.
-    const text = taskSetup({ collaborationMode: "centralized", numAgents: 2, formatters: [() => "a", () => "b"], rewardFunc: () => [], adapter: undefined, scoreLastToken: false });
+    const text = taskSetup({
+      collaborationMode: "centralized",
+      numAgents: 2,
+      formatters: [() => "a", () => "b"],
+      rewardFunc: () => [],
+      adapter: undefined,
+      scoreLastToken: false,
+    });
     expect(typeof text.formatters[0]!(ITEMS[0]!)).toBe("string");
   });
 });

@@ -44,11 +44,24 @@ describe("centralized collaboration: one actor writes every role", () => {
     expect(prompt).toContain("<agent_1>");
     const joint = ["<agent_0>ab</agent_0>\n<agent_1>xyz</agent_1>", "no tags at all"];
     const rewards = await t.rewardFunc([joint], { item: items[0]!, itemIndex: 0, prompts: [prompt] });
-    expect(seen[0]).toEqual({ roles: [["ab", ""], ["xyz", ""]], prompts: ["Left about cats:", "Right about cats:"] });
+    expect(seen[0]).toEqual({
+      roles: [
+        ["ab", ""],
+        ["xyz", ""],
+      ],
+      prompts: ["Left about cats:", "Right about cats:"],
+    });
     expect(rewards).toEqual([2 + 6, 0]);
     expect(t.isValid!([joint[0]!], items[0]!)).toBe(true);
     expect(t.isValid!([joint[1]!], items[0]!)).toBe(false);
-    const plain = taskSetup({ collaborationMode: "decentralized", numAgents: 2, formatters: roles, rewardFunc: () => [], adapter: undefined, scoreLastToken: false });
+    const plain = taskSetup({
+      collaborationMode: "decentralized",
+      numAgents: 2,
+      formatters: roles,
+      rewardFunc: () => [],
+      adapter: undefined,
+      scoreLastToken: false,
+    });
     expect(plain).toMatchObject({ actors: 2, isValid: undefined, scoreLastToken: false });
   });
 
@@ -70,14 +83,24 @@ describe("centralized collaboration: one actor writes every role", () => {
   const reward = (c: string[][]) => c[0]!.map((l, j) => (l + c[1]![j]!).split("e").length);
 
   it("MADPOTrainer trains the single actor on joint texts and never pairs an unparseable one", async () => {
-    const t = new MADPOTrainer({ agentModel: TINY, trainDataset: items, evalDataset: items, formatters: roles, rewardFunc: reward, centralizedAdapter: halves, args: args() });
+    const t = new MADPOTrainer({
+      agentModel: TINY,
+      trainDataset: items,
+      evalDataset: items,
+      formatters: roles,
+      rewardFunc: reward,
+      centralizedAdapter: halves,
+      args: args(),
+    });
     const [actor] = await t.agents();
     expect(await t.agents()).toHaveLength(1);
     const before = actor!.model.hostWeights().get("model.norm.weight")!.data.slice();
     const r = await t.train();
     expect(r.trained).toBe(true);
     expect(Array.from(actor!.model.hostWeights().get("model.norm.weight")!.data)).not.toEqual(Array.from(before));
-    const pairs = JSON.parse(readFileSync(path.join(r.outputDir, "preference_pairs.json"), "utf8")) as { pairs: { prompts: string[]; winner_completions: string[]; loser_completions: string[] }[] };
+    const pairs = JSON.parse(readFileSync(path.join(r.outputDir, "preference_pairs.json"), "utf8")) as {
+      pairs: { prompts: string[]; winner_completions: string[]; loser_completions: string[] }[];
+    };
     for (const p of pairs.pairs) {
       expect(p.prompts).toHaveLength(1);
       expect(p.prompts[0]).toMatch(/^JOINT Left about .* \| Right about .*:$/);
@@ -107,14 +130,24 @@ describe("centralized collaboration: one actor writes every role", () => {
     try {
       // comparator_generation_mode="centralized" is what a user of a centralized run may set: the one actor's joint prompt is still what the comparator answers
       const api = { comparator_policy: "api", comparator_api_format: "generic", comparator_api_url: url, comparator_generation_mode: "centralized" } as const;
-      const t = new MADPOIterTrainer({ agentModel: TINY, trainDataset: items, formatters: roles, rewardFunc: reward, centralizedAdapter: halves, args: { ...args(), num_iterations: 2, preference_num_candidates: 4, ...api } });
+      const t = new MADPOIterTrainer({
+        agentModel: TINY,
+        trainDataset: items,
+        formatters: roles,
+        rewardFunc: reward,
+        centralizedAdapter: halves,
+        args: { ...args(), num_iterations: 2, preference_num_candidates: 4, ...api },
+      });
       const r = await t.train();
       t.dispose();
       expect(r.rounds).toHaveLength(2);
       // one request per item per round, each the joint prompt the actor answered
       expect(asked).toHaveLength(2 * items.length);
-      for (const [k, prompt] of asked.entries()) expect(prompt).toBe(`JOINT Left about ${String(items[k % items.length]!["topic"])}: | Right about ${String(items[k % items.length]!["topic"])}:`);
-      const round = JSON.parse(readFileSync(path.join(r.outputDir, "preference_replay", "iteration_0001.json"), "utf8")) as { pairs: { prompts: string[]; winner_completions: string[]; loser_completions: string[] }[] };
+      for (const [k, prompt] of asked.entries())
+        expect(prompt).toBe(`JOINT Left about ${String(items[k % items.length]!["topic"])}: | Right about ${String(items[k % items.length]!["topic"])}:`);
+      const round = JSON.parse(readFileSync(path.join(r.outputDir, "preference_replay", "iteration_0001.json"), "utf8")) as {
+        pairs: { prompts: string[]; winner_completions: string[]; loser_completions: string[] }[];
+      };
       expect(round.pairs.length).toBeGreaterThan(0);
       for (const p of round.pairs) expect(p.prompts[0]).toMatch(/^JOINT /);
       // the comparator's joint answers are one side of the pairs

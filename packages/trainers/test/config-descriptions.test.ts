@@ -48,7 +48,9 @@ describe("did you mean, for choices", () => {
     expect(problems(() => MADPOIterConfig({ comparator_policy: "histroy" }))).toEqual([
       'comparator_policy: got "histroy"; did you mean "history"? (one of "current", "current_copy", "model", "history", "api", "self", "online", "copy", "online_copy", "current-offload", "current_offload", "external", "comparator", "reference", "ref", "checkpoint", "previous", "previous_iteration", "http", "endpoint")',
     ]);
-    expect(problems(() => MADPOConfig({ collaboration_mode: " Centralised " }))[0]).toMatch(/^collaboration_mode: got " Centralised "; did you mean "centralized"\? \(one of/);
+    expect(problems(() => MADPOConfig({ collaboration_mode: " Centralised " }))[0]).toMatch(
+      /^collaboration_mode: got " Centralised "; did you mean "centralized"\? \(one of/,
+    );
     expect(problems(() => MARLHFConfig({ rl_algorithm: "maremx" }))[0]).toMatch(/^rl_algorithm: got "maremx"; did you mean "maremax"\?/);
   });
 

@@ -13,7 +13,10 @@ describe("JSON Schema of the configs", () => {
         expect(p, `${trainer}.${name}`).toHaveProperty("default");
         expect(p.default, `${trainer}.${name}`).toEqual(fields[name]!.parse(undefined));
         // pbrl's own metadata keys stay out of the schema.
-        expect(Object.keys(p).filter((k) => ["accepts", "typeLabel", "choices", "aliases"].includes(k)), `${trainer}.${name}`).toEqual([]);
+        expect(
+          Object.keys(p).filter((k) => ["accepts", "typeLabel", "choices", "aliases"].includes(k)),
+          `${trainer}.${name}`,
+        ).toEqual([]);
       }
       expect(JSON.parse(JSON.stringify(s))).toEqual(s);
     });

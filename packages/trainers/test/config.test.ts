@@ -76,7 +76,10 @@ describe("MADPOConfig validation: every rule names its field", () => {
     [{ dpo_beta: Number.NaN }, /^dpo_beta: got NaN/],
     [{ environment_steps_per_pair: 0 }, /^environment_steps_per_pair: got 0/],
     [{ pair_selection: "x" }, /^pair_selection: got "x"; expected one of "reward_gap", "all", "random"$/],
-    [{ pair_selection: "all" }, /^preference_pairs_per_sample: got 16; pair_selection="all" keeps every non-tied pair, so set preference_pairs_per_sample=null$/],
+    [
+      { pair_selection: "all" },
+      /^preference_pairs_per_sample: got 16; pair_selection="all" keeps every non-tied pair, so set preference_pairs_per_sample=null$/,
+    ],
     [{ collaboration_mode: "Centralised" }, /^collaboration_mode: got "Centralised"; did you mean "centralized"\? \(one of "decentralized", "centralized"\)$/],
     [{ parallel_training: "ddp" }, /^parallel_training: got "ddp"; expected one of "none", "mp", "null"$/],
     [{ parallel_training: "mp" }, /^agent_devices: parallel_training="mp" needs explicit agent_devices/],

@@ -13,7 +13,8 @@ import { countE, items, small, TINY } from "./small-madpo-run.js";
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-safety-"));
 const quiet = { verbose: false, eval_interval: 0 };
-const trainer = (args: MADPOIterConfigInput, more: Partial<ConstructorParameters<typeof MADPOIterTrainer>[0]> = {}) => new MADPOIterTrainer({ ...ITERATIVE_RUN, ...more, args: { ...ITERATIVE_RUN.args, ...quiet, ...args } });
+const trainer = (args: MADPOIterConfigInput, more: Partial<ConstructorParameters<typeof MADPOIterTrainer>[0]> = {}) =>
+  new MADPOIterTrainer({ ...ITERATIVE_RUN, ...more, args: { ...ITERATIVE_RUN.args, ...quiet, ...args } });
 async function run(args: MADPOIterConfigInput, more: Partial<ConstructorParameters<typeof MADPOIterTrainer>[0]> = {}) {
   const t = trainer(args, more);
   try {
@@ -54,11 +55,22 @@ describe("never lose a user's data", () => {
     const badFormatter = () => {
       throw new Error("no field 'question' in this item");
     };
-    await expect(run({ num_iterations: 2, output_dir: dir, resume_from_checkpoint: true }, { formatters: [badFormatter, badFormatter] })).rejects.toThrow(/question/);
+    await expect(run({ num_iterations: 2, output_dir: dir, resume_from_checkpoint: true }, { formatters: [badFormatter, badFormatter] })).rejects.toThrow(
+      /question/,
+    );
     expect(snapshot(dir)).toEqual(before);
     // a fresh run whose API comparator cannot start (its key variable is unset) never creates output_dir
     const fresh = path.join(tmp(), "run");
-    await expect(run({ num_iterations: 1, output_dir: fresh, comparator_policy: "api", comparator_history_k: null, comparator_api_url: "http://127.0.0.1:9/v1", comparator_api_key_env: "PBRL_TEST_UNSET_KEY_VARIABLE" })).rejects.toThrow(/PBRL_TEST_UNSET_KEY_VARIABLE/);
+    await expect(
+      run({
+        num_iterations: 1,
+        output_dir: fresh,
+        comparator_policy: "api",
+        comparator_history_k: null,
+        comparator_api_url: "http://127.0.0.1:9/v1",
+        comparator_api_key_env: "PBRL_TEST_UNSET_KEY_VARIABLE",
+      }),
+    ).rejects.toThrow(/PBRL_TEST_UNSET_KEY_VARIABLE/);
     expect(existsSync(fresh)).toBe(false);
     const resumed = await run({ num_iterations: 2, output_dir: dir, resume_from_checkpoint: true });
     expect(resumed.resumedAfterRound).toBe(1);
@@ -108,12 +120,18 @@ describe("never lose a user's data", () => {
     await tamper("checkpoints/round_0002/optimizer_0.safetensors", flip, /optimizer_0\.safetensors changed/);
     await tamper("checkpoints/round_0002/state.json", (b) => Buffer.from(b.toString().replace('"round": 2', '"round": 1')), /state\.json changed/);
     await tamper("checkpoints/initial/agents/agent_0/model.safetensors", flip, /initial.agents.agent_0.model\.safetensors changed/);
-    await tamper("checkpoints/latest.json", () => Buffer.from(JSON.stringify({ round: 2, dir: "../../elsewhere" })), /names "\.\.\/\.\.\/elsewhere", which is not a round folder/);
+    await tamper(
+      "checkpoints/latest.json",
+      () => Buffer.from(JSON.stringify({ round: 2, dir: "../../elsewhere" })),
+      /names "\.\.\/\.\.\/elsewhere", which is not a round folder/,
+    );
     await tamper("checkpoints/latest.json", (b) => b.subarray(0, 9), /not valid JSON.*newest intact checkpoint is .*round_0002/);
     await expect(resume()).resolves.toBeDefined(); // restored: resumes
     expect(snapshot(dir)["checkpoints/round_0003/manifest.json"]).toBeDefined();
     await expect(run({ num_iterations: 4, output_dir: dir, resume_from_checkpoint: true, max_new_tokens: 9 })).rejects.toThrow(ConfigError);
-    await expect(run({ num_iterations: 4, output_dir: dir, resume_from_checkpoint: true, max_new_tokens: 9, temperature: 0.5 })).rejects.toThrow(/max_new_tokens: the checkpoint .*round_0003 was trained with 6, this run has 9[\s\S]*temperature/);
+    await expect(run({ num_iterations: 4, output_dir: dir, resume_from_checkpoint: true, max_new_tokens: 9, temperature: 0.5 })).rejects.toThrow(
+      /max_new_tokens: the checkpoint .*round_0003 was trained with 6, this run has 9[\s\S]*temperature/,
+    );
     expect(before["checkpoints/round_0002/manifest.json"]).toBe(snapshot(dir)["checkpoints/round_0002/manifest.json"]);
     await run({ num_iterations: 4, output_dir: dir, resume_from_checkpoint: true, reward_concurrency: 2 });
     const config = JSON.parse(readFileSync(path.join(dir, "config.json"), "utf8"));
@@ -121,9 +139,17 @@ describe("never lose a user's data", () => {
     expect(config.num_iterations).toBe(4);
     expect(config.resume_changes).toEqual([
       { after_round: 2, changes: [{ field: "num_iterations", from: 2, to: 3 }] },
-      { after_round: 3, changes: [{ field: "num_iterations", from: 3, to: 4 }, { field: "reward_concurrency", from: 8, to: 2 }] },
+      {
+        after_round: 3,
+        changes: [
+          { field: "num_iterations", from: 3, to: 4 },
+          { field: "reward_concurrency", from: 8, to: 2 },
+        ],
+      },
     ]);
-    await expect(run({ num_iterations: 4, output_dir: path.join(dir, "checkpoints", "round_0004", "state.json"), resume_from_checkpoint: true })).rejects.toThrow(/is a file, not a folder/);
+    await expect(
+      run({ num_iterations: 4, output_dir: path.join(dir, "checkpoints", "round_0004", "state.json"), resume_from_checkpoint: true }),
+    ).rejects.toThrow(/is a file, not a folder/);
     expect(CheckpointError).toBeDefined();
   });
 
@@ -132,7 +158,16 @@ describe("never lose a user's data", () => {
     process.env["PBRL_TEST_SAFETY_KEY"] = "sk-in-env";
     try {
       await expect(
-        run({ num_iterations: 1, output_dir: dir, comparator_policy: "api", comparator_history_k: null, comparator_api_url: "http://127.0.0.1:9/v1?api_key=SECRET-IN-URL&team=a", comparator_api_headers: { "x-api-key": "SECRET-IN-HEADER", "x-team": "blue" }, comparator_api_key_env: "PBRL_TEST_SAFETY_KEY", comparator_api_max_retries: 0 }),
+        run({
+          num_iterations: 1,
+          output_dir: dir,
+          comparator_policy: "api",
+          comparator_history_k: null,
+          comparator_api_url: "http://127.0.0.1:9/v1?api_key=SECRET-IN-URL&team=a",
+          comparator_api_headers: { "x-api-key": "SECRET-IN-HEADER", "x-team": "blue" },
+          comparator_api_key_env: "PBRL_TEST_SAFETY_KEY",
+          comparator_api_max_retries: 0,
+        }),
       ).rejects.toThrow();
     } finally {
       delete process.env["PBRL_TEST_SAFETY_KEY"];
@@ -158,7 +193,9 @@ describe("never lose a user's data", () => {
     await expect(run({ output_dir: fresh }, { trainDataset: [] })).rejects.toThrow(/train_dataset: is empty/);
     expect(existsSync(fresh)).toBe(false);
     // case 8: prompts plus max_new_tokens beyond the model's context stop before output_dir exists
-    await expect(run({ output_dir: fresh, max_new_tokens: 255 })).rejects.toThrow(/max_new_tokens=255 needs \d+ positions, more than this model's max_position_embeddings \(256\)/);
+    await expect(run({ output_dir: fresh, max_new_tokens: 255 })).rejects.toThrow(
+      /max_new_tokens=255 needs \d+ positions, more than this model's max_position_embeddings \(256\)/,
+    );
     await expect(run({ output_dir: fresh, max_new_tokens: 250, max_prompt_length: 8 })).rejects.toThrow(/max_position_embeddings/);
     expect(existsSync(fresh)).toBe(false);
   });

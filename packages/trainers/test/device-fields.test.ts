@@ -28,14 +28,20 @@ describe("device fields on a backend without devices (wasm)", () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as Error).message).toBe(`invalid ${configName}:\n  - ${field}: device cuda:1: the wasm backend computes on the CPU only; devices such as cuda:N need backend=libtorch with a CUDA libtorch`);
+    expect((err as Error).message).toBe(
+      `invalid ${configName}:\n  - ${field}: device cuda:1: the wasm backend computes on the CPU only; devices such as cuda:N need backend=libtorch with a CUDA libtorch`,
+    );
     expect(existsSync(out)).toBe(false);
     run.dispose();
   });
 
   it("names every bad field at once, each device once, and only the bad entries of a list", async () => {
     const out = unusedDir();
-    const { run } = trainerWith("reward_model_device", { backend: "wasm", agent_devices: ["cpu", "cuda:1"], critic_devices: ["cuda:0", "cuda:0"], reward_model_device: "cpu", comparator_devices: "auto" }, out);
+    const { run } = trainerWith(
+      "reward_model_device",
+      { backend: "wasm", agent_devices: ["cpu", "cuda:1"], critic_devices: ["cuda:0", "cuda:0"], reward_model_device: "cpu", comparator_devices: "auto" },
+      out,
+    );
     const err = (await run.train().catch((e: unknown) => e)) as ConfigError;
     expect(err).toBeInstanceOf(ConfigError);
     expect(err.problems).toEqual([
@@ -49,7 +55,10 @@ describe("device fields on a backend without devices (wasm)", () => {
   it("bf16 is a ConfigError naming bf16 and libtorch, before output_dir is written", async () => {
     const out = unusedDir();
     const { run } = trainerWith("bf16", { backend: "wasm", bf16: true }, out);
-    await expect(run.train()).rejects.toThrow(new ConfigError("MADPOConfig", ["bf16: bf16 needs backend=libtorch (the wasm backend computes in float32 only); set backend=libtorch, or bf16=false"]).message);
+    await expect(run.train()).rejects.toThrow(
+      new ConfigError("MADPOConfig", ["bf16: bf16 needs backend=libtorch (the wasm backend computes in float32 only); set backend=libtorch, or bf16=false"])
+        .message,
+    );
     expect(existsSync(out)).toBe(false);
     run.dispose();
   });
@@ -58,7 +67,18 @@ describe("device fields on a backend without devices (wasm)", () => {
     const out = unusedDir();
     const t = new MARLHFIterTrainer({
       ...ITERATIVE_RUN,
-      args: { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, backend: "wasm", verbose: false, output_dir: out, agent_devices: "cpu", reference_devices: ["auto"], comparator_devices: ["cpu", "auto"], reward_model_device: "cpu", critic_devices: "auto" },
+      args: {
+        ...ITERATIVE_RUN.args,
+        ...MARLHF_ITER_ARGS,
+        backend: "wasm",
+        verbose: false,
+        output_dir: out,
+        agent_devices: "cpu",
+        reference_devices: ["auto"],
+        comparator_devices: ["cpu", "auto"],
+        reward_model_device: "cpu",
+        critic_devices: "auto",
+      },
       handleSignals: false,
     });
     const agents = await t.agents();

@@ -2,7 +2,15 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { MADPOIterTrainer, MADPOTrainer, MARLHFIterTrainer, MARLHFTrainer, type MADPOConfigInput, type MADPOIterConfigInput, type MARLHFIterConfigInput } from "../src/index.js";
+import {
+  MADPOIterTrainer,
+  MADPOTrainer,
+  MARLHFIterTrainer,
+  MARLHFTrainer,
+  type MADPOConfigInput,
+  type MADPOIterConfigInput,
+  type MARLHFIterConfigInput,
+} from "../src/index.js";
 import { ITERATIVE_RUN, MARLHF_ITER_ARGS } from "./child/iterative-run-config.js";
 import { countE, items, small, TINY } from "./small-madpo-run.js";
 
@@ -23,10 +31,32 @@ export function trainerWith(field: string, extra: Record<string, unknown>, outpu
     case "bf16":
       return { run: new MADPOTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: countE, args: small(common) }), configName: "MADPOConfig" };
     case "reference_devices":
-      return { run: new MARLHFTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: countE, args: { ...small(common), reference_kl_enabled: true, num_generations: 2 } }), configName: "MARLHFConfig" };
+      return {
+        run: new MARLHFTrainer({
+          agentModel: TINY,
+          trainDataset: items,
+          rewardFunc: countE,
+          args: { ...small(common), reference_kl_enabled: true, num_generations: 2 },
+        }),
+        configName: "MARLHFConfig",
+      };
     case "comparator_devices":
-      return { run: new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, comparator_policy: "current_copy", comparator_history_k: null, ...(common as MADPOIterConfigInput) }, handleSignals: false }), configName: "MADPOIterConfig" };
+      return {
+        run: new MADPOIterTrainer({
+          ...ITERATIVE_RUN,
+          args: { ...ITERATIVE_RUN.args, comparator_policy: "current_copy", comparator_history_k: null, ...(common as MADPOIterConfigInput) },
+          handleSignals: false,
+        }),
+        configName: "MADPOIterConfig",
+      };
     default:
-      return { run: new MARLHFIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, rl_algorithm: "maac", ...(common as MARLHFIterConfigInput) }, handleSignals: false }), configName: "MARLHFIterConfig" };
+      return {
+        run: new MARLHFIterTrainer({
+          ...ITERATIVE_RUN,
+          args: { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, rl_algorithm: "maac", ...(common as MARLHFIterConfigInput) },
+          handleSignals: false,
+        }),
+        configName: "MARLHFIterConfig",
+      };
   }
 }

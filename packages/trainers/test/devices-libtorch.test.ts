@@ -18,7 +18,10 @@ const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefi
 const info = load.ok ? load.info : undefined;
 
 /** Two devices for two agents: PBRL_TEST_DEVICES (comma-separated; one name is used twice), else the CPU. */
-const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu").split(",").map((d) => d.trim()).filter((d) => d !== "");
+const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu")
+  .split(",")
+  .map((d) => d.trim())
+  .filter((d) => d !== "");
 const DEVICES = [listed[0] ?? "cpu", listed[1] ?? listed[0] ?? "cpu"] as const;
 const SWAPPED = [DEVICES[1], DEVICES[0]];
 
@@ -37,7 +40,12 @@ function safetensorsDtypes(file: string): string[] {
 
 describe.skipIf(missing !== undefined)(`device fields and bf16 on libtorch${missing !== undefined ? ` (skipped: ${missing})` : ""}`, () => {
   it("a short MADPO run with agent_devices=cpu and bf16 trains, and save_dtype=bfloat16 writes BF16 agents", async () => {
-    const t = new MADPOTrainer({ agentModel: TINY, trainDataset: items.slice(0, 3), rewardFunc: countE, args: small({ backend: "libtorch", agent_devices: "cpu", bf16: true, save_dtype: "bfloat16", num_train_epochs: 1, eval_interval: 0 }) });
+    const t = new MADPOTrainer({
+      agentModel: TINY,
+      trainDataset: items.slice(0, 3),
+      rewardFunc: countE,
+      args: small({ backend: "libtorch", agent_devices: "cpu", bf16: true, save_dtype: "bfloat16", num_train_epochs: 1, eval_interval: 0 }),
+    });
     const agents = await t.agents();
     expect(agents.map((a) => a.model.device())).toEqual(["cpu", "cpu"]);
     expect(computePrecision()).toBe("bf16");
@@ -62,7 +70,10 @@ describe.skipIf(missing !== undefined)(`device fields and bf16 on libtorch${miss
   const FIELDS = ["agent_devices", "reference_devices", "comparator_devices", "reward_model_device", "critic_devices"] as const;
   // A CPU build has no CUDA device at all; a CUDA build lacks the one after its last.
   const absent = info?.cuda === true ? `cuda:${info.cudaDevices}` : "cuda:0";
-  const why = info?.cuda === true ? new RegExp(`^device ${absent}: .*only ${info.cudaDevices} CUDA device`) : /^device cuda:0: this libtorch has no CUDA support \(a CPU build\)$/;
+  const why =
+    info?.cuda === true
+      ? new RegExp(`^device ${absent}: .*only ${info.cudaDevices} CUDA device`)
+      : /^device cuda:0: this libtorch has no CUDA support \(a CPU build\)$/;
 
   it.each(FIELDS)(`%s naming a device this libtorch lacks is a ConfigError with libtorch's reason, before output_dir is written`, async (field) => {
     const out = unusedDir();
@@ -81,7 +92,18 @@ describe.skipIf(missing !== undefined)(`device fields and bf16 on libtorch${miss
     const out = unusedDir();
     const t = new MADPOIterTrainer({
       ...ITERATIVE_RUN,
-      args: { ...ITERATIVE_RUN.args, backend: "libtorch", num_iterations: 1, eval_interval: 0, verbose: false, output_dir: out, agent_devices: [...DEVICES], comparator_policy: "current_copy", comparator_history_k: null, comparator_devices: SWAPPED },
+      args: {
+        ...ITERATIVE_RUN.args,
+        backend: "libtorch",
+        num_iterations: 1,
+        eval_interval: 0,
+        verbose: false,
+        output_dir: out,
+        agent_devices: [...DEVICES],
+        comparator_policy: "current_copy",
+        comparator_history_k: null,
+        comparator_devices: SWAPPED,
+      },
       handleSignals: false,
     });
     const agents = await t.agents();

@@ -36,7 +36,10 @@ function tree(dir: string): Record<string, string> {
     const f = path.join(dir, rel);
     if (statSync(f).isDirectory()) out[rel] = "dir";
     else if (rel === "metrics.jsonl") out[rel] = JSON.stringify(untimedMetrics(f));
-    else out[rel] = createHash("sha256").update(rel === "config.json" ? readFileSync(f, "utf8").replace(JSON.stringify(dir), '"<output_dir>"') : readFileSync(f)).digest("hex");
+    else
+      out[rel] = createHash("sha256")
+        .update(rel === "config.json" ? readFileSync(f, "utf8").replace(JSON.stringify(dir), '"<output_dir>"') : readFileSync(f))
+        .digest("hex");
   }
   return out;
 }
@@ -83,7 +86,11 @@ async function killAt(out: string, point: KillPoint): Promise<string> {
   clearInterval(poll);
   if (r.signal === "SIGKILL") return `killed (${point.kind === "time" ? `${point.afterMs} ms` : `writing ${point.where} #${point.nth}`})`;
   if (r.code !== 0) throw new Error(`the run failed instead of resuming (${r.code}):\n${r.stdout}\n${r.stderr}`);
-  return `finished before the kill point (${point.kind === "time" ? `${point.afterMs} ms` : `writing ${point.where} #${point.nth}`}): ${r.stdout.split("\n").filter((l) => l.startsWith("PBRL ")).slice(-3).join(" | ")}`;
+  return `finished before the kill point (${point.kind === "time" ? `${point.afterMs} ms` : `writing ${point.where} #${point.nth}`}): ${r.stdout
+    .split("\n")
+    .filter((l) => l.startsWith("PBRL "))
+    .slice(-3)
+    .join(" | ")}`;
 }
 
 describe("fault injection", () => {
@@ -105,11 +112,19 @@ describe("fault injection", () => {
       if (what.startsWith("killed")) kills++;
       else if (++finished > 3) break; // the points keep landing after the end: stop here rather than loop
     }
-    await runChild("madpo_iter", killed, RUN_OUTPUTS.some((n) => existsSync(path.join(killed, n))), ENV);
+    await runChild(
+      "madpo_iter",
+      killed,
+      RUN_OUTPUTS.some((n) => existsSync(path.join(killed, n))),
+      ENV,
+    );
     await alone;
     console.log(log.join("\n"));
     expect(kills, log.join("\n")).toBeGreaterThanOrEqual(KILLS);
-    expect(log.some((l) => /writing checkpoints/.test(l)), log.join("\n")).toBe(true);
+    expect(
+      log.some((l) => /writing checkpoints/.test(l)),
+      log.join("\n"),
+    ).toBe(true);
     expect(tree(killed)).toEqual(tree(straight));
   }, 900_000);
 });

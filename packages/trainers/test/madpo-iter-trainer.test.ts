@@ -5,7 +5,16 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { liveTensorCount } from "@pbrl/core-tensor";
 import { loadPretrained, type CausalLM } from "@pbrl/models";
-import { readRoundFile, type CandidateSet, type CollectedPair, type Comparator, type PairTokenizer, type ReplayBuffer, type ReplayState, type TaskItem } from "@pbrl/preference-data";
+import {
+  readRoundFile,
+  type CandidateSet,
+  type CollectedPair,
+  type Comparator,
+  type PairTokenizer,
+  type ReplayBuffer,
+  type ReplayState,
+  type TaskItem,
+} from "@pbrl/preference-data";
 import { OnDiskReplayBuffer } from "@pbrl/replay";
 import { RngStream } from "@pbrl/core-tensor";
 import { MADPOIterConfig, MADPOIterTrainer } from "../src/index.js";
@@ -51,7 +60,10 @@ class EchoComparator implements Comparator {
     this.rounds.push(round);
   }
   async sample(_items: readonly TaskItem[], prompts: readonly (readonly string[])[], n: number): Promise<CandidateSet[]> {
-    return prompts.map((agents) => ({ texts: agents.map(() => Array.from({ length: n }, (_, j) => (j % 2 === 0 ? " e e" : ""))), valid: Array.from({ length: n }, (_, j) => j % 2 === 0) }));
+    return prompts.map((agents) => ({
+      texts: agents.map(() => Array.from({ length: n }, (_, j) => (j % 2 === 0 ? " e e" : ""))),
+      valid: Array.from({ length: n }, (_, j) => j % 2 === 0),
+    }));
   }
   async endRound() {}
   dispose() {}
@@ -60,9 +72,28 @@ class EchoComparator implements Comparator {
 describe("MADPOIterTrainer", () => {
   it("trains the seed's configuration: MADPOIterConfig({num_agents: 2, lambda_decay, λ 0.8, sample size 256})", async () => {
     const seed = MADPOIterConfig({ num_agents: 2, preference_replay_mode: "lambda_decay", preference_replay_lambda: 0.8, preference_replay_sample_size: 256 });
-    expect(seed).toMatchObject({ num_iterations: 6, num_train_epochs: 1, preference_num_candidates: 20, preference_pairs_per_sample: 4, pair_selection: "comparator_reward", comparator_policy: "current" });
+    expect(seed).toMatchObject({
+      num_iterations: 6,
+      num_train_epochs: 1,
+      preference_num_candidates: 20,
+      preference_pairs_per_sample: 4,
+      pair_selection: "comparator_reward",
+      comparator_policy: "current",
+    });
     const out = tmp();
-    const t = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: MADPOIterConfig({ ...seed, num_iterations: 2, preference_num_candidates: 3, max_new_tokens: 4, train_batch_size: 64, eval_interval: 0, verbose: false, output_dir: out }) });
+    const t = new MADPOIterTrainer({
+      ...ITERATIVE_RUN,
+      args: MADPOIterConfig({
+        ...seed,
+        num_iterations: 2,
+        preference_num_candidates: 3,
+        max_new_tokens: 4,
+        train_batch_size: 64,
+        eval_interval: 0,
+        verbose: false,
+        output_dir: out,
+      }),
+    });
     const r = await t.train();
     expect(r.rounds).toHaveLength(2);
     // every round compares and trains: a round without pairs would make the checks below vacuous
@@ -76,19 +107,57 @@ describe("MADPOIterTrainer", () => {
   it("writes round files (empty ones too), distributions, per-round metrics and checkpoints; a custom comparator and replay buffer plug in", async () => {
     const out = tmp();
     const comparator = new EchoComparator();
-    const replay = new RecordingReplay(new OnDiskReplayBuffer({ mode: "all_history", dir: path.join(out, "replay"), rng: RngStream.fromSeed(0, "r") }), () => undefined as never);
-    const trainer = new MADPOIterTrainer({ ...ITERATIVE_RUN, comparator, replayBuffer: replay, rewardRange: [0, 10], args: { ...ITERATIVE_RUN.args, comparator_policy: "current", comparator_history_k: null, preference_replay_lambda: null, preference_replay_sample_size: null, preference_replay_mode: "all_history", num_iterations: 3, output_dir: out, verbose: false } });
+    const replay = new RecordingReplay(
+      new OnDiskReplayBuffer({ mode: "all_history", dir: path.join(out, "replay"), rng: RngStream.fromSeed(0, "r") }),
+      () => undefined as never,
+    );
+    const trainer = new MADPOIterTrainer({
+      ...ITERATIVE_RUN,
+      comparator,
+      replayBuffer: replay,
+      rewardRange: [0, 10],
+      args: {
+        ...ITERATIVE_RUN.args,
+        comparator_policy: "current",
+        comparator_history_k: null,
+        preference_replay_lambda: null,
+        preference_replay_sample_size: null,
+        preference_replay_mode: "all_history",
+        num_iterations: 3,
+        output_dir: out,
+        verbose: false,
+      },
+    });
     const agents = await trainer.agents();
     (replay as unknown as { model: () => CausalLM }).model = () => agents[0]!.model;
     const r = await trainer.train();
     expect(comparator.rounds).toEqual([1, 2, 3]);
-    expect(readdirSync(path.join(out, "replay")).filter((f) => f.endsWith(".json"))).toEqual(["iteration_0001.json", "iteration_0002.json", "iteration_0003.json"]);
+    expect(readdirSync(path.join(out, "replay")).filter((f) => f.endsWith(".json"))).toEqual([
+      "iteration_0001.json",
+      "iteration_0002.json",
+      "iteration_0003.json",
+    ]);
     expect(r.rounds.every((x) => x.invalidCandidates.comparator > 0)).toBe(true);
-    const dist = JSON.parse(readFileSync(path.join(out, "reward_distributions", "iteration_0002.json"), "utf8")) as { reward_min: number; reward_max: number; candidate: { comparator: { raw_rewards: number[] } } };
+    const dist = JSON.parse(readFileSync(path.join(out, "reward_distributions", "iteration_0002.json"), "utf8")) as {
+      reward_min: number;
+      reward_max: number;
+      candidate: { comparator: { raw_rewards: number[] } };
+    };
     expect([dist.reward_min, dist.reward_max]).toEqual([0, 10]);
-    const roundLines = readFileSync(path.join(out, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>).filter((l) => l["kind"] === "round");
+    const roundLines = readFileSync(path.join(out, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, number | string>)
+      .filter((l) => l["kind"] === "round");
     expect(roundLines.map((l) => l["iter/current_iteration"])).toEqual([1, 2, 3]);
-    for (const key of ["iter/current_preference_pairs", "iter/total_preference_pairs", "iter/train_preference_pairs", "iter/comparator_win_rate", "iter/invalid_comparator_candidates"]) expect(roundLines[2]![key]).toBeTypeOf("number");
+    for (const key of [
+      "iter/current_preference_pairs",
+      "iter/total_preference_pairs",
+      "iter/train_preference_pairs",
+      "iter/comparator_win_rate",
+      "iter/invalid_comparator_candidates",
+    ])
+      expect(roundLines[2]![key]).toBeTypeOf("number");
     expect(readdirSync(path.join(out, "checkpoints")).sort()).toEqual(["initial", "latest.json", "round_0001", "round_0002", "round_0003"]);
     // the live tensor count is the same after round 1 (seen when round 2 stores its pairs), after
     // round 2, and after the last round (round 1 starts before the optimizers have their moments)
@@ -128,7 +197,11 @@ describe("MADPOIterTrainer", () => {
     const file = path.join(out, "preference_replay", "iteration_0001.json");
     const text = readFileSync(file, "utf8");
     writeFileSync(file, text.slice(0, text.length - 20));
-    const resume = (spec: string | true, dir = out) => new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, num_iterations: 3, output_dir: dir, verbose: false, resume_from_checkpoint: spec } }).train();
+    const resume = (spec: string | true, dir = out) =>
+      new MADPOIterTrainer({
+        ...ITERATIVE_RUN,
+        args: { ...ITERATIVE_RUN.args, num_iterations: 3, output_dir: dir, verbose: false, resume_from_checkpoint: spec },
+      }).train();
     await expect(resume(true)).rejects.toThrow(/iteration_0001\.json/);
     writeFileSync(file, text);
     expect(snapshot()).toEqual(before);

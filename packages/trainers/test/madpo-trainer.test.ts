@@ -28,10 +28,14 @@ describe("MADPOTrainer", () => {
     expect(changed(before[1]!, after[1]!)).toBe(true);
 
     const dir = r.outputDir;
-    const lines = readFileSync(path.join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>);
+    const lines = readFileSync(path.join(dir, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, number | string>);
     const train = lines.filter((l) => l["kind"] === "train");
     expect(train).toHaveLength(r.updates);
-    for (const key of ["loss", "joint/margin", "joint/accuracy", "agent_0/margin", "agent_1/margin", "turn_1/reward_mean", "turn_1/expected_return"]) expect(typeof train[0]![key]).toBe("number");
+    for (const key of ["loss", "joint/margin", "joint/accuracy", "agent_0/margin", "agent_1/margin", "turn_1/reward_mean", "turn_1/expected_return"])
+      expect(typeof train[0]![key]).toBe("number");
     const evals = lines.filter((l) => l["kind"] === "eval");
     expect(evals.length).toBe(Math.ceil(r.updates / 2) + 1); // before updates 0, 2, … and once after the last
     expect(evals[0]!["update"]).toBe(0);
@@ -52,7 +56,13 @@ describe("MADPOTrainer", () => {
 
   it("returns without touching the policies when no item yields a non-tied pair, and says so", async () => {
     const lines: string[] = [];
-    const trainer = new MADPOTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: (c) => c[0]!.map(() => 1), args: small({ verbose: true }), log: (l) => lines.push(l) });
+    const trainer = new MADPOTrainer({
+      agentModel: TINY,
+      trainDataset: items,
+      rewardFunc: (c) => c[0]!.map(() => 1),
+      args: small({ verbose: true }),
+      log: (l) => lines.push(l),
+    });
     const agents = await trainer.agents();
     const before = weights(agents.map((a) => a.model));
     const r = await trainer.train();
@@ -66,7 +76,12 @@ describe("MADPOTrainer", () => {
 
   it("is reproducible from the seed", async () => {
     const run = async (seed: number) => {
-      const t = new MADPOTrainer({ agentModel: TINY, trainDataset: items.slice(0, 3), rewardFunc: countE, args: small({ seed, num_train_epochs: 1, eval_interval: 0 }) });
+      const t = new MADPOTrainer({
+        agentModel: TINY,
+        trainDataset: items.slice(0, 3),
+        rewardFunc: countE,
+        args: small({ seed, num_train_epochs: 1, eval_interval: 0 }),
+      });
       const r = await t.train();
       const pairs = await readPairsFile(path.join(r.outputDir, "preference_pairs.json"));
       const w = (await t.agents())[1]!.model.hostWeights().get("model.layers.0.mlp.up_proj.weight")!.data;
@@ -80,13 +95,20 @@ describe("MADPOTrainer", () => {
   });
 
   it("stops on a bad reward with an error naming the item", async () => {
-    const t = new MADPOTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: (c, ctx) => c[0]!.map(() => (ctx.itemIndex === 2 ? NaN : 1)), args: small() });
+    const t = new MADPOTrainer({
+      agentModel: TINY,
+      trainDataset: items,
+      rewardFunc: (c, ctx) => c[0]!.map(() => (ctx.itemIndex === 2 ? NaN : 1)),
+      args: small(),
+    });
     await expect(t.train()).rejects.toThrow(/reward_func returned NaN for candidate 0 of item 2 \(id "q2"\)/);
     t.dispose();
   });
 
   it("checks its inputs", () => {
-    expect(() => new MADPOTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: countE, formatters: [(i) => String(i["prompt"])], args: small() })).toThrow(/got 1 formatter\(s\) for num_agents=2/);
+    expect(
+      () => new MADPOTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: countE, formatters: [(i) => String(i["prompt"])], args: small() }),
+    ).toThrow(/got 1 formatter\(s\) for num_agents=2/);
     expect(() => new MADPOTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: 3 as never })).toThrow(/rewardFunc must be a function/);
     expect(() => new MADPOTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: countE, args: { dpo_beta: -1 } })).toThrow(/dpo_beta: got -1/);
     expect(MADPOConfig({ num_agents: 3 }).num_agents).toBe(3);

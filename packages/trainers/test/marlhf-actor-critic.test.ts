@@ -21,7 +21,20 @@ const hashWeights = (m: CausalLM) => {
   return h.digest("hex");
 };
 
-const run = (extra: Record<string, unknown>, out: string) => new MARLHFIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, preference_scoring_reward: "task", num_iterations: 2, eval_interval: 0, verbose: false, output_dir: out, ...extra } });
+const run = (extra: Record<string, unknown>, out: string) =>
+  new MARLHFIterTrainer({
+    ...ITERATIVE_RUN,
+    args: {
+      ...ITERATIVE_RUN.args,
+      ...MARLHF_ITER_ARGS,
+      preference_scoring_reward: "task",
+      num_iterations: 2,
+      eval_interval: 0,
+      verbose: false,
+      output_dir: out,
+      ...extra,
+    },
+  });
 
 describe("MARLHFIterTrainer with actor-critic algorithms", () => {
   it.each([
@@ -69,7 +82,22 @@ describe("MARLHFIterTrainer with actor-critic algorithms", () => {
   it("the reference KL never changes MADPO's loss: reference_kl_enabled leaves MADPO's training identical", async () => {
     const hashes: string[] = [];
     for (const enabled of [false, true]) {
-      const t = new MADPOTrainer({ agentModel: ITERATIVE_RUN.agentModel, trainDataset: ITERATIVE_RUN.trainDataset, rewardFunc: ITERATIVE_RUN.rewardFunc, args: { preference_num_candidates: 4, max_new_tokens: 6, train_batch_size: 4, eval_interval: 0, seed: 3, verbose: false, reference_kl_enabled: enabled, reference_kl_coef: 5, output_dir: tmp() } });
+      const t = new MADPOTrainer({
+        agentModel: ITERATIVE_RUN.agentModel,
+        trainDataset: ITERATIVE_RUN.trainDataset,
+        rewardFunc: ITERATIVE_RUN.rewardFunc,
+        args: {
+          preference_num_candidates: 4,
+          max_new_tokens: 6,
+          train_batch_size: 4,
+          eval_interval: 0,
+          seed: 3,
+          verbose: false,
+          reference_kl_enabled: enabled,
+          reference_kl_coef: 5,
+          output_dir: tmp(),
+        },
+      });
       const r = await t.train();
       expect(r.updates).toBeGreaterThan(0);
       hashes.push(hashWeights((await t.agents())[0]!.model));
@@ -83,7 +111,23 @@ describe("actor-critic sources", () => {
   const base = { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, eval_interval: 0, verbose: false };
   it("maac with model-object agents and no critic source: the error names critic_model_name", async () => {
     const loaded = await loadPretrained(ITERATIVE_RUN.agentModel);
-    const t = new MARLHFTrainer({ agents: [loaded.model, loaded.model.clone()], tokenizer: loaded.tokenizer!, trainDataset: ITERATIVE_RUN.trainDataset, rewardFunc: ITERATIVE_RUN.rewardFunc, args: { preference_num_candidates: 4, max_new_tokens: 6, num_generations: 2, rl_algorithm: "maac", reward_model_name: ITERATIVE_RUN.agentModel, eval_interval: 0, verbose: false, seed: 5, output_dir: tmp() } });
+    const t = new MARLHFTrainer({
+      agents: [loaded.model, loaded.model.clone()],
+      tokenizer: loaded.tokenizer!,
+      trainDataset: ITERATIVE_RUN.trainDataset,
+      rewardFunc: ITERATIVE_RUN.rewardFunc,
+      args: {
+        preference_num_candidates: 4,
+        max_new_tokens: 6,
+        num_generations: 2,
+        rl_algorithm: "maac",
+        reward_model_name: ITERATIVE_RUN.agentModel,
+        eval_interval: 0,
+        verbose: false,
+        seed: 5,
+        output_dir: tmp(),
+      },
+    });
     await expect(t.train()).rejects.toThrow(/^critic_model_name: rl_algorithm=maac needs a critic source/);
     t.dispose();
   });
@@ -95,12 +139,18 @@ describe("actor-critic sources", () => {
   });
 
   it("maac with two critics is ambiguous: the error names critics", async () => {
-    const t = new MARLHFIterTrainer({ ...ITERATIVE_RUN, critics: [ITERATIVE_RUN.agentModel, ITERATIVE_RUN.agentModel], args: { ...base, rl_algorithm: "maac", output_dir: tmp() } });
+    const t = new MARLHFIterTrainer({
+      ...ITERATIVE_RUN,
+      critics: [ITERATIVE_RUN.agentModel, ITERATIVE_RUN.agentModel],
+      args: { ...base, rl_algorithm: "maac", output_dir: tmp() },
+    });
     await expect(t.train()).rejects.toThrow(/^critics: MAAC trains one centralized critic/);
     t.dispose();
   });
 
   it("bad actor-critic fields fail at construction, naming the field", () => {
-    expect(() => new MARLHFIterTrainer({ ...ITERATIVE_RUN, args: { ...base, rl_algorithm: "iac", value_head_hidden_dim: 0 } })).toThrow(/value_head_hidden_dim/);
+    expect(() => new MARLHFIterTrainer({ ...ITERATIVE_RUN, args: { ...base, rl_algorithm: "iac", value_head_hidden_dim: 0 } })).toThrow(
+      /value_head_hidden_dim/,
+    );
   });
 });

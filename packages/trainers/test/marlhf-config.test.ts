@@ -68,7 +68,15 @@ describe("MARLHFConfig", () => {
 describe("MARLHFIterConfig", () => {
   it("has the iterative defaults, the scoring reward, and the seed's replay example", () => {
     const c = MARLHFIterConfig({ num_agents: 2, preference_replay_mode: "lambda_decay", preference_replay_lambda: 0.8, preference_replay_sample_size: 256 });
-    expect(c).toMatchObject({ num_train_epochs: 2, reward_num_train_epochs: 2, num_iterations: 6, preference_num_candidates: 20, pair_selection: "comparator_reward", preference_scoring_reward: "task", rl_algorithm: "magrpo" });
+    expect(c).toMatchObject({
+      num_train_epochs: 2,
+      reward_num_train_epochs: 2,
+      num_iterations: 6,
+      preference_num_candidates: 20,
+      pair_selection: "comparator_reward",
+      preference_scoring_reward: "task",
+      rl_algorithm: "magrpo",
+    });
     expect(MARLHFIterConfig({ preference_scoring_reward: "learned" }).preference_scoring_reward).toBe("reward_model");
     expect(MARLHFIterConfig({ preference_scoring_reward: "env" }).preference_scoring_reward).toBe("task");
   });

@@ -22,7 +22,24 @@ const BASE = {
   evalDataset: ITERATIVE_RUN.evalDataset,
   rewardFunc: ITERATIVE_RUN.rewardFunc,
 };
-const BASE_ARGS = { preference_num_candidates: 4, max_new_tokens: 6, temperature: 1.0, top_p: 1.0, num_generations: 2, rollout_buffer_size: 3, train_batch_size: 3, num_train_epochs: 1, reward_learning_rate: 1e-3, reward_train_batch_size: 4, eval_interval: 2, eval_num_samples: 3, logging_steps: 1, agent_learning_rate: 1e-3, seed: 5, verbose: false };
+const BASE_ARGS = {
+  preference_num_candidates: 4,
+  max_new_tokens: 6,
+  temperature: 1.0,
+  top_p: 1.0,
+  num_generations: 2,
+  rollout_buffer_size: 3,
+  train_batch_size: 3,
+  num_train_epochs: 1,
+  reward_learning_rate: 1e-3,
+  reward_train_batch_size: 4,
+  eval_interval: 2,
+  eval_num_samples: 3,
+  logging_steps: 1,
+  agent_learning_rate: 1e-3,
+  seed: 5,
+  verbose: false,
+};
 
 describe("MARLHFTrainer", () => {
   it("collects pairs with the task reward, fits the reward model, runs RL against it, evaluates with the task reward, saves both", async () => {
@@ -60,7 +77,11 @@ describe("MARLHFTrainer", () => {
     const evalLines = m.filter((x) => x.kind === "eval");
     expect(evalLines.length).toBeGreaterThanOrEqual(2);
     expect(evalLines.at(-1)!["eval/turn_1/reward_mean"]).toBe(r.evalAfter!["eval/turn_1/reward_mean"]);
-    expect(JSON.parse(readFileSync(path.join(out, "config.json"), "utf8"))).toMatchObject({ trainer: "marlhf", rl_algorithm: "marloo", advantage_mode: "rloo" });
+    expect(JSON.parse(readFileSync(path.join(out, "config.json"), "utf8"))).toMatchObject({
+      trainer: "marlhf",
+      rl_algorithm: "marloo",
+      advantage_mode: "rloo",
+    });
 
     // The saved reward model scores as the one the trainer used; the agents were saved too.
     const saved = await JointRewardModel.load(path.join(out, "reward_model"));
@@ -84,17 +105,25 @@ describe("MARLHFTrainer", () => {
 
   it("model objects without reward_model_name: the error names reward_model_name", async () => {
     const loaded = await loadPretrained(ITERATIVE_RUN.agentModel);
-    const t = new MARLHFTrainer({ agents: [loaded.model, loaded.model.clone()], tokenizer: loaded.tokenizer!, trainDataset: BASE.trainDataset, rewardFunc: BASE.rewardFunc, args: { ...BASE_ARGS, eval_interval: 0, output_dir: tmp() } });
+    const t = new MARLHFTrainer({
+      agents: [loaded.model, loaded.model.clone()],
+      tokenizer: loaded.tokenizer!,
+      trainDataset: BASE.trainDataset,
+      rewardFunc: BASE.rewardFunc,
+      args: { ...BASE_ARGS, eval_interval: 0, output_dir: tmp() },
+    });
     await expect(t.train()).rejects.toThrow(/^reward_model_name: the agents are model objects/);
     t.dispose();
   });
-
 });
 
 describe("MARLHFIterTrainer", () => {
   it('preference_scoring_reward="reward_model": the task reward labels round 1, the latest reward model later rounds; round files say which; checkpoints hold it', async () => {
     const out = tmp();
-    const t = new MARLHFIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, num_iterations: 3, verbose: false, output_dir: out } });
+    const t = new MARLHFIterTrainer({
+      ...ITERATIVE_RUN,
+      args: { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, num_iterations: 3, verbose: false, output_dir: out },
+    });
     const tensors = liveTensorCount();
     const r = await t.train();
     expect(r.rounds).toHaveLength(3);
@@ -109,9 +138,12 @@ describe("MARLHFIterTrainer", () => {
     expect(liveTensorCount()).toBe(tensors);
   });
 
-  it('with task scoring, the previous round\'s reward model is scored on the new pairs it never saw (reward/heldout_accuracy)', async () => {
+  it("with task scoring, the previous round's reward model is scored on the new pairs it never saw (reward/heldout_accuracy)", async () => {
     const out = tmp();
-    const t = new MARLHFIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, preference_scoring_reward: "task", num_iterations: 2, verbose: false, output_dir: out } });
+    const t = new MARLHFIterTrainer({
+      ...ITERATIVE_RUN,
+      args: { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, preference_scoring_reward: "task", num_iterations: 2, verbose: false, output_dir: out },
+    });
     await t.train();
     const heldout = readMetrics(out).filter((x) => "reward/heldout_accuracy" in x);
     expect(heldout).toHaveLength(1);

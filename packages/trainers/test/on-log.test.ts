@@ -10,10 +10,17 @@ describe("metrics records", () => {
     const out = mkdtempSync(path.join(tmpdir(), "pbrl-onlog-"));
     const seen: MetricsRecord[] = [];
     const before = Date.now();
-    const t = new MADPOIterTrainer({ ...ITERATIVE_RUN, onLog: (r) => seen.push({ ...r }), args: { ...ITERATIVE_RUN.args, num_iterations: 2, output_dir: out, verbose: false } });
+    const t = new MADPOIterTrainer({
+      ...ITERATIVE_RUN,
+      onLog: (r) => seen.push({ ...r }),
+      args: { ...ITERATIVE_RUN.args, num_iterations: 2, output_dir: out, verbose: false },
+    });
     await t.train();
     t.dispose();
-    const lines = readFileSync(path.join(out, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as MetricsRecord);
+    const lines = readFileSync(path.join(out, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as MetricsRecord);
     expect(seen).toEqual(lines);
     expect(new Set(seen.map((r) => r.kind))).toEqual(new Set(["eval", "round", "train"]));
     let last = 0;

@@ -61,10 +61,19 @@ describe('parallel_training="mp"', () => {
     const runs = [];
     for (const parallel of ["none", "mp"] as const) {
       const dir = tmp();
-      const trainer = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, num_iterations: 2, output_dir: dir, verbose: false, parallel_training: parallel, agent_devices: ["cpu", "cpu"] }, handleSignals: false });
+      const trainer = new MADPOIterTrainer({
+        ...ITERATIVE_RUN,
+        args: { ...ITERATIVE_RUN.args, num_iterations: 2, output_dir: dir, verbose: false, parallel_training: parallel, agent_devices: ["cpu", "cpu"] },
+        handleSignals: false,
+      });
       const r = await trainer.train();
       const optimizer = readFileSync(path.join(dir, "checkpoints", "round_0002", "optimizer_1.safetensors"));
-      runs.push({ updates: r.updates, hashes: (await trainer.agents()).map((a) => hash(a.model)), metrics: metricsOf(dir), optimizer: createHash("sha256").update(optimizer).digest("hex") });
+      runs.push({
+        updates: r.updates,
+        hashes: (await trainer.agents()).map((a) => hash(a.model)),
+        metrics: metricsOf(dir),
+        optimizer: createHash("sha256").update(optimizer).digest("hex"),
+      });
       trainer.dispose();
     }
     expect(runs[0]!.updates).toBeGreaterThan(0);
@@ -107,40 +116,44 @@ describe('parallel_training="mp"', () => {
   // Where the addon is built (and always under PBRL_REQUIRE_NATIVE=1, as CI sets), the native
   // path in worker threads: each thread has its own kernel pool, so a worker's setting up its
   // pool must leave this thread's as it was.
-  it.runIf(loadNativeAddon().ok || process.env["PBRL_REQUIRE_NATIVE"] === "1")("native kernels in worker threads train as in this thread, within float summation noise", async () => {
-    const before = currentBackend()!.name;
-    await useBackend("native");
-    const threads = loadNativeAddon();
-    if (!threads.ok) throw new Error(threads.reason);
-    const mainThreads = threads.addon.info().threads;
-    const local = await tinyAgents();
-    const remote = await tinyAgents();
-    const batch = (k: number): AgentPairTokens[][] => [0, 1, 2].map((p) => [0, 1].map((a) => ({ promptIds: [1, 40 + p + k], winnerIds: [50 + a, 51, 52 + p, 2], loserIds: [60 + k, 61 + a] })));
-    const options = (k: number) => ({ beta: 0.1, scoreLastToken: false, where: `batch ${k}` });
-    const workers = new AgentWorkers(2, "native");
-    try {
-      await workers.load(remote);
-      const seen = { local: [] as number[], remote: [] as number[] };
-      for (let k = 0; k < 3; k++) {
-        seen.local.push((await madpoUpdate(localAgents(local), batch(k), options(k))).loss);
-        seen.remote.push((await madpoUpdate(workers, batch(k), options(k))).loss);
-      }
-      expect(seen.local[2]).toBeLessThan(seen.local[0]!); // both sides learn the batches…
-      seen.remote.forEach((l, k) => expect(l).toBeCloseTo(seen.local[k]!, 4)); // …the same way
-      await workers.pull(remote, true);
-      local.forEach((a, i) => {
-        for (const [name, v] of a.model.params) {
-          const diff = tf.tidy(() => tf.max(tf.abs(tf.sub(v, remote[i]!.model.params.get(name)!))).dataSync()[0]!);
-          expect(diff, name).toBeLessThan(3 * 1e-3); // three AdamW steps of at most lr each
+  it.runIf(loadNativeAddon().ok || process.env["PBRL_REQUIRE_NATIVE"] === "1")(
+    "native kernels in worker threads train as in this thread, within float summation noise",
+    async () => {
+      const before = currentBackend()!.name;
+      await useBackend("native");
+      const threads = loadNativeAddon();
+      if (!threads.ok) throw new Error(threads.reason);
+      const mainThreads = threads.addon.info().threads;
+      const local = await tinyAgents();
+      const remote = await tinyAgents();
+      const batch = (k: number): AgentPairTokens[][] =>
+        [0, 1, 2].map((p) => [0, 1].map((a) => ({ promptIds: [1, 40 + p + k], winnerIds: [50 + a, 51, 52 + p, 2], loserIds: [60 + k, 61 + a] })));
+      const options = (k: number) => ({ beta: 0.1, scoreLastToken: false, where: `batch ${k}` });
+      const workers = new AgentWorkers(2, "native");
+      try {
+        await workers.load(remote);
+        const seen = { local: [] as number[], remote: [] as number[] };
+        for (let k = 0; k < 3; k++) {
+          seen.local.push((await madpoUpdate(localAgents(local), batch(k), options(k))).loss);
+          seen.remote.push((await madpoUpdate(workers, batch(k), options(k))).loss);
         }
-      });
-      expect(threads.addon.info().threads).toBe(mainThreads);
-    } finally {
-      await workers.close();
-      [...local, ...remote].forEach((a) => (a.optimizer.dispose(), a.model.dispose()));
-      await useBackend(before);
-    }
-  });
+        expect(seen.local[2]).toBeLessThan(seen.local[0]!); // both sides learn the batches…
+        seen.remote.forEach((l, k) => expect(l).toBeCloseTo(seen.local[k]!, 4)); // …the same way
+        await workers.pull(remote, true);
+        local.forEach((a, i) => {
+          for (const [name, v] of a.model.params) {
+            const diff = tf.tidy(() => tf.max(tf.abs(tf.sub(v, remote[i]!.model.params.get(name)!))).dataSync()[0]!);
+            expect(diff, name).toBeLessThan(3 * 1e-3); // three AdamW steps of at most lr each
+          }
+        });
+        expect(threads.addon.info().threads).toBe(mainThreads);
+      } finally {
+        await workers.close();
+        [...local, ...remote].forEach((a) => (a.optimizer.dispose(), a.model.dispose()));
+        await useBackend(before);
+      }
+    },
+  );
 
   it("idle workers never keep the process alive: a script that forgets to close them still exits", async () => {
     const dist = (pkg: string) => pathToFileURL(path.join(import.meta.dirname, `../../${pkg}/dist/index.js`)).href;
@@ -163,7 +176,11 @@ describe('parallel_training="mp"', () => {
   it("each worker gets an equal share of the threads PBRL_NATIVE_THREADS allows (else of the cores), at least one", async () => {
     const before = process.env["PBRL_NATIVE_THREADS"];
     try {
-      for (const [setting, count, expected] of [["6", 2, 3], ["5", 2, 2], ["1", 3, 1]] as const) {
+      for (const [setting, count, expected] of [
+        ["6", 2, 3],
+        ["5", 2, 2],
+        ["1", 3, 1],
+      ] as const) {
         process.env["PBRL_NATIVE_THREADS"] = setting;
         const w = new AgentWorkers(count, "wasm");
         expect(w.threadsPerWorker).toBe(expected);
@@ -185,11 +202,30 @@ describe('parallel_training="mp"', () => {
     for (const parallel of ["none", "mp"] as const) {
       const dir = tmp();
       // two rounds, the KL scored in the workers, buffers of 4 items in mini-batches of 2 (shuffled), an evaluation mid-stage
-      const args = { ...ITERATIVE_RUN.args, ...MARLHF_ITER_ARGS, num_iterations: 2, rollout_buffer_size: 4, train_batch_size: 2, reference_kl_enabled: true, reference_kl_coef: 0.1, eval_interval: 4, output_dir: dir, verbose: parallel === "mp", parallel_training: parallel, agent_devices: "cpu" };
+      const args = {
+        ...ITERATIVE_RUN.args,
+        ...MARLHF_ITER_ARGS,
+        num_iterations: 2,
+        rollout_buffer_size: 4,
+        train_batch_size: 2,
+        reference_kl_enabled: true,
+        reference_kl_coef: 0.1,
+        eval_interval: 4,
+        output_dir: dir,
+        verbose: parallel === "mp",
+        parallel_training: parallel,
+        agent_devices: "cpu",
+      };
       const trainer = new MARLHFIterTrainer({ ...ITERATIVE_RUN, args, handleSignals: false, log: (l) => lines.push(l) });
       const r = await trainer.train();
       const optimizer = readFileSync(path.join(dir, "checkpoints", "round_0002", "optimizer_1.safetensors"));
-      runs.push({ updates: r.updates, hashes: (await trainer.agents()).map((a) => hash(a.model)), metrics: metricsOf(dir), evalAfter: r.evalAfter, optimizer: createHash("sha256").update(optimizer).digest("hex") });
+      runs.push({
+        updates: r.updates,
+        hashes: (await trainer.agents()).map((a) => hash(a.model)),
+        metrics: metricsOf(dir),
+        evalAfter: r.evalAfter,
+        optimizer: createHash("sha256").update(optimizer).digest("hex"),
+      });
       trainer.dispose();
     }
     // 6 items a round: buffers of 4 and 2 items, 2 + 1 steps per agent

@@ -25,7 +25,9 @@ describe("progress", () => {
     bar.update(20, "loss 0.6000"); // within the interval: no line
     await new Promise((r) => setTimeout(r, 1100));
     bar.finish("loss 0.5000");
-    const lines = text().split("\n").filter((l) => l !== "");
+    const lines = text()
+      .split("\n")
+      .filter((l) => l !== "");
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^round 1\/3 collection: 10\/40 \([\d.]+\/s, ETA \d+:\d\d\) loss 0\.6931$/);
     expect(lines[1]).toMatch(/^round 1\/3 collection: 40\/40 \(done in 0:0[12]\) loss 0\.5000$/);

@@ -21,19 +21,31 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await hub.close();
-  for (const [k, v] of [["HF_ENDPOINT", saved.endpoint], ["HF_TOKEN", saved.token]] as const) {
+  for (const [k, v] of [
+    ["HF_ENDPOINT", saved.endpoint],
+    ["HF_TOKEN", saved.token],
+  ] as const) {
     if (v === undefined) delete process.env[k];
     else process.env[k] = v;
   }
 });
 
-const args = (out: string) => ({ ...ITERATIVE_RUN.args, num_iterations: 1, output_dir: out, verbose: false, push_to_hub: true, hub_model_id: "team/pbrl-agents" });
+const args = (out: string) => ({
+  ...ITERATIVE_RUN.args,
+  num_iterations: 1,
+  output_dir: out,
+  verbose: false,
+  push_to_hub: true,
+  hub_model_id: "team/pbrl-agents",
+});
 
 describe("push_to_hub", () => {
   it("without HF_TOKEN the run stops before output_dir exists; with it, the agents and a model card reach the hub", async () => {
     delete process.env["HF_TOKEN"];
     const out = path.join(mkdtempSync(path.join(tmpdir(), "pbrl-push-")), "run");
-    expect(() => new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...args(out), hub_model_id: null } })).toThrow(/hub_model_id: is required with push_to_hub=true/);
+    expect(() => new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...args(out), hub_model_id: null } })).toThrow(
+      /hub_model_id: is required with push_to_hub=true/,
+    );
     const early = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: args(out) });
     await expect(early.train()).rejects.toThrow(ConfigError);
     await expect(early.train()).rejects.toThrow(/push_to_hub: needs a Hugging Face token .* HF_TOKEN/);

@@ -8,11 +8,17 @@ import { ITERATIVE_RUN } from "./child/iterative-run-config.js";
 import { untimedMetrics } from "./untimed-metrics.js";
 
 const run = async (out: string, more: Record<string, unknown> = {}) => {
-  const t = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, num_iterations: 2, output_dir: out, verbose: false, report_to: "tensorboard", ...more } });
+  const t = new MADPOIterTrainer({
+    ...ITERATIVE_RUN,
+    args: { ...ITERATIVE_RUN.args, num_iterations: 2, output_dir: out, verbose: false, report_to: "tensorboard", ...more },
+  });
   await t.train();
   t.dispose();
 };
-const eventsOf = (out: string): TensorBoardEvent[] => readdirSync(tensorBoardDir(out)).sort().flatMap((f) => readEvents(path.join(tensorBoardDir(out), f)));
+const eventsOf = (out: string): TensorBoardEvent[] =>
+  readdirSync(tensorBoardDir(out))
+    .sort()
+    .flatMap((f) => readEvents(path.join(tensorBoardDir(out), f)));
 
 describe("report_to=tensorboard", () => {
   it("every numeric metric of metrics.jsonl is a scalar at its step; rounds add reward histograms and a samples table", async () => {
@@ -20,19 +26,24 @@ describe("report_to=tensorboard", () => {
     await run(out);
     const events = eventsOf(out);
     const scalars = new Map<string, [number, number][]>();
-    for (const e of events) for (const v of e.values) if (v.simpleValue !== undefined) scalars.set(v.tag, [...(scalars.get(v.tag) ?? []), [e.step, v.simpleValue]]);
+    for (const e of events)
+      for (const v of e.values) if (v.simpleValue !== undefined) scalars.set(v.tag, [...(scalars.get(v.tag) ?? []), [e.step, v.simpleValue]]);
     const records = untimedMetrics(path.join(out, "metrics.jsonl"));
     for (const r of records) {
       for (const [k, v] of Object.entries(r)) {
         if (typeof v !== "number" || ["step", "epoch", "update"].includes(k)) continue;
-        const point = scalars.get(k)?.find(([s, x]) => s === r["step"] && (Number.isNaN(v) ? Number.isNaN(x) : Math.abs(x - Math.fround(v)) <= 1e-6 * Math.max(1, Math.abs(v))));
+        const point = scalars
+          .get(k)
+          ?.find(([s, x]) => s === r["step"] && (Number.isNaN(v) ? Number.isNaN(x) : Math.abs(x - Math.fround(v)) <= 1e-6 * Math.max(1, Math.abs(v))));
         expect(point, `${k} at step ${String(r["step"])}`).toBeDefined();
       }
     }
     expect([...scalars.keys()]).toEqual(expect.arrayContaining(["loss", "joint/accuracy", "iter/comparator_win_rate", "eval/turn_1/reward_mean"]));
     const hist = events.flatMap((e) => e.values.filter((v) => v.histogram !== undefined).map((v) => ({ step: e.step, tag: v.tag, num: v.histogram!.num })));
     expect(hist.filter((h) => h.tag === "reward_distribution/target")).toHaveLength(2);
-    const dist = JSON.parse(readFileSync(path.join(out, "reward_distributions", "iteration_0001.json"), "utf8")) as { candidate: { target: { sample_count: number } } };
+    const dist = JSON.parse(readFileSync(path.join(out, "reward_distributions", "iteration_0001.json"), "utf8")) as {
+      candidate: { target: { sample_count: number } };
+    };
     expect(hist.find((h) => h.tag === "reward_distribution/target")!.num).toBe(dist.candidate.target.sample_count);
     const texts = events.flatMap((e) => e.values.filter((v) => v.pluginName === "text").map((v) => v.text![0]!));
     expect(texts).toHaveLength(2);

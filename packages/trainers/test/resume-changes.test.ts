@@ -13,11 +13,19 @@ describe("what a resume may change", () => {
     ]);
     expect(configChanges(saved, { ...saved })).toEqual([]);
     // how a start was asked for is not a change of the run
-    expect(configChanges({ ...saved, resume_from_checkpoint: null, overwrite_output_dir: false }, { ...saved, resume_from_checkpoint: true, overwrite_output_dir: true })).toEqual([]);
+    expect(
+      configChanges(
+        { ...saved, resume_from_checkpoint: null, overwrite_output_dir: false },
+        { ...saved, resume_from_checkpoint: true, overwrite_output_dir: true },
+      ),
+    ).toEqual([]);
   });
 
   it("allows where/how-fast/how-long/logging fields and refuses the ones that change what the run learns, naming each", () => {
-    const ok = [{ field: "num_iterations", from: 4, to: 6 }, { field: "reward_concurrency", from: 8, to: 2 }];
+    const ok = [
+      { field: "num_iterations", from: 4, to: 6 },
+      { field: "reward_concurrency", from: 8, to: 2 },
+    ];
     expect(checkResumeChanges(ok, "ck/round_0002")).toEqual(ok);
     let err: unknown;
     try {
@@ -33,7 +41,20 @@ describe("what a resume may change", () => {
   });
 
   it("keeps what the run learns from out of the resumable list", () => {
-    for (const f of ["seed", "max_new_tokens", "temperature", "comparator_policy", "preference_replay_mode", "dpo_beta", "agent_learning_rate", "pair_selection", "num_agents", "bf16", "max_prompt_length", "generation_batch_size"]) {
+    for (const f of [
+      "seed",
+      "max_new_tokens",
+      "temperature",
+      "comparator_policy",
+      "preference_replay_mode",
+      "dpo_beta",
+      "agent_learning_rate",
+      "pair_selection",
+      "num_agents",
+      "bf16",
+      "max_prompt_length",
+      "generation_batch_size",
+    ]) {
       expect(RESUMABLE_FIELDS.has(f), f).toBe(false);
     }
   });

@@ -38,25 +38,46 @@ describe("reward distributions (hand-computed)", () => {
   it("needs a declared range of two finite numbers, min < max, and says how to attach one", () => {
     expect(declaredRewardRange([0, 3])).toEqual([0, 3]);
     expect(declaredRewardRange(undefined)).toMatch(/reward_func\.reward_range = \[min, max\]/);
-    for (const bad of [[1, 1], [2, 1], [0, Infinity], [0], "0,1", [0, "1"]]) expect(declaredRewardRange(bad)).toMatch(/must be \[min, max\] with finite numbers and min < max/);
+    for (const bad of [[1, 1], [2, 1], [0, Infinity], [0], "0,1", [0, "1"]])
+      expect(declaredRewardRange(bad)).toMatch(/must be \[min, max\] with finite numbers and min < max/);
   });
 
   it("log_reward_distribution: without a declared range the trainer refuses at construction; off, no distribution is written", async () => {
     const bare = (c: string[][]) => c[0]!.map(() => 1);
-    expect(() => new MADPOIterTrainer({ ...ITERATIVE_RUN, rewardFunc: bare, args: { ...ITERATIVE_RUN.args, log_reward_distribution: true } })).toThrow(ConfigError);
-    expect(() => new MADPOIterTrainer({ ...ITERATIVE_RUN, rewardFunc: Object.assign(bare, { reward_range: [2, 1] }), args: { ...ITERATIVE_RUN.args, log_reward_distribution: true } })).toThrow(/log_reward_distribution: reward_func\.reward_range must be \[min, max\].*got \[2,1\]/);
+    expect(() => new MADPOIterTrainer({ ...ITERATIVE_RUN, rewardFunc: bare, args: { ...ITERATIVE_RUN.args, log_reward_distribution: true } })).toThrow(
+      ConfigError,
+    );
+    expect(
+      () =>
+        new MADPOIterTrainer({
+          ...ITERATIVE_RUN,
+          rewardFunc: Object.assign(bare, { reward_range: [2, 1] }),
+          args: { ...ITERATIVE_RUN.args, log_reward_distribution: true },
+        }),
+    ).toThrow(/log_reward_distribution: reward_func\.reward_range must be \[min, max\].*got \[2,1\]/);
     const out = mkdtempSync(path.join(tmpdir(), "pbrl-dist-"));
-    const t = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, log_reward_distribution: false, num_iterations: 1, output_dir: out, verbose: false, eval_interval: 0 } });
+    const t = new MADPOIterTrainer({
+      ...ITERATIVE_RUN,
+      args: { ...ITERATIVE_RUN.args, log_reward_distribution: false, num_iterations: 1, output_dir: out, verbose: false, eval_interval: 0 },
+    });
     await t.train();
     t.dispose();
     expect(existsSync(path.join(out, "preference_replay", "iteration_0001.json"))).toBe(true);
     expect(existsSync(path.join(out, "reward_distributions"))).toBe(false);
     // on: the JSON and its plot beside it, every round
     const on = mkdtempSync(path.join(tmpdir(), "pbrl-dist-"));
-    const t2 = new MADPOIterTrainer({ ...ITERATIVE_RUN, args: { ...ITERATIVE_RUN.args, log_reward_distribution: true, num_iterations: 2, output_dir: on, verbose: false, eval_interval: 0 } });
+    const t2 = new MADPOIterTrainer({
+      ...ITERATIVE_RUN,
+      args: { ...ITERATIVE_RUN.args, log_reward_distribution: true, num_iterations: 2, output_dir: on, verbose: false, eval_interval: 0 },
+    });
     await t2.train();
     t2.dispose();
-    expect(readdirSync(path.join(on, "reward_distributions")).sort()).toEqual(["iteration_0001.json", "iteration_0001.svg", "iteration_0002.json", "iteration_0002.svg"]);
+    expect(readdirSync(path.join(on, "reward_distributions")).sort()).toEqual([
+      "iteration_0001.json",
+      "iteration_0001.svg",
+      "iteration_0002.json",
+      "iteration_0002.svg",
+    ]);
     const svg = readFileSync(path.join(on, "reward_distributions", "iteration_0002.svg"), "utf8");
     expect(svg).toMatch(/^<svg[^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
     expect(svg).toMatch(/target/);

@@ -27,16 +27,47 @@ describe("MARLHF's RL stage", () => {
       trainDataset: ITERATIVE_RUN.trainDataset,
       evalDataset: ITERATIVE_RUN.evalDataset,
       rewardFunc: ITERATIVE_RUN.rewardFunc,
-      args: { preference_num_candidates: 4, max_new_tokens: 6, temperature: 1, top_p: 1, num_generations: 2, rollout_buffer_size: 4, train_batch_size: 2, num_train_epochs: 2, reward_train_batch_size: 4, eval_interval: 3, eval_num_samples: 2, logging_steps: 1, agent_learning_rate: 1e-3, seed: 5, verbose: false, output_dir: out },
+      args: {
+        preference_num_candidates: 4,
+        max_new_tokens: 6,
+        temperature: 1,
+        top_p: 1,
+        num_generations: 2,
+        rollout_buffer_size: 4,
+        train_batch_size: 2,
+        num_train_epochs: 2,
+        reward_train_batch_size: 4,
+        eval_interval: 3,
+        eval_num_samples: 2,
+        logging_steps: 1,
+        agent_learning_rate: 1e-3,
+        seed: 5,
+        verbose: false,
+        output_dir: out,
+      },
     });
     const r = await t.train();
     t.dispose();
-    const m = readFileSync(path.join(out, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>);
+    const m = readFileSync(path.join(out, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, number | string>);
     // 6 items an epoch: a buffer of 4 (2 mini-batches), then 2 drained (1); 2 joint evaluations per item
     const train = m.filter((x) => x.kind === "train");
-    expect(train.map((x) => [x["epoch"], x["step"], x["rl/updates"], x["update"]])).toEqual([[1, 8, 2, 2], [1, 12, 1, 3], [2, 20, 2, 5], [2, 24, 1, 6]]);
+    expect(train.map((x) => [x["epoch"], x["step"], x["rl/updates"], x["update"]])).toEqual([
+      [1, 8, 2, 2],
+      [1, 12, 1, 3],
+      [2, 20, 2, 5],
+      [2, 24, 1, 6],
+    ]);
     expect([r.updates, r.envStep]).toEqual([6, 24]);
     // before items 0 and 3 of each epoch (env steps 0, 6 and 12, 18), then the final evaluation
-    expect(m.filter((x) => x.kind === "eval").map((x) => [x["step"], x["update"]])).toEqual([[0, 0], [6, 0], [12, 3], [18, 3], [24, 6]]);
+    expect(m.filter((x) => x.kind === "eval").map((x) => [x["step"], x["update"]])).toEqual([
+      [0, 0],
+      [6, 0],
+      [12, 3],
+      [18, 3],
+      [24, 6],
+    ]);
   });
 });

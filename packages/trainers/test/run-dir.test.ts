@@ -8,7 +8,14 @@ import { openRunDir, planRunDir, RunDirError, type RunDirOptions } from "../src/
 import { acquireRunLock, RunLockError } from "../src/run-lock.js";
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-rundir-"));
-const opts = (outputDir: string, more: Partial<RunDirOptions> = {}): RunDirOptions => ({ outputDir, checkpointsDir: path.join(outputDir, "checkpoints"), resumeLatest: false, overwrite: false, trainer: "madpo_iter", ...more });
+const opts = (outputDir: string, more: Partial<RunDirOptions> = {}): RunDirOptions => ({
+  outputDir,
+  checkpointsDir: path.join(outputDir, "checkpoints"),
+  resumeLatest: false,
+  overwrite: false,
+  trainer: "madpo_iter",
+  ...more,
+});
 
 /** A finished-looking run: config, metrics, a checkpoint and saved agents, and one file of the user's. */
 function finishedRun(dir: string): void {
@@ -27,8 +34,14 @@ describe("planRunDir (reads only)", () => {
     const d = tmp();
     finishedRun(d);
     expect(() => planRunDir(opts(d))).toThrow(RunDirError);
-    expect(() => planRunDir(opts(d))).toThrow(/already holds a run's results \(config\.json, metrics\.jsonl, agents, checkpoints\).*resume_from_checkpoint=true.*another output_dir.*overwrite_output_dir=true/);
-    expect(planRunDir(opts(d, { overwrite: true })).replace.map((p) => path.basename(p)).sort()).toEqual(["agents", "checkpoints", "config.json", "metrics.jsonl"]);
+    expect(() => planRunDir(opts(d))).toThrow(
+      /already holds a run's results \(config\.json, metrics\.jsonl, agents, checkpoints\).*resume_from_checkpoint=true.*another output_dir.*overwrite_output_dir=true/,
+    );
+    expect(
+      planRunDir(opts(d, { overwrite: true }))
+        .replace.map((p) => path.basename(p))
+        .sort(),
+    ).toEqual(["agents", "checkpoints", "config.json", "metrics.jsonl"]);
     expect(planRunDir(opts(d, { resumeLatest: true }))).toEqual({ resume: true, replace: [] });
   });
 

@@ -11,7 +11,14 @@ import { runMemoryEstimate, runMemoryPlan, type RunMemoryContext } from "../src/
 import { countE, items, small, TINY } from "./small-madpo-run.js";
 
 const model = parseModelConfig(llamaConfigJson({ vocabSize: 1000, hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2 }));
-const ctx = (over: Partial<RunMemoryContext> = {}): RunMemoryContext => ({ agents: [model, model], promptTokens: 20, items: 5, kernels: "tfjs", nativeDecode: false, ...over });
+const ctx = (over: Partial<RunMemoryContext> = {}): RunMemoryContext => ({
+  agents: [model, model],
+  promptTokens: 20,
+  items: 5,
+  kernels: "tfjs",
+  nativeDecode: false,
+  ...over,
+});
 
 describe("runMemoryPlan", () => {
   it("MADPO: rows per generate call, two sequences per pair, no copies", () => {
@@ -23,14 +30,25 @@ describe("runMemoryPlan", () => {
   });
 
   it("iterative MADPO: a comparator that copies the agents, and its own candidate count", () => {
-    const p = runMemoryPlan("madpo_iter", MADPOIterConfig({ comparator_policy: "current_copy", preference_num_candidates: 4, comparator_num_candidates: 8, generation_batch_size: 16 }), ctx());
+    const p = runMemoryPlan(
+      "madpo_iter",
+      MADPOIterConfig({ comparator_policy: "current_copy", preference_num_candidates: 4, comparator_num_candidates: 8, generation_batch_size: 16 }),
+      ctx(),
+    );
     expect(p).toMatchObject({ comparatorCopies: 1, generationRows: 16 });
     expect(runMemoryPlan("madpo_iter", MADPOIterConfig({ comparator_policy: "current" }), ctx()).comparatorCopies).toBe(0);
     expect(runMemoryPlan("madpo_iter", MADPOIterConfig({ comparator_policy: "history" }), ctx()).comparatorCopies).toBe(1);
   });
 
   it("MARLHF: frozen references, critics, the reward model's fit and the RL step's samples", () => {
-    const a = MARLHFConfig({ reference_kl_enabled: true, rl_algorithm: "maac", num_generations: 4, train_batch_size: 2, reward_train_batch_size: 3, max_new_tokens: 10 });
+    const a = MARLHFConfig({
+      reference_kl_enabled: true,
+      rl_algorithm: "maac",
+      num_generations: 4,
+      train_batch_size: 2,
+      reward_train_batch_size: 3,
+      max_new_tokens: 10,
+    });
     const p = runMemoryPlan("marlhf", a, ctx());
     expect(p).toMatchObject({ referenceCopies: 1, critics: 1, trainSequences: 8, rewardModel: { sequences: 6, seqLen: 2 * (20 + 10) } });
     const iac = runMemoryPlan("marlhf", MARLHFConfig({ rl_algorithm: "iac", reward_max_length: 64 }), ctx());
@@ -40,7 +58,11 @@ describe("runMemoryPlan", () => {
 
 describe("runMemoryEstimate", () => {
   it("the agents' weights and moments for the whole run, plus the largest phase", () => {
-    const plan = runMemoryPlan("madpo_iter", MADPOIterConfig({ comparator_policy: "current_copy", preference_num_candidates: 4, generation_batch_size: 8, train_batch_size: 2, max_new_tokens: 12 }), ctx());
+    const plan = runMemoryPlan(
+      "madpo_iter",
+      MADPOIterConfig({ comparator_policy: "current_copy", preference_num_candidates: 4, generation_batch_size: 8, train_batch_size: 2, max_new_tokens: 12 }),
+      ctx(),
+    );
     const { estimate, largestPhase } = runMemoryEstimate(plan);
     const w = modelSizes(model).parameters * 4;
     const step = trainingStepEstimate(model, { sequences: 4, seqLen: 32, kernels: "tfjs" });
@@ -63,11 +85,18 @@ const limited = memoryCapacity().limitBytes !== undefined;
 describe.skipIf(!limited)(`a run that cannot fit stops before writing anything (${memoryCapacity().backend})`, () => {
   it("MADPO with a training batch far too large for the heap", async () => {
     const output = path.join(mkdtempSync(path.join(tmpdir(), "pbrl-memory-")), "run");
-    const trainer = new MADPOTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: countE, args: small({ output_dir: output, train_batch_size: 20_000, max_new_tokens: 256 }) });
+    const trainer = new MADPOTrainer({
+      agentModel: TINY,
+      trainDataset: items,
+      rewardFunc: countE,
+      args: small({ output_dir: output, train_batch_size: 20_000, max_new_tokens: 256 }),
+    });
     try {
       const err = await trainer.train().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(MemoryBudgetError);
-      expect((err as Error).message).toMatch(/^this madpo run \(2 agents, prompts up to \d+ tokens, [\d.]+ [KMG]B of weights loaded; its largest phase is the training step\) needs about [\d.]+ GB of tensor memory, more than the \w+ backend can hold/);
+      expect((err as Error).message).toMatch(
+        /^this madpo run \(2 agents, prompts up to \d+ tokens, [\d.]+ [KMG]B of weights loaded; its largest phase is the training step\) needs about [\d.]+ GB of tensor memory, more than the \w+ backend can hold/,
+      );
       expect((err as Error).message).toMatch(/training step: activations of 40000 sequences × \d+ tokens/);
       expect((err as Error).message).toMatch(/What to do: train on fewer sequences at once \(train_batch_size/);
       expect(existsSync(output)).toBe(false);
@@ -83,7 +112,11 @@ describe.skipIf(!limited)(`a run that cannot fit stops before writing anything (
       agentModel: TINY,
       trainDataset: many,
       rewardFunc: countE,
-      args: { ...small({ output_dir: output, preference_num_candidates: 80, generation_batch_size: 160_000, max_new_tokens: 64 }), num_iterations: 1, comparator_policy: "current_copy" },
+      args: {
+        ...small({ output_dir: output, preference_num_candidates: 80, generation_batch_size: 160_000, max_new_tokens: 64 }),
+        num_iterations: 1,
+        comparator_policy: "current_copy",
+      },
     });
     try {
       const err = await trainer.train().catch((e: unknown) => e);

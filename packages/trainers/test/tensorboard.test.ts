@@ -88,7 +88,15 @@ describe("Event encoding, byte for byte", () => {
   });
 
   it("histogram value: histo (5) with min..sum_squares (1-5, doubles) and packed bucket_limit (6) / bucket (7)", () => {
-    const histo = ["09000000000000f03f", "110000000000000040", "190000000000000040", "210000000000000840", "290000000000001440", "32080000000000000040", "3a080000000000000040"].join("");
+    const histo = [
+      "09000000000000f03f",
+      "110000000000000040",
+      "190000000000000040",
+      "210000000000000840",
+      "290000000000001440",
+      "32080000000000000040",
+      "3a080000000000000040",
+    ].join("");
     const value = encodeSummaryValue({ tag: "h", histogram: { min: 1, max: 2, num: 2, sum: 3, sumSquares: 5, bucketLimit: [2], bucket: [2] } });
     expect(hex(value)).toBe("0a0168" + "2a41" + histo);
   });
@@ -114,7 +122,10 @@ describe("TFRecord framing", () => {
     const a = frameRecord(Uint8Array.of(1, 2, 3));
     const b = frameRecord(Uint8Array.of(4, 5));
     const both = Uint8Array.from([...a, ...b]);
-    expect(parseRecords(both).records.map((r) => [...r])).toEqual([[1, 2, 3], [4, 5]]);
+    expect(parseRecords(both).records.map((r) => [...r])).toEqual([
+      [1, 2, 3],
+      [4, 5],
+    ]);
     expect(parseRecords(both.subarray(0, both.length - 1))).toMatchObject({ records: [Uint8Array.of(1, 2, 3)], truncatedBytes: b.length - 1 });
     const badData = both.slice();
     badData[13] = badData[13]! ^ 1;
@@ -193,8 +204,14 @@ describe("TensorBoardWriter", () => {
         { tag: "bad", simpleValue: Number.NaN },
       ],
     });
-    expect(events[2]).toEqual({ wallTime: 100, step: 5, values: [{ tag: "samples/agent_0", text: ["**prompt**\n\n| a | b |\n|---|---|\n| é | 🙂 |"], pluginName: "text" }] });
-    expect(events[3]!.values).toEqual([{ tag: "reward/distribution", histogram: { min: 1, max: 4, num: 4, sum: 10, sumSquares: 30, bucketLimit: [2.5, 4], bucket: [2, 2] } }]);
+    expect(events[2]).toEqual({
+      wallTime: 100,
+      step: 5,
+      values: [{ tag: "samples/agent_0", text: ["**prompt**\n\n| a | b |\n|---|---|\n| é | 🙂 |"], pluginName: "text" }],
+    });
+    expect(events[3]!.values).toEqual([
+      { tag: "reward/distribution", histogram: { min: 1, max: 4, num: 4, sum: 10, sumSquares: 30, bucketLimit: [2.5, 4], bucket: [2, 2] } },
+    ]);
   });
 
   it("writes SessionLog START at the resume step after file_version", () => {

@@ -67,6 +67,17 @@ const execFileAsync = promisify(execFile);
  * fastest gzip level: these tarballs live for one test run.
  */
 export async function tarInstalled(pkg: InstalledPackage, out: string): Promise<void> {
-  const args = ["-c", "--hard-dereference", "--use-compress-program=gzip -1", "-f", out, "--exclude=./node_modules", "--transform=s,^\\.,package,", "-C", pkg.dir, "."];
+  const args = [
+    "-c",
+    "--hard-dereference",
+    "--use-compress-program=gzip -1",
+    "-f",
+    out,
+    "--exclude=./node_modules",
+    "--transform=s,^\\.,package,",
+    "-C",
+    pkg.dir,
+    ".",
+  ];
   await execFileAsync("tar", args);
 }

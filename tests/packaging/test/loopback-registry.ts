@@ -69,7 +69,10 @@ export async function startLoopbackRegistry(packages: readonly RegistryPackage[]
       return;
     }
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const latest = versions.map((v) => v.manifest.version).sort(compareVersions).at(-1)!;
+    const latest = versions
+      .map((v) => v.manifest.version)
+      .sort(compareVersions)
+      .at(-1)!;
     const packument = {
       name: urlPath.slice(1),
       "dist-tags": { latest },

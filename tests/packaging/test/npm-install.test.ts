@@ -32,7 +32,10 @@ beforeAll(async () => {
   const packed = inject("packedPackages");
   work = mkdtempSync(path.join(tmpdir(), "pbrl-npm-consumer-"));
   const isPacked = (name: string) => packed.some((p) => p.name === name);
-  const thirdParty = installedDependencies(packed.map((p) => p.dir), isPacked);
+  const thirdParty = installedDependencies(
+    packed.map((p) => p.dir),
+    isPacked,
+  );
   const tarballs = path.join(work, "tarballs");
   mkdirSync(tarballs);
   const served: RegistryPackage[] = packed.map((p) => ({
@@ -87,7 +90,11 @@ describe("packed packages installed by npm in a project outside the workspace", 
     // Copied into the project: Node resolves its imports from where the script lies, and next to
     // this suite they would find the workspace's packages instead of the installed ones.
     copyFileSync(MADPO_STEP, path.join(project, "madpo-step.mjs"));
-    const { stdout } = await execFileAsync(process.execPath, ["madpo-step.mjs", built ? "native" : "default", FIXTURE], { cwd: project, env, encoding: "utf8" });
+    const { stdout } = await execFileAsync(process.execPath, ["madpo-step.mjs", built ? "native" : "default", FIXTURE], {
+      cwd: project,
+      env,
+      encoding: "utf8",
+    });
     const step = JSON.parse(stdout) as { coreTensor: string; backend: string; loss: number; weights: number; changed: number[] };
     expect(step.coreTensor).toBe(pathToFileURL(path.join(project, "node_modules/@pbrl/core-tensor/dist/index.js")).href);
     if (built) {

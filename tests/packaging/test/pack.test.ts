@@ -27,15 +27,24 @@ beforeAll(async () => {
   scratch = mkdtempSync(path.join(tmpdir(), "pbrl-consumer-"));
   writeFileSync(
     path.join(scratch, "package.json"),
-    JSON.stringify({ name: "consumer", private: true, type: "module", dependencies: tarballs, devDependencies: { "@types/node": "20.19.43", typescript: "5.9.3" } }, null, 2),
+    JSON.stringify(
+      { name: "consumer", private: true, type: "module", dependencies: tarballs, devDependencies: { "@types/node": "20.19.43", typescript: "5.9.3" } },
+      null,
+      2,
+    ),
   );
   // A workspace file of its own keeps pnpm from climbing into ours; overrides point the
   // packages' own dependencies on each other at the tarballs, as a registry would. A tarball
   // dependency's allowBuilds key is its name and its path from the project (a registry one's is
   // its name alone).
-  const overrides = Object.entries(tarballs).map(([n, t]) => `  "${n}": "${t}"`).join("\n");
+  const overrides = Object.entries(tarballs)
+    .map(([n, t]) => `  "${n}": "${t}"`)
+    .join("\n");
   const coreTensor = `@pbrl/core-tensor@file:${path.relative(scratch, PACKED.find((p) => p.name === "@pbrl/core-tensor")!.tarball)}`;
-  writeFileSync(path.join(scratch, "pnpm-workspace.yaml"), `packages: []\noverrides:\n${overrides}\nallowBuilds:\n  core-js: false\n  "${coreTensor}": false\n`);
+  writeFileSync(
+    path.join(scratch, "pnpm-workspace.yaml"),
+    `packages: []\noverrides:\n${overrides}\nallowBuilds:\n  core-js: false\n  "${coreTensor}": false\n`,
+  );
   const store = run("pnpm", ["store", "path"], ROOT).trim();
   run("pnpm", ["install", "--offline", "--store-dir", store], scratch);
   builtByPnpm = existsSync(path.join(scratch, "node_modules/@pbrl/core-tensor/native/build/Release/pbrl_native.node"));
@@ -51,7 +60,10 @@ describe("packed packages in a project outside the workspace", () => {
   it("ship only built files with typed exports", () => {
     for (const p of PACKED) {
       const pkgDir = path.join(scratch, "node_modules", p.name);
-      const manifest = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8")) as { exports: Record<string, Record<string, string>>; dependencies?: Record<string, string> };
+      const manifest = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8")) as {
+        exports: Record<string, Record<string, string>>;
+        dependencies?: Record<string, string>;
+      };
       expect(manifest.exports["."]!["types"]).toBe("./dist/index.d.ts");
       expect(Object.values(manifest.dependencies ?? {}).some((v) => v.startsWith("workspace:"))).toBe(false);
       expect(readdirSync(pkgDir).sort()).toEqual(expect.arrayContaining(["dist", "package.json"]));
@@ -82,12 +94,33 @@ console.log(JSON.stringify({ ids, tokens: out!.tokens, sampled: sampled[0]!.toke
     );
     writeFileSync(
       path.join(scratch, "tsconfig.json"),
-      JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, outDir: "out", types: ["node"], skipLibCheck: true } }),
+      JSON.stringify({
+        compilerOptions: {
+          target: "ES2022",
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          strict: true,
+          outDir: "out",
+          types: ["node"],
+          skipLibCheck: true,
+        },
+      }),
     );
     run(path.join(scratch, "node_modules/.bin/tsc"), ["-p", "tsconfig.json"], scratch);
-    const result = JSON.parse(run(process.execPath, ["out/use.js"], scratch)) as { ids: number[]; tokens: number[]; sampled: number; sum: number; beta: number; pairs: number[][]; loss: number };
+    const result = JSON.parse(run(process.execPath, ["out/use.js"], scratch)) as {
+      ids: number[];
+      tokens: number[];
+      sampled: number;
+      sum: number;
+      beta: number;
+      pairs: number[][];
+      loss: number;
+    };
     expect(result.beta).toBe(0.2);
-    expect(result.pairs).toEqual([[1, 0], [1, 2]]);
+    expect(result.pairs).toEqual([
+      [1, 0],
+      [1, 2],
+    ]);
     expect(result.loss).toBeCloseTo(Math.log(2), 12);
     expect(result.ids).toEqual(r.input_ids);
     expect(result.tokens).toEqual(r.new_token_ids);
@@ -102,7 +135,9 @@ console.log(JSON.stringify({ ids, tokens: out!.tokens, sampled: sampled[0]!.toke
     const lines = rebuildLog.split("\n").filter((l) => l.startsWith("pbrl native addon: "));
     expect(lines.length, rebuildLog).toBeGreaterThan(0);
     const built = lines.filter((l) => /^pbrl native addon: built in [\d.]+ s against OpenBLAS \S+: the native backend is available$/.test(l));
-    const kept = lines.filter((l) => /^pbrl native addon: up to date \(built from these sources before\) against OpenBLAS \S+: the native backend is available$/.test(l));
+    const kept = lines.filter((l) =>
+      /^pbrl native addon: up to date \(built from these sources before\) against OpenBLAS \S+: the native backend is available$/.test(l),
+    );
     if (NATIVE_REQUIRED || built.length > 0) {
       expect(built).toHaveLength(1);
       expect(kept).toHaveLength(lines.length - 1);
@@ -113,7 +148,11 @@ console.log(JSON.stringify({ ids, tokens: out!.tokens, sampled: sampled[0]!.toke
   });
 
   it("install the pbrl command", () => {
-    const out = run(path.join(scratch, "node_modules/.bin/pbrl"), ["generate", "--model", FIXTURE, "--prompt", "The cat", "--greedy", "--max_new_tokens", "3", "--json"], scratch);
+    const out = run(
+      path.join(scratch, "node_modules/.bin/pbrl"),
+      ["generate", "--model", FIXTURE, "--prompt", "The cat", "--greedy", "--max_new_tokens", "3", "--json"],
+      scratch,
+    );
     expect((JSON.parse(out) as { results: { token_ids: number[] }[] }).results[0]!.token_ids).toEqual(reference.greedy.results[0]!.new_token_ids.slice(0, 3));
   });
 });

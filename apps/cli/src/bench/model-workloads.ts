@@ -56,13 +56,21 @@ async function buildModel(source: ModelSource, config: CausalLMConfig): Promise<
  * Training steps and generation on the model. Throws MemoryBudgetError, before building the
  * model, when the active backend cannot hold a training step of it (wasm and native: 4 GB).
  */
-export async function modelWorkloads(source: ModelSource, config: CausalLMConfig, w: Workloads, precision: ComputePrecision, say: (msg: string) => void): Promise<ModelResult> {
+export async function modelWorkloads(
+  source: ModelSource,
+  config: CausalLMConfig,
+  w: Workloads,
+  precision: ComputePrecision,
+  say: (msg: string) => void,
+): Promise<ModelResult> {
   checkTrainingStep(config, { sequences: w.train_batch, seqLen: w.train_seq_len }, { advice: BENCH_TRAINING_ADVICE });
   const t0 = performance.now();
   const model = await guardHeap("loading the model", () => buildModel(source, config));
   const loadS = (performance.now() - t0) / 1000;
   const peakRssAfterLoad = process.resourceUsage().maxRSS / 1024;
-  say(`model ${"dir" in source ? `loaded from ${source.dir}` : "randomly initialised"} in ${loadS.toFixed(2)} s: ${model.numParameters().toLocaleString("en-US")} parameters`);
+  say(
+    `model ${"dir" in source ? `loaded from ${source.dir}` : "randomly initialised"} in ${loadS.toFixed(2)} s: ${model.numParameters().toLocaleString("en-US")} parameters`,
+  );
   try {
     const liveBefore = liveTensorCount();
     const data = RngStream.fromSeed(0, "bench-data");
@@ -100,7 +108,9 @@ export async function modelWorkloads(source: ModelSource, config: CausalLMConfig
     for (let i = 0; i < w.train_steps; i++) {
       const s = trainStep();
       steps.push(s);
-      say(`train step ${i + 1}/${w.train_steps} (${w.train_batch}×${w.train_seq_len}): ${s.seconds.toFixed(2)} s, ${(tokensPerStep / s.seconds).toFixed(0)} tokens/s, loss ${s.loss.toFixed(4)}`);
+      say(
+        `train step ${i + 1}/${w.train_steps} (${w.train_batch}×${w.train_seq_len}): ${s.seconds.toFixed(2)} s, ${(tokensPerStep / s.seconds).toFixed(0)} tokens/s, loss ${s.loss.toFixed(4)}`,
+      );
     }
     const trainSeconds = steps.reduce((a, s) => a + s.seconds, 0);
     const tfMemoryWithOptimizer = tf.memory().numBytes;
@@ -111,17 +121,25 @@ export async function modelWorkloads(source: ModelSource, config: CausalLMConfig
     const gen: Partial<Record<GenMetric, number>> = {};
     const modes = w.gen_uncached ? [true, false] : [true];
     const warmPrompt = [randomIds(data, w.gen_prompt_len, vocab)];
-    for (const useCache of modes) generate(model, warmPrompt, { maxNewTokens: 4, temperature: w.gen_temperature, rng: RngStream.fromSeed(0, "bench-warmup"), useCache });
+    for (const useCache of modes)
+      generate(model, warmPrompt, { maxNewTokens: 4, temperature: w.gen_temperature, rng: RngStream.fromSeed(0, "bench-warmup"), useCache });
     for (const b of w.gen_batch_sizes) {
       for (const useCache of modes) {
         const prompts = Array.from({ length: b }, () => randomIds(data, w.gen_prompt_len, vocab));
         const t = performance.now();
-        const out = generate(model, prompts, { maxNewTokens: w.gen_new_tokens, temperature: w.gen_temperature, rng: RngStream.fromSeed(0, `bench-gen-b${b}`), useCache });
+        const out = generate(model, prompts, {
+          maxNewTokens: w.gen_new_tokens,
+          temperature: w.gen_temperature,
+          rng: RngStream.fromSeed(0, `bench-gen-b${b}`),
+          useCache,
+        });
         const seconds = (performance.now() - t) / 1000;
         const produced = out.reduce((a, o) => a + o.tokens.length, 0);
         if (produced !== b * w.gen_new_tokens) throw new Error(`generation produced ${produced} tokens, expected ${b}×${w.gen_new_tokens}`);
         gen[genMetric(b, useCache)] = produced / seconds;
-        say(`generate batch ${b}, ${useCache ? "KV cache" : "no cache"}: ${w.gen_new_tokens} new tokens per row in ${seconds.toFixed(2)} s, ${(produced / seconds).toFixed(1)} tokens/s`);
+        say(
+          `generate batch ${b}, ${useCache ? "KV cache" : "no cache"}: ${w.gen_new_tokens} new tokens per row in ${seconds.toFixed(2)} s, ${(produced / seconds).toFixed(1)} tokens/s`,
+        );
       }
     }
 

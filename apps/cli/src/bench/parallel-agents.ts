@@ -60,7 +60,17 @@ export interface ParallelResult {
 }
 
 export function parallelWorkload(steps: number): ParallelWorkload {
-  return { agents: 2, gen_prompts: 8, gen_candidates: 8, gen_prompt_len: 16, gen_new_tokens: 32, pairs_per_update: 8, prompt_len: 16, completion_len: 48, updates: steps };
+  return {
+    agents: 2,
+    gen_prompts: 8,
+    gen_candidates: 8,
+    gen_prompt_len: 16,
+    gen_new_tokens: 32,
+    pairs_per_update: 8,
+    prompt_len: 16,
+    completion_len: 48,
+    updates: steps,
+  };
 }
 
 const timing = (sequential: number, mp: number): ParallelTiming => ({ sequential_s: sequential, mp_s: mp, speedup: sequential / mp });
@@ -86,7 +96,11 @@ function maxWeightDiff(a: readonly TrainableAgent[], b: readonly TrainableAgent[
   let diff = 0;
   a.forEach((x, i) => {
     const other = b[i]!.model.params;
-    for (const [name, v] of x.model.params) diff = Math.max(diff, tf.tidy(() => tf.max(tf.abs(tf.sub(v, other.get(name)!))).dataSync()[0]!));
+    for (const [name, v] of x.model.params)
+      diff = Math.max(
+        diff,
+        tf.tidy(() => tf.max(tf.abs(tf.sub(v, other.get(name)!))).dataSync()[0]!),
+      );
   });
   return diff;
 }
@@ -114,7 +128,9 @@ export async function measureParallel(preset: Preset, backend: BackendName, step
   const data = RngStream.fromSeed(0, "bench-parallel");
   const ids = (n: number) => Array.from({ length: n }, () => 1 + data.int(config.vocabSize - 1));
   const batches = Array.from({ length: w.updates + 1 }, () =>
-    Array.from({ length: w.pairs_per_update }, () => Array.from({ length: w.agents }, () => ({ promptIds: ids(w.prompt_len), winnerIds: ids(w.completion_len), loserIds: ids(w.completion_len) }))),
+    Array.from({ length: w.pairs_per_update }, () =>
+      Array.from({ length: w.agents }, () => ({ promptIds: ids(w.prompt_len), winnerIds: ids(w.completion_len), loserIds: ids(w.completion_len) })),
+    ),
   );
   const prompts = Array.from({ length: w.gen_prompts }, () => Array.from({ length: w.agents }, () => idTokenizer.decode(ids(w.gen_prompt_len))));
   const settings: GenerationSettings = { maxNewTokens: w.gen_new_tokens, temperature: 1, topP: 1, topK: null, maxBatchRows: w.gen_prompts * w.gen_candidates };
@@ -124,12 +140,18 @@ export async function measureParallel(preset: Preset, backend: BackendName, step
       return { model, optimizer: new AdamW(model.params, { lr: 1e-4 }), padTokenId: 0 };
     });
   // No EOS id in range: every row generates gen_new_tokens tokens.
-  const asPolicies = (agents: readonly TrainableAgent[]): Policy[] => agents.map((a) => ({ model: a.model, tokenizer: idTokenizer as unknown as Policy["tokenizer"], eosTokenIds: [-1], padTokenId: 0 }));
+  const asPolicies = (agents: readonly TrainableAgent[]): Policy[] =>
+    agents.map((a) => ({ model: a.model, tokenizer: idTokenizer as unknown as Policy["tokenizer"], eosTokenIds: [-1], padTokenId: 0 }));
   const RL_GENERATIONS = 2;
   const jobs: PolicyStepJob[][] = Array.from({ length: w.updates + 1 }, (_, b) =>
     Array.from({ length: w.agents }, () => {
       const rows = Array.from({ length: w.pairs_per_update * RL_GENERATIONS }, () => ({ promptIds: ids(w.prompt_len), completionIds: ids(w.completion_len) }));
-      return { rows, advantages: rows.map(() => data.random() * 2 - 1), owners: rows.map((_, r) => ({ item: Math.floor(r / RL_GENERATIONS), g: r % RL_GENERATIONS })), where: `bench update ${b}` };
+      return {
+        rows,
+        advantages: rows.map(() => data.random() * 2 - 1),
+        owners: rows.map((_, r) => ({ item: Math.floor(r / RL_GENERATIONS), g: r % RL_GENERATIONS })),
+        where: `bench update ${b}`,
+      };
     }),
   );
   const sequential = fresh();
@@ -142,7 +164,9 @@ export async function measureParallel(preset: Preset, backend: BackendName, step
     here.sample(prompts.slice(0, 1), 1);
     const genHere = await seconds(async () => here.sample(prompts, w.gen_candidates));
     await workers.loadWeights(parallel);
-    const there = new ParallelPolicySampler(asPolicies(parallel), settings, RngStream.fromSeed(0, "bench-sampling"), (a, promptIds, n, s, rng) => workers.generate(a, promptIds, n, s, [-1], rng));
+    const there = new ParallelPolicySampler(asPolicies(parallel), settings, RngStream.fromSeed(0, "bench-sampling"), (a, promptIds, n, s, rng) =>
+      workers.generate(a, promptIds, n, s, [-1], rng),
+    );
     await there.sample(prompts.slice(0, 1), 1);
     const genThere = await seconds(() => there.sample(prompts, w.gen_candidates));
     const tokensOf = (samples: AgentSamples[][]) => JSON.stringify(samples.map((item) => item.map((a) => a.tokens)));

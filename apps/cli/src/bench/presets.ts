@@ -21,7 +21,19 @@ export type ModelSource = { preset: Preset } | { dir: string };
  */
 function smollm2Config(): Record<string, unknown> {
   // llamaConfigJson's rms_norm_eps is SmolLM2's 1e-5; its config.json names no pad token.
-  const { pad_token_id: _pad, ...config } = llamaConfigJson({ vocabSize: 49152, hiddenSize: 576, intermediateSize: 1536, numLayers: 30, numHeads: 9, numKvHeads: 3, ropeTheta: 100000, maxPositionEmbeddings: 8192, tieWordEmbeddings: true, bosTokenId: 0, eosTokenId: 0 });
+  const { pad_token_id: _pad, ...config } = llamaConfigJson({
+    vocabSize: 49152,
+    hiddenSize: 576,
+    intermediateSize: 1536,
+    numLayers: 30,
+    numHeads: 9,
+    numKvHeads: 3,
+    ropeTheta: 100000,
+    maxPositionEmbeddings: 8192,
+    tieWordEmbeddings: true,
+    bosTokenId: 0,
+    eosTokenId: 0,
+  });
   return { ...config, initializer_range: 0.041666666666666664 };
 }
 
@@ -77,7 +89,9 @@ export function sourceConfigJson(source: ModelSource): Record<string, unknown> {
 }
 
 export function sourceConfig(source: ModelSource): CausalLMConfig {
-  return "preset" in source ? parseModelConfig(presetConfigJson(source.preset), `bench preset ${source.preset}`) : parseModelConfig(sourceConfigJson(source), path.join(source.dir, "config.json"));
+  return "preset" in source
+    ? parseModelConfig(presetConfigJson(source.preset), `bench preset ${source.preset}`)
+    : parseModelConfig(sourceConfigJson(source), path.join(source.dir, "config.json"));
 }
 
 export function parameterCount(config: CausalLMConfig): number {

@@ -26,7 +26,8 @@ export const RATIO_MEANING =
   "pbrl ÷ PyTorch of the same metric: for *_tokens_per_s > 1 means pbrl is faster; for peak_rss_mb and load_s < 1 means pbrl uses less memory, loads faster; " +
   "in *_vs_pytorch (float32), gen_b*_cached_bf16_weights_tokens_per_s is pbrl's rate with bf16 weights ÷ PyTorch's float32 rate";
 
-export const BEST_MEANING = "pbrl's training rate ÷ the higher of PyTorch float32 and PyTorch bf16 autocast (pytorch_best names it): > 1 means pbrl trains faster than either";
+export const BEST_MEANING =
+  "pbrl's training rate ÷ the higher of PyTorch float32 and PyTorch bf16 autocast (pytorch_best names it): > 1 means pbrl trains faster than either";
 
 export const NATIVE_VS_WASM_MEANING =
   "pbrl native ÷ pbrl wasm of the same metric: the speed-up of the native backend over the wasm-only path (for peak_rss_mb < 1 means native uses less memory); " +

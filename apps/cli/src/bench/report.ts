@@ -61,17 +61,38 @@ export function formatTable(report: BenchReport): string {
     ["process CPU s / wall s", (n) => `${fmt(num(n, "cpu_s"))} / ${fmt(num(n, "wall_s"))}`, undefined],
     ["gen prompt + new tokens", (n) => (wl(n) ? `${wl(n)!.gen_prompt_len}+${wl(n)!.gen_new_tokens}` : "–"), undefined],
     ...[...RATE_METRICS.filter((k) => k.startsWith("gen_")), ...BF16_WEIGHTS_METRICS].map(
-      (k) => [`${k.replace(/^gen_b(\d+)_(cached|uncached)(_bf16_weights)?_tokens_per_s$/, (_, b: string, mode: string, w?: string) => `gen batch ${b}, ${mode}${w ? ", bf16 weights" : ""}, tokens/s`)}`, (n: string) => fmt(num(n, k)), (r: Ratios) => fmt(r[k])] as [string, (n: string) => string, (r: Ratios) => string],
+      (k) =>
+        [
+          `${k.replace(/^gen_b(\d+)_(cached|uncached)(_bf16_weights)?_tokens_per_s$/, (_, b: string, mode: string, w?: string) => `gen batch ${b}, ${mode}${w ? ", bf16 weights" : ""}, tokens/s`)}`,
+          (n: string) => fmt(num(n, k)),
+          (r: Ratios) => fmt(r[k]),
+        ] as [string, (n: string) => string, (r: Ratios) => string],
     ),
     ["peak RSS MB", (n) => fmt(num(n, "peak_rss_mb")), (r) => fmt(r.peak_rss_mb)],
     ["peak RSS MB after loading the model", (n) => fmt(num(n, "peak_rss_mb_after_load")), undefined],
     ["peak RSS MB after training", (n) => fmt(num(n, "peak_rss_mb_after_train")), undefined],
     ["tf memory MB (with AdamW)", (n) => fmt(num(n, "tf_memory_mb_with_optimizer")), undefined],
     ["tf memory MB (after)", (n) => fmt(num(n, "tf_memory_mb_after")), undefined],
-    ["live tensors before → after", (n) => (num(n, "live_tensors_before") !== undefined ? `${num(n, "live_tensors_before")} → ${num(n, "live_tensors_after")}` : "–"), undefined],
-    ["2 agents sampling s, this thread → mp", (n) => (parallel(n) ? `${fmt(parallel(n)!.generation.sequential_s)} → ${fmt(parallel(n)!.generation.mp_s)}` : "–"), undefined],
-    ["2 agents MADPO update s, this thread → mp", (n) => (parallel(n) ? `${fmt(parallel(n)!.update.sequential_s)} → ${fmt(parallel(n)!.update.mp_s)}` : "–"), undefined],
-    ["2 agents MARLHF RL update s, this thread → mp", (n) => (parallel(n) ? `${fmt(parallel(n)!.rl_update.sequential_s)} → ${fmt(parallel(n)!.rl_update.mp_s)}` : "–"), undefined],
+    [
+      "live tensors before → after",
+      (n) => (num(n, "live_tensors_before") !== undefined ? `${num(n, "live_tensors_before")} → ${num(n, "live_tensors_after")}` : "–"),
+      undefined,
+    ],
+    [
+      "2 agents sampling s, this thread → mp",
+      (n) => (parallel(n) ? `${fmt(parallel(n)!.generation.sequential_s)} → ${fmt(parallel(n)!.generation.mp_s)}` : "–"),
+      undefined,
+    ],
+    [
+      "2 agents MADPO update s, this thread → mp",
+      (n) => (parallel(n) ? `${fmt(parallel(n)!.update.sequential_s)} → ${fmt(parallel(n)!.update.mp_s)}` : "–"),
+      undefined,
+    ],
+    [
+      "2 agents MARLHF RL update s, this thread → mp",
+      (n) => (parallel(n) ? `${fmt(parallel(n)!.rl_update.sequential_s)} → ${fmt(parallel(n)!.rl_update.mp_s)}` : "–"),
+      undefined,
+    ],
     ["demo round s", (n) => fmt(demo(n)?.demo_round_s), (r) => fmt(r.demo_round_s)],
     ["demo round pairs / updates", (n) => (demo(n) ? `${demo(n)!.pairs} / ${demo(n)!.updates}` : "–"), undefined],
   ];
@@ -85,9 +106,17 @@ export function formatTable(report: BenchReport): string {
   // Rows nobody measured (uncached generation at real sizes, bf16 weights without a bf16 PyTorch column) are left out.
   const shown = rows.filter(([, cell]) => names.some((n) => isMeasured(report.results[n]) && cell(n) !== "–"));
   const header = ["", ...names, ...ratioNames.map((r) => r.replace(/_vs_/, "/"))];
-  const body = shown.map(([label, cell, ratio]) => [label, ...names.map((n) => (isMeasured(report.results[n]) ? cell(n) : "–")), ...ratioNames.map((r) => (ratio ? ratio(report.ratios[r]!) : ""))]);
+  const body = shown.map(([label, cell, ratio]) => [
+    label,
+    ...names.map((n) => (isMeasured(report.results[n]) ? cell(n) : "–")),
+    ...ratioNames.map((r) => (ratio ? ratio(report.ratios[r]!) : "")),
+  ]);
   const widths = header.map((_, i) => Math.max(...[header, ...body].map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd();
+  const line = (row: string[]) =>
+    row
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join("  ")
+      .trimEnd();
 
   const mc = report.machine;
   const out = [
@@ -106,12 +135,17 @@ export function formatTable(report: BenchReport): string {
     else if ("failed" in r) out.push(`${n}: FAILED — ${String(r["failed"])}`);
     else if ("not_measured" in r) out.push(`${n}: not measured — ${String(r["not_measured"]).split("\n")[0]}`);
     else if (n.startsWith("pytorch"))
-      out.push(`${n}: torch ${String(r["torch_version"])}, transformers ${String(r["transformers_version"])}, ${String(r["threads"])} threads, ATen ${String(r["cpu_capability"])} kernels, attention ${String(r["attn_implementation"])}${r["precision"] === "bf16" ? ", bf16 autocast" : ""}`);
+      out.push(
+        `${n}: torch ${String(r["torch_version"])}, transformers ${String(r["transformers_version"])}, ${String(r["threads"])} threads, ATen ${String(r["cpu_capability"])} kernels, attention ${String(r["attn_implementation"])}${r["precision"] === "bf16" ? ", bf16 autocast" : ""}`,
+      );
     else out.push(`${n}: ${String(r["description"])}, ${String(r["isolation"])}`);
   }
   if (names.some((n) => flat(n) !== undefined)) out.push(`flatness: ${FLATNESS_MEANING}`);
   if (ratioNames.includes("pbrl_native_vs_pbrl_wasm")) out.push(`pbrl_native/pbrl_wasm: ${NATIVE_VS_WASM_MEANING}`);
-  if (ratioNames.some((r) => /_vs_pytorch(_bf16)?$/.test(r))) out.push(`ratios: ${RATIO_MEANING}${Object.values(report.ratios).some((r) => !r.same_workloads) ? " (pbrl_cpu generated fewer tokens and timed one training step)" : ""}`);
+  if (ratioNames.some((r) => /_vs_pytorch(_bf16)?$/.test(r)))
+    out.push(
+      `ratios: ${RATIO_MEANING}${Object.values(report.ratios).some((r) => !r.same_workloads) ? " (pbrl_cpu generated fewer tokens and timed one training step)" : ""}`,
+    );
   if (ratioNames.some((r) => r.endsWith("_vs_pytorch_best"))) out.push(`*/pytorch_best: ${BEST_MEANING}`);
   out.push(`total wall time: ${report.wall_s.toFixed(1)} s`, "");
   return out.join("\n");

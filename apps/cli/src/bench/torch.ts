@@ -134,8 +134,18 @@ export async function runTorchColumns(options: {
   const found = findTorchPython(options.python, root);
   if ("skipped" in found) return skipAll(found);
   for (const precision of options.precisions) {
-    io.err(`pbrl bench [${precision === "bf16" ? "pytorch bf16" : "pytorch"}]: ${found.python} ${path.relative(root!, script)}${precision === "bf16" ? " --bf16" : ""}\n`);
-    columns[torchColumn(precision)] = await runTorchBench({ python: found.python, script, config: options.config, modelDir: options.modelDir, precision, workloads: options.workloads, io });
+    io.err(
+      `pbrl bench [${precision === "bf16" ? "pytorch bf16" : "pytorch"}]: ${found.python} ${path.relative(root!, script)}${precision === "bf16" ? " --bf16" : ""}\n`,
+    );
+    columns[torchColumn(precision)] = await runTorchBench({
+      python: found.python,
+      script,
+      config: options.config,
+      modelDir: options.modelDir,
+      precision,
+      workloads: options.workloads,
+      io,
+    });
   }
   return columns;
 }

@@ -107,7 +107,8 @@ export async function runBenchWorker(spec: WorkerSpec, io: CliIO, isolation: Bac
 /** Why the demo-level measurements do not run for this column, or undefined when they do. */
 function notForThisColumn(spec: WorkerSpec, what: string): string | undefined {
   if (spec.precision === "bf16") return `${what} runs pbrl's trainers in float32: measured in the float32 column`;
-  if ("dir" in spec.model || spec.scale === "real") return `${what} is measured with --preset default or tiny (it does not depend on a real-size model, or would take minutes with one)`;
+  if ("dir" in spec.model || spec.scale === "real")
+    return `${what} is measured with --preset default or tiny (it does not depend on a real-size model, or would take minutes with one)`;
   return undefined;
 }
 
@@ -115,13 +116,20 @@ async function timeParallel(spec: WorkerSpec, say: (msg: string) => void): Promi
   const why = notForThisColumn(spec, "parallel_training");
   if (why !== undefined || !("preset" in spec.model)) return { skipped: why ?? "--model" };
   // The pure-JS kernels would take over ten minutes for this work on the default model.
-  if (spec.backend === "cpu" && spec.model.preset === "default") return { skipped: "cpu backend with the default preset (pure-JS kernels: over ten minutes); --preset tiny measures it" };
+  if (spec.backend === "cpu" && spec.model.preset === "default")
+    return { skipped: "cpu backend with the default preset (pure-JS kernels: over ten minutes); --preset tiny measures it" };
   const r = await measureParallel(spec.model.preset, spec.backend, spec.steps);
   const w = r.workload;
   const t = `${r.threads_per_worker} thread${r.threads_per_worker === 1 ? "" : "s"} each`;
-  say(`parallel_training: sampling ${w.gen_prompts}×${w.gen_candidates} candidates per agent: ${r.generation.sequential_s.toFixed(2)} s in this thread, ${r.generation.mp_s.toFixed(2)} s in worker threads (${t}): ${r.generation.speedup.toFixed(2)}×`);
-  say(`parallel_training: MADPO update of ${w.agents} agents (${w.pairs_per_update} pairs): ${r.update.sequential_s.toFixed(2)} s in this thread, ${r.update.mp_s.toFixed(2)} s in worker threads: ${r.update.speedup.toFixed(2)}×`);
-  say(`parallel_training: MARLHF policy-gradient update of ${w.agents} agents (${w.pairs_per_update} items × ${r.rl_update.generations} samples): ${r.rl_update.sequential_s.toFixed(2)} s in this thread, ${r.rl_update.mp_s.toFixed(2)} s in worker threads: ${r.rl_update.speedup.toFixed(2)}×`);
+  say(
+    `parallel_training: sampling ${w.gen_prompts}×${w.gen_candidates} candidates per agent: ${r.generation.sequential_s.toFixed(2)} s in this thread, ${r.generation.mp_s.toFixed(2)} s in worker threads (${t}): ${r.generation.speedup.toFixed(2)}×`,
+  );
+  say(
+    `parallel_training: MADPO update of ${w.agents} agents (${w.pairs_per_update} pairs): ${r.update.sequential_s.toFixed(2)} s in this thread, ${r.update.mp_s.toFixed(2)} s in worker threads: ${r.update.speedup.toFixed(2)}×`,
+  );
+  say(
+    `parallel_training: MARLHF policy-gradient update of ${w.agents} agents (${w.pairs_per_update} items × ${r.rl_update.generations} samples): ${r.rl_update.sequential_s.toFixed(2)} s in this thread, ${r.rl_update.mp_s.toFixed(2)} s in worker threads: ${r.rl_update.speedup.toFixed(2)}×`,
+  );
   return r;
 }
 
@@ -138,7 +146,9 @@ async function timeDemoRound(spec: WorkerSpec, say: (msg: string) => void): Prom
 
 async function measureFlatness(backend: BackendName, rounds: number, say: (msg: string) => void): Promise<FlatnessResult> {
   const f = await runFlatness(backend, rounds, (p) =>
-    say(`flatness round ${p.round}/${rounds}: ${p.round_s.toFixed(1)} s, ${p.live_tensors} live tensors, tf memory ${(p.tf_memory_bytes / MB).toFixed(2)} MB, RSS ${p.rss_mb.toFixed(1)} MB`),
+    say(
+      `flatness round ${p.round}/${rounds}: ${p.round_s.toFixed(1)} s, ${p.live_tensors} live tensors, tf memory ${(p.tf_memory_bytes / MB).toFixed(2)} MB, RSS ${p.rss_mb.toFixed(1)} MB`,
+    ),
   );
   say(flatnessLine(f));
   return f;

@@ -79,7 +79,11 @@ export function workloadsFor(backend: BackendName | "pytorch", scale: Scale, par
     weight_decay: 0.01,
   };
   const sized = backend === "cpu" && !real ? { ...base, train_steps: 1, gen_new_tokens: 16 } : base;
-  return { ...sized, ...(flags.trainBatch !== undefined ? { train_batch: flags.trainBatch } : {}), ...(flags.trainSeq !== undefined ? { train_seq_len: flags.trainSeq } : {}) };
+  return {
+    ...sized,
+    ...(flags.trainBatch !== undefined ? { train_batch: flags.trainBatch } : {}),
+    ...(flags.trainSeq !== undefined ? { train_seq_len: flags.trainSeq } : {}),
+  };
 }
 
 /** Throughput metrics every side reports (tokens per second of wall time); uncached ones only when timed. */
@@ -109,4 +113,14 @@ export function genMetric(batch: number, cached: boolean): GenMetric {
 }
 
 /** Every number a pbrl backend result of a small-scale run carries, all positive and finite on a healthy run. */
-export const PBRL_METRICS = [...RATE_METRICS, "load_s", "peak_rss_mb", "peak_rss_mb_after_load", "peak_rss_mb_after_train", "tf_memory_mb_after", "tf_memory_mb_with_optimizer", "live_tensors_before", "live_tensors_after"] as const;
+export const PBRL_METRICS = [
+  ...RATE_METRICS,
+  "load_s",
+  "peak_rss_mb",
+  "peak_rss_mb_after_load",
+  "peak_rss_mb_after_train",
+  "tf_memory_mb_after",
+  "tf_memory_mb_with_optimizer",
+  "live_tensors_before",
+  "live_tensors_after",
+] as const;

@@ -128,7 +128,16 @@ function parseWorkerSpec(value: string): WorkerSpec {
     typeof demoRound === "boolean" &&
     validRounds;
   if (!valid) throw new UsageError(`pbrl bench: invalid --worker spec ${value}`);
-  return { backend: backend!, precision: precision!, model: model!, scale: scale!, workloads: workloads!, steps: steps!, demo_round: demoRound!, rounds: rounds! };
+  return {
+    backend: backend!,
+    precision: precision!,
+    model: model!,
+    scale: scale!,
+    workloads: workloads!,
+    steps: steps!,
+    demo_round: demoRound!,
+    rounds: rounds!,
+  };
 }
 
 /**
@@ -170,7 +179,8 @@ async function runBackend(spec: WorkerSpec, io: CliIO): Promise<WorkerResult | {
 /** --model DIR, checked here so a wrong folder is a usage error before anything runs. */
 function parseModelDir(dir: string): ModelSource {
   const abs = path.resolve(dir);
-  if (!existsSync(path.join(abs, "config.json"))) throw new UsageError(`pbrl bench: --model must be a checkpoint folder with a config.json, got ${JSON.stringify(dir)}`);
+  if (!existsSync(path.join(abs, "config.json")))
+    throw new UsageError(`pbrl bench: --model must be a checkpoint folder with a config.json, got ${JSON.stringify(dir)}`);
   try {
     sourceConfig({ dir: abs });
   } catch (err) {
@@ -188,7 +198,9 @@ function addonMissing(backend: BackendName): string | undefined {
   if (backend === "libtorch") {
     if (process.env["PBRL_LIBTORCH"] === "off") return "the libtorch backend is disabled by PBRL_LIBTORCH=off";
     const addon = libtorchAddonPath();
-    return existsSync(addon) ? undefined : `the libtorch backend is unavailable: its addon is not built (${addon} does not exist; docs/libtorch-backend.md says how to get it)`;
+    return existsSync(addon)
+      ? undefined
+      : `the libtorch backend is unavailable: its addon is not built (${addon} does not exist; docs/libtorch-backend.md says how to get it)`;
   }
   return undefined;
 }
@@ -223,29 +235,47 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
     io.out(`${JSON.stringify(result)}\n`);
     return 0;
   }
-  if (values.preset !== undefined && values.model !== undefined) throw new UsageError("pbrl bench: --preset and --model cannot be combined (--model measures that checkpoint)");
+  if (values.preset !== undefined && values.model !== undefined)
+    throw new UsageError("pbrl bench: --preset and --model cannot be combined (--model measures that checkpoint)");
   const preset = (values.preset ?? "default") as Preset;
-  if (values.model === undefined && !PRESETS.includes(preset)) throw new UsageError(`pbrl bench: --preset must be one of ${PRESETS.join(", ")}, got ${JSON.stringify(values.preset)}`);
+  if (values.model === undefined && !PRESETS.includes(preset))
+    throw new UsageError(`pbrl bench: --preset must be one of ${PRESETS.join(", ")}, got ${JSON.stringify(values.preset)}`);
   const source: ModelSource = values.model !== undefined ? parseModelDir(values.model) : { preset };
   const precisionFlag = values.precision;
-  if (precisionFlag !== undefined && !(PRECISIONS as readonly string[]).includes(precisionFlag)) throw new UsageError(`pbrl bench: --precision must be float32 or bf16, got ${JSON.stringify(precisionFlag)}`);
+  if (precisionFlag !== undefined && !(PRECISIONS as readonly string[]).includes(precisionFlag))
+    throw new UsageError(`pbrl bench: --precision must be float32 or bf16, got ${JSON.stringify(precisionFlag)}`);
   const precisions: readonly ComputePrecision[] = precisionFlag !== undefined ? [precisionFlag as ComputePrecision] : PRECISIONS;
   const flags: WorkloadFlags = {
     steps: optNumber(values.steps, "steps", "bench", isPosInt, "a positive integer"),
     trainBatch: optNumber(values.train_batch, "train_batch", "bench", isPosInt, "a positive integer"),
-    trainSeq: optNumber(values.train_seq, "train_seq", "bench", (n) => isPosInt(n) && n >= 2, "an integer of at least 2 (one prompt token and one scored token)"),
+    trainSeq: optNumber(
+      values.train_seq,
+      "train_seq",
+      "bench",
+      (n) => isPosInt(n) && n >= 2,
+      "an integer of at least 2 (one prompt token and one scored token)",
+    ),
     uncached: values.uncached === true,
   };
   const noTorch = values["no-torch"] === true;
   if (noTorch && values.python !== undefined) throw new UsageError("pbrl bench: --python cannot be combined with --no-torch");
-  const rounds = optNumber(values.rounds, "rounds", "bench", (n) => isPosInt(n) && n >= MIN_ROUNDS, `an integer of at least ${MIN_ROUNDS} (RSS growth is measured from round 2 to the last)`) ?? null;
+  const rounds =
+    optNumber(
+      values.rounds,
+      "rounds",
+      "bench",
+      (n) => isPosInt(n) && n >= MIN_ROUNDS,
+      `an integer of at least ${MIN_ROUNDS} (RSS growth is measured from round 2 to the last)`,
+    ) ?? null;
   const demoRound = values["no-demo-round"] !== true;
 
   const config = sourceConfig(source);
   const parameters = parameterCount(config);
-  const scale: Scale = ("preset" in source && REAL_SIZE_PRESETS.includes(source.preset)) || ("dir" in source && parameters >= REAL_SIZE_PARAMETERS) ? "real" : "small";
+  const scale: Scale =
+    ("preset" in source && REAL_SIZE_PRESETS.includes(source.preset)) || ("dir" in source && parameters >= REAL_SIZE_PARAMETERS) ? "real" : "small";
   const backends = parseBackends(values.backends, scale);
-  if (precisionFlag === "bf16" && !backends.includes("libtorch") && noTorch) throw new UsageError("pbrl bench: --precision bf16 needs libtorch in --backends or the PyTorch comparison (the other backends compute in float32 only)");
+  if (precisionFlag === "bf16" && !backends.includes("libtorch") && noTorch)
+    throw new UsageError("pbrl bench: --precision bf16 needs libtorch in --backends or the PyTorch comparison (the other backends compute in float32 only)");
   const steps = flags.steps ?? DEFAULT_STEPS;
 
   const start = performance.now();
@@ -264,8 +294,16 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
   // after every pbrl backend's demo rounds.
   const torch = noTorch
     ? undefined
-    : await runTorchColumns({ python: values.python, config: configJson, modelDir: "dir" in source ? source.dir : undefined, precisions, workloads: workloadsFor("pytorch", scale, parameters, flags), io });
-  for (const [name, r] of Object.entries(torch ?? {})) if (!isMeasured(r)) io.err(`pbrl bench [${name}]: ${"skipped" in r ? `skipped — ${r.skipped}` : `failed — ${r.failed}`}\n`);
+    : await runTorchColumns({
+        python: values.python,
+        config: configJson,
+        modelDir: "dir" in source ? source.dir : undefined,
+        precisions,
+        workloads: workloadsFor("pytorch", scale, parameters, flags),
+        io,
+      });
+  for (const [name, r] of Object.entries(torch ?? {}))
+    if (!isMeasured(r)) io.err(`pbrl bench [${name}]: ${"skipped" in r ? `skipped — ${r.skipped}` : `failed — ${r.failed}`}\n`);
 
   // By default native and libtorch run when their addon is built; asked for by name, they must run (and fail).
   const byName = values.backends !== undefined;

@@ -54,7 +54,9 @@ export async function configCommand(argv: string[], io: CliIO): Promise<number> 
       return reference(rest, io);
   }
   const near = sub === undefined ? undefined : closest(sub, SUBCOMMANDS);
-  throw new UsageError(`pbrl config: ${sub === undefined ? "give a subcommand" : `unknown subcommand "${sub}"${near ? ` (did you mean "${near}"?)` : ""}`}: ${SUBCOMMANDS.join(", ")}; see pbrl config --help`);
+  throw new UsageError(
+    `pbrl config: ${sub === undefined ? "give a subcommand" : `unknown subcommand "${sub}"${near ? ` (did you mean "${near}"?)` : ""}`}: ${SUBCOMMANDS.join(", ")}; see pbrl config --help`,
+  );
 }
 
 async function validate(argv: string[], io: CliIO): Promise<number> {
@@ -70,7 +72,9 @@ async function validate(argv: string[], io: CliIO): Promise<number> {
     const named = file.values["trainer"];
     if (named !== undefined && named !== null && trainerName(named) !== trainer) {
       const source = overrides.some((o) => o.trim().startsWith("trainer=")) || files[0] === undefined ? "the trainer=… override" : files[0];
-      throw new UsageError(`pbrl config validate: the command line names trainer ${trainer}, but ${source} says trainer: ${trainerName(named)}; run pbrl config validate ${trainerName(named)} …, or change the trainer key`);
+      throw new UsageError(
+        `pbrl config validate: the command line names trainer ${trainer}, but ${source} says trainer: ${trainerName(named)}; run pbrl config validate ${trainerName(named)} …, or change the trainer key`,
+      );
     }
     const { config, run } = splitRunFile(file.values, trainer);
     const { args } = buildTrainerConfig(trainer, config);
@@ -86,7 +90,8 @@ async function validate(argv: string[], io: CliIO): Promise<number> {
 }
 
 function onePositional(positionals: string[], usage: string, optional: boolean): string | undefined {
-  if (positionals.length > 1 || (!optional && positionals.length === 0)) throw new UsageError(`usage: ${usage}${positionals.length > 1 ? `; got ${positionals.join(" ")}` : ""}`);
+  if (positionals.length > 1 || (!optional && positionals.length === 0))
+    throw new UsageError(`usage: ${usage}${positionals.length > 1 ? `; got ${positionals.join(" ")}` : ""}`);
   return positionals[0];
 }
 
@@ -102,12 +107,20 @@ async function fields(argv: string[], io: CliIO): Promise<number> {
   const width = Math.max(80, process.stdout.columns ?? 120);
   const rows = fieldRows(trainers);
   const all = trainers.length > 1;
-  const title = all ? `Config fields of the four trainers (${rows.length})` : `${TRAINER_CONFIGS[trainers[0]!].configName} (trainer ${trainers[0]!}): ${rows.length} fields`;
+  const title = all
+    ? `Config fields of the four trainers (${rows.length})`
+    : `${TRAINER_CONFIGS[trainers[0]!].configName} (trainer ${trainers[0]!}): ${rows.length} fields`;
   const header = all ? ["FIELD", "TRAINERS", "TYPE", "DEFAULT", "DESCRIPTION"] : ["FIELD", "TYPE", "DEFAULT", "DESCRIPTION"];
   const cells = rows.map((r) => (all ? [r.name, trainersCell(r.trainers), r.type, r.default, r.description] : [r.name, r.type, r.default, r.description]));
   const maxWidths = all ? [40, 20, 18, 14] : [40, 20, 14];
   io.out(`${title}\n\n${renderTable(header, cells, { width, maxWidths })}\n`);
-  io.out(`The run file's other keys\n\n${renderTable(["KEY", "TYPE", "DESCRIPTION"], runKeyRows().map((r) => [r.name, r.type, r.description]), { width, maxWidths: [40, 20] })}`);
+  io.out(
+    `The run file's other keys\n\n${renderTable(
+      ["KEY", "TYPE", "DESCRIPTION"],
+      runKeyRows().map((r) => [r.name, r.type, r.description]),
+      { width, maxWidths: [40, 20] },
+    )}`,
+  );
   return 0;
 }
 
@@ -123,7 +136,10 @@ async function writeOrPrint(text: string, out: string | undefined, what: string,
   const file = path.resolve(out);
   if (existsSync(file)) {
     const existing = statSync(file).isFile() ? readFileSync(file, "utf8") : undefined;
-    if (existing === undefined || !madeByUs(existing)) throw new UsageError(`pbrl config: --out ${out} already exists and was not written by this command; it is not replaced. Choose another path, or remove it yourself`);
+    if (existing === undefined || !madeByUs(existing))
+      throw new UsageError(
+        `pbrl config: --out ${out} already exists and was not written by this command; it is not replaced. Choose another path, or remove it yourself`,
+      );
   }
   await writeFileAtomic(file, text);
   io.err(`${what} written to ${out}\n`);
@@ -148,5 +164,11 @@ async function schema(argv: string[], io: CliIO): Promise<number> {
 async function reference(argv: string[], io: CliIO): Promise<number> {
   const { values, positionals } = parseFlagsAndArgs(argv, { out: { type: "string" } }, "config reference");
   if (positionals.length > 0) throw new UsageError(`usage: pbrl config reference [--out FILE]; got ${positionals.join(" ")}`);
-  return writeOrPrint(configReferenceMarkdown(), values.out, "configuration reference", (t) => t.includes("Generated from the config schemas by `pbrl config reference`"), io);
+  return writeOrPrint(
+    configReferenceMarkdown(),
+    values.out,
+    "configuration reference",
+    (t) => t.includes("Generated from the config schemas by `pbrl config reference`"),
+    io,
+  );
 }

@@ -51,22 +51,38 @@ export function checkConvertOut(out: string, sourceDir: string | undefined): Con
   const real = realish(dir);
   if (sourceDir !== undefined) {
     const src = realish(sourceDir);
-    if (real === src) throw new UsageError(`pbrl convert: --out ${out} is the source checkpoint folder; writing there would replace the original weights. ${NEW_FOLDER}, e.g. --out ${path.basename(src)}-converted`);
-    if (within(real, src)) throw new UsageError(`pbrl convert: --out ${out} is inside the source checkpoint folder ${sourceDir}; pbrl convert does not write into the checkpoint it reads. ${NEW_FOLDER} outside it`);
-    if (within(src, real)) throw new UsageError(`pbrl convert: --out ${out} contains the source checkpoint folder ${sourceDir}; replacing it would delete the source. ${NEW_FOLDER} that does not contain it`);
+    if (real === src)
+      throw new UsageError(
+        `pbrl convert: --out ${out} is the source checkpoint folder; writing there would replace the original weights. ${NEW_FOLDER}, e.g. --out ${path.basename(src)}-converted`,
+      );
+    if (within(real, src))
+      throw new UsageError(
+        `pbrl convert: --out ${out} is inside the source checkpoint folder ${sourceDir}; pbrl convert does not write into the checkpoint it reads. ${NEW_FOLDER} outside it`,
+      );
+    if (within(src, real))
+      throw new UsageError(
+        `pbrl convert: --out ${out} contains the source checkpoint folder ${sourceDir}; replacing it would delete the source. ${NEW_FOLDER} that does not contain it`,
+      );
   }
   if (!existsSync(dir)) return { dir, existing: "none" };
   const st = lstatSync(dir);
-  if (st.isSymbolicLink()) throw new UsageError(`pbrl convert: --out ${out} is a symbolic link, which pbrl convert does not replace. Give the folder it points to, or choose a new or empty folder`);
-  if (!st.isDirectory()) throw new UsageError(`pbrl convert: --out ${out} is an existing file, not a folder; pbrl convert never overwrites a file. ${NEW_FOLDER}`);
-  if (real === realish(process.cwd())) throw new UsageError(`pbrl convert: --out ${out} is the current directory, which pbrl convert does not replace. ${NEW_FOLDER}, e.g. --out converted`);
+  if (st.isSymbolicLink())
+    throw new UsageError(
+      `pbrl convert: --out ${out} is a symbolic link, which pbrl convert does not replace. Give the folder it points to, or choose a new or empty folder`,
+    );
+  if (!st.isDirectory())
+    throw new UsageError(`pbrl convert: --out ${out} is an existing file, not a folder; pbrl convert never overwrites a file. ${NEW_FOLDER}`);
+  if (real === realish(process.cwd()))
+    throw new UsageError(`pbrl convert: --out ${out} is the current directory, which pbrl convert does not replace. ${NEW_FOLDER}, e.g. --out converted`);
   const entries = readdirSync(dir);
   if (entries.length === 0) return { dir, existing: "empty" };
   const marked = markedFiles(dir);
   const foreign = entries.filter((e) => marked === undefined || !marked.has(e) || !lstatSync(path.join(dir, e)).isFile());
   if (foreign.length > 0) {
     const shown = foreign.slice(0, 5).join(", ") + (foreign.length > 5 ? `, … (${foreign.length} in all)` : "");
-    throw new UsageError(`pbrl convert: --out ${out} already holds files that pbrl convert did not write (${shown}); it never deletes them. ${NEW_FOLDER}, or empty this one yourself`);
+    throw new UsageError(
+      `pbrl convert: --out ${out} already holds files that pbrl convert did not write (${shown}); it never deletes them. ${NEW_FOLDER}, or empty this one yourself`,
+    );
   }
   return { dir, existing: "earlier" };
 }

@@ -26,7 +26,11 @@ The checkpoint is assembled in a temporary folder beside DIR and renamed into pl
 const DTYPES: readonly SaveDtype[] = ["float32", "bfloat16", "float16"];
 
 export async function convertCommand(argv: string[], io: CliIO): Promise<number> {
-  const { values } = parseFlags(argv, { model: { type: "string" }, out: { type: "string" }, dtype: { type: "string" }, max_shard_bytes: { type: "string" }, ...backendFlag }, "convert");
+  const { values } = parseFlags(
+    argv,
+    { model: { type: "string" }, out: { type: "string" }, dtype: { type: "string" }, max_shard_bytes: { type: "string" }, ...backendFlag },
+    "convert",
+  );
   const src = requireString(values.model, "model", "convert");
   const out = requireString(values.out, "out", "convert");
   const dtype = (values.dtype ?? "float32") as SaveDtype;
@@ -39,8 +43,12 @@ export async function convertCommand(argv: string[], io: CliIO): Promise<number>
     const p = await loadPretrained(src);
     try {
       const target = checkConvertOut(out, p.dir);
-      await writeConvertOut(target, localSource !== undefined ? path.resolve(localSource) : src, (dir) => savePretrained(dir, p, { dtype, ...(maxShardBytes !== undefined ? { maxShardBytes } : {}) }));
-      io.err(`pbrl: wrote ${target.dir}${target.existing === "earlier" ? " (replacing an earlier pbrl convert output)" : ""} (${p.model.numParameters().toLocaleString("en-US")} parameters, ${dtype})\n`);
+      await writeConvertOut(target, localSource !== undefined ? path.resolve(localSource) : src, (dir) =>
+        savePretrained(dir, p, { dtype, ...(maxShardBytes !== undefined ? { maxShardBytes } : {}) }),
+      );
+      io.err(
+        `pbrl: wrote ${target.dir}${target.existing === "earlier" ? " (replacing an earlier pbrl convert output)" : ""} (${p.model.numParameters().toLocaleString("en-US")} parameters, ${dtype})\n`,
+      );
       return 0;
     } finally {
       p.model.dispose();

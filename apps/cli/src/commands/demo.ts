@@ -86,14 +86,18 @@ function examples(r: EvalResult | undefined, n: number): string {
   if (r === undefined) return "";
   return r.samples
     .slice(0, n)
-    .map((s) => `  text:      ${s.prompts[0]!.split("\n")[0]!.replace(/^Text: /, "")}\n  summary:   ${s.completions[0]!.split("\n")[0]!.trim()}\n  expansion: ${s.completions[1]!.split("\n")[0]!.trim()}\n  reward:    ${s.reward.toFixed(3)}`)
+    .map(
+      (s) =>
+        `  text:      ${s.prompts[0]!.split("\n")[0]!.replace(/^Text: /, "")}\n  summary:   ${s.completions[0]!.split("\n")[0]!.trim()}\n  expansion: ${s.completions[1]!.split("\n")[0]!.trim()}\n  reward:    ${s.reward.toFixed(3)}`,
+    )
     .join("\n\n");
 }
 
 export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const file = readRunFile(undefined, argv);
   const trainer = trainerName(file.values["trainer"] ?? "madpo_iter");
-  if (trainer !== "madpo_iter" && trainer !== "marlhf_iter") throw new UsageError(`pbrl demo: trainer=${trainer} has no demo; the demo runs trainer=madpo_iter (default) or trainer=marlhf_iter`);
+  if (trainer !== "madpo_iter" && trainer !== "marlhf_iter")
+    throw new UsageError(`pbrl demo: trainer=${trainer} has no demo; the demo runs trainer=madpo_iter (default) or trainer=marlhf_iter`);
   const { config } = splitRunFile(file.values, trainer);
   const cfg = buildTrainerConfig(trainer, { ...DEMO_TRAINERS[trainer], ...config });
   if (cfg.trainer !== "madpo_iter" && cfg.trainer !== "marlhf_iter") throw new UsageError(`pbrl demo: trainer=${trainer} has no demo`);
@@ -101,7 +105,9 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const task = BUILTIN_TASKS["summary_expansion"]!;
   const data = task.load();
   const started = Date.now();
-  io.err(`pbrl demo: iterative ${trainer === "madpo_iter" ? "MADPO" : `MARLHF (${cfg.trainer === "marlhf_iter" ? cfg.args.rl_algorithm : ""})`}, 2 agents from ${DEMO_MODEL_DIR}, ${data.train.length} training texts, ${args.eval_num_samples} eval texts, ${args.num_iterations} rounds, seed ${args.seed}\n`);
+  io.err(
+    `pbrl demo: iterative ${trainer === "madpo_iter" ? "MADPO" : `MARLHF (${cfg.trainer === "marlhf_iter" ? cfg.args.rl_algorithm : ""})`}, 2 agents from ${DEMO_MODEL_DIR}, ${data.train.length} training texts, ${args.eval_num_samples} eval texts, ${args.num_iterations} rounds, seed ${args.seed}\n`,
+  );
   const outcome = await runTrainer(
     { agentModel: DEMO_MODEL_DIR, trainDataset: data.train, evalDataset: data.eval, rewardFunc: task.rewardFunc, formatters: task.formatters },
     cfg,

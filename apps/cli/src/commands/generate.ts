@@ -81,7 +81,12 @@ export async function generateCommand(argv: string[], io: CliIO): Promise<number
       // A rendered chat template already carries its special tokens.
       const promptIds = p.tokenizer.encode(text, { addSpecialTokens: values.chat !== true });
       const maxNewTokens = maxNew ?? g.maxNewTokens ?? 64;
-      checkContext(p.model.config.maxPositionEmbeddings, promptIds.length, maxNewTokens, maxNew === undefined ? "generation_config.json's max_new_tokens" : "--max_new_tokens");
+      checkContext(
+        p.model.config.maxPositionEmbeddings,
+        promptIds.length,
+        maxNewTokens,
+        maxNew === undefined ? "generation_config.json's max_new_tokens" : "--max_new_tokens",
+      );
       const eos = g.eosTokenIds.length > 0 ? g.eosTokenIds : p.model.config.eosTokenIds;
       const out = generate(p.model, [promptIds], {
         maxNewTokens,

@@ -35,7 +35,12 @@ export async function pushCommand(argv: string[], io: CliIO): Promise<number> {
       ...(values.message !== undefined ? { commitMessage: values.message } : {}),
       ...(values.base_model !== undefined ? { baseModel: values.base_model } : {}),
     });
-    const notes = [r.createdRepo ? `created ${values.private === true ? "private " : ""}repository` : "existing repository", r.generatedModelCard ? "generated README.md" : undefined].filter(Boolean).join(", ");
+    const notes = [
+      r.createdRepo ? `created ${values.private === true ? "private " : ""}repository` : "existing repository",
+      r.generatedModelCard ? "generated README.md" : undefined,
+    ]
+      .filter(Boolean)
+      .join(", ");
     io.out(`pbrl: pushed ${r.files.length} files to ${r.url}${r.commit !== undefined ? ` (commit ${r.commit})` : ""}; ${notes}\n`);
     return 0;
   }

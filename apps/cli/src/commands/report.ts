@@ -24,7 +24,10 @@ export async function reportCommand(argv: string[], io: CliIO): Promise<number> 
     throw new UsageError(`pbrl report: ${(err as Error).message}`);
   }
   const { values, positionals } = parsed;
-  if (positionals.length !== 1) throw new UsageError(`pbrl report: give one run folder (the output_dir of a run), e.g. pbrl report pbrl-demo${positionals.length > 1 ? `; got ${positionals.length}: ${positionals.join(", ")}` : ""}`);
+  if (positionals.length !== 1)
+    throw new UsageError(
+      `pbrl report: give one run folder (the output_dir of a run), e.g. pbrl report pbrl-demo${positionals.length > 1 ? `; got ${positionals.length}: ${positionals.join(", ")}` : ""}`,
+    );
   const file = await writeReport(path.resolve(positionals[0]!), values.out === undefined ? undefined : path.resolve(values.out));
   io.out(`report written to ${file} (one HTML file: open it in a browser)\n`);
   return 0;

@@ -30,17 +30,37 @@ export async function runTrainer(run: Omit<ResolvedRun, "close">, cfg: TrainerCo
   if (cfg.trainer === "madpo" || cfg.trainer === "marlhf") {
     const t = cfg.trainer === "madpo" ? new MADPOTrainer({ ...common, args: cfg.args }) : new MARLHFTrainer({ ...common, args: cfg.args });
     const r = await t.train();
-    return { evalBefore: r.evalBefore, evalAfter: r.evalAfter, updates: r.updates, outputDir: r.outputDir, summary: `${r.numPairs} preference pairs, ${r.updates} updates`, stopped: false, dispose: () => t.dispose() };
+    return {
+      evalBefore: r.evalBefore,
+      evalAfter: r.evalAfter,
+      updates: r.updates,
+      outputDir: r.outputDir,
+      summary: `${r.numPairs} preference pairs, ${r.updates} updates`,
+      stopped: false,
+      dispose: () => t.dispose(),
+    };
   }
   const t = cfg.trainer === "madpo_iter" ? new MADPOIterTrainer({ ...common, args: cfg.args }) : new MARLHFIterTrainer({ ...common, args: cfg.args });
   const r = await t.train();
   const pairs = r.rounds.reduce((s, x) => s + x.pairs, 0);
-  const summary = r.stopped ? `stopped after round ${r.rounds.at(-1)?.round ?? "?"} (resume with resume_from_checkpoint=true)` : `${r.rounds.length} rounds, ${pairs} new preference pairs, ${r.updates} updates`;
-  return { evalBefore: r.evalBefore, evalAfter: r.evalAfter, updates: r.updates, outputDir: r.outputDir, summary, stopped: r.stopped, dispose: () => t.dispose() };
+  const summary = r.stopped
+    ? `stopped after round ${r.rounds.at(-1)?.round ?? "?"} (resume with resume_from_checkpoint=true)`
+    : `${r.rounds.length} rounds, ${pairs} new preference pairs, ${r.updates} updates`;
+  return {
+    evalBefore: r.evalBefore,
+    evalAfter: r.evalAfter,
+    updates: r.updates,
+    outputDir: r.outputDir,
+    summary,
+    stopped: r.stopped,
+    dispose: () => t.dispose(),
+  };
 }
 
 export function evalLine(label: string, r: EvalResult | undefined): string {
-  return r === undefined ? `${label}: no evaluation (no eval items, or eval_interval=0)` : `${label}: ${r["eval/turn_1/reward_mean"].toFixed(4)} (mean task reward over ${r.samples.length} eval items)`;
+  return r === undefined
+    ? `${label}: no evaluation (no eval items, or eval_interval=0)`
+    : `${label}: ${r["eval/turn_1/reward_mean"].toFixed(4)} (mean task reward over ${r.samples.length} eval items)`;
 }
 
 /** 0 for a finished run, 130 for one a signal stopped (resumable). */

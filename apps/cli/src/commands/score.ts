@@ -18,7 +18,14 @@ model's tokenizer does by default (special tokens added), the completion without
 export async function scoreCommand(argv: string[], io: CliIO): Promise<number> {
   const { values } = parseFlags(
     argv,
-    { model: { type: "string" }, prompt: { type: "string" }, completion: { type: "string" }, add_eos: { type: "boolean" }, json: { type: "boolean" }, ...backendFlag },
+    {
+      model: { type: "string" },
+      prompt: { type: "string" },
+      completion: { type: "string" },
+      add_eos: { type: "boolean" },
+      json: { type: "boolean" },
+      ...backendFlag,
+    },
     "score",
   );
   const model = requireString(values.model, "model", "score");
@@ -42,7 +49,11 @@ export async function scoreCommand(argv: string[], io: CliIO): Promise<number> {
       if (values.json === true) {
         io.out(JSON.stringify({ prompt_ids: promptIds, completion_ids: completionIds, token_logprobs: tokenLogProbs, sum }, null, 2) + "\n");
       } else {
-        completionIds.forEach((id, i) => io.out(`${String(id).padStart(8)}  ${tokenLogProbs[i]!.toFixed(6).padStart(12)}  ${JSON.stringify(p.tokenizer.decode([id], { skipSpecialTokens: false }))}\n`));
+        completionIds.forEach((id, i) =>
+          io.out(
+            `${String(id).padStart(8)}  ${tokenLogProbs[i]!.toFixed(6).padStart(12)}  ${JSON.stringify(p.tokenizer.decode([id], { skipSpecialTokens: false }))}\n`,
+          ),
+        );
         io.out(`sum log-prob: ${sum.toFixed(6)} over ${completionIds.length} tokens\n`);
       }
       return 0;

@@ -39,7 +39,8 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
   const overrides = argv.filter((a) => !a.startsWith("-") && a.includes("="));
   const flags = argv.filter((a) => !overrides.includes(a));
   const { values } = parseFlags(flags, { config: { type: "string" } }, "train");
-  if (values.config === undefined && overrides.length === 0) throw new UsageError("pbrl train: pass --config FILE.yaml (and/or key=value overrides); see pbrl train --help");
+  if (values.config === undefined && overrides.length === 0)
+    throw new UsageError("pbrl train: pass --config FILE.yaml (and/or key=value overrides); see pbrl train --help");
   const file = readRunFile(values.config, overrides);
   const trainer = trainerName(file.values["trainer"] ?? "madpo");
   const { config, run } = splitRunFile(file.values, trainer);

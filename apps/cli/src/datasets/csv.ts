@@ -53,7 +53,11 @@ export function parseCsv(text: string): CsvRecord[] {
         i++;
         for (;;) {
           const q = text.indexOf('"', i);
-          if (q === -1) throw new CsvSyntaxError(opened, `line ${opened}: a quoted field starts here and is never closed; close it with " (and write a quote inside it as "")`);
+          if (q === -1)
+            throw new CsvSyntaxError(
+              opened,
+              `line ${opened}: a quoted field starts here and is never closed; close it with " (and write a quote inside it as "")`,
+            );
           line += lineBreaks(text.slice(i, q));
           value += text.slice(i, q);
           i = q + 1;
@@ -63,7 +67,10 @@ export function parseCsv(text: string): CsvRecord[] {
         }
         const next = text[i];
         if (next !== undefined && next !== "," && next !== "\n" && next !== "\r") {
-          throw new CsvSyntaxError(line, `line ${line}: ${JSON.stringify(next)} follows the closing quote of a field; a field that holds quotes must be quoted as a whole, with each quote doubled ("say ""hi""")`);
+          throw new CsvSyntaxError(
+            line,
+            `line ${line}: ${JSON.stringify(next)} follows the closing quote of a field; a field that holds quotes must be quoted as a whole, with each quote doubled ("say ""hi""")`,
+          );
         }
         fields.push(value);
       } else {
@@ -92,7 +99,8 @@ export function csvRows(text: string): Record<string, string>[] {
   const names = header.fields.map((f, k) => (f === "" ? `Unnamed: ${k}` : f));
   const seen = new Set<string>();
   for (const name of names) {
-    if (seen.has(name)) throw new CsvSyntaxError(header.line, `line ${header.line}: the header names column ${JSON.stringify(name)} twice; column names must be unique`);
+    if (seen.has(name))
+      throw new CsvSyntaxError(header.line, `line ${header.line}: the header names column ${JSON.stringify(name)} twice; column names must be unique`);
     seen.add(name);
   }
   return rows.map((row) => {

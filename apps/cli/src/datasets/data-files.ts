@@ -26,7 +26,40 @@ export interface ConfigSplits {
 // counted when inferring a subset's format, so a .txt dataset is reported as such, not as empty.
 const IGNORED = new Set(["README.md", "config.json", "dataset_info.json", "dataset_infos.json", "dummy_data.zip", "dataset_dict.json"]);
 const COMPRESSION = new Set([".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip", ".tar", ".tgz", ".7z"]);
-const OTHER_DATA = new Set([".txt", ".tsv", ".arrow", ".xml", ".sql", ".h5", ".hdf5", ".lance", ".avro", ".orc", ".feather", ".npy", ".npz", ".tfrecord", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".tif", ".tiff", ".bmp", ".wav", ".mp3", ".flac", ".ogg", ".m4a", ".mp4", ".webm", ".avi", ".mov"]);
+const OTHER_DATA = new Set([
+  ".txt",
+  ".tsv",
+  ".arrow",
+  ".xml",
+  ".sql",
+  ".h5",
+  ".hdf5",
+  ".lance",
+  ".avro",
+  ".orc",
+  ".feather",
+  ".npy",
+  ".npz",
+  ".tfrecord",
+  ".pdf",
+  ".png",
+  ".jpg",
+  ".jpeg",
+  ".gif",
+  ".webp",
+  ".tif",
+  ".tiff",
+  ".bmp",
+  ".wav",
+  ".mp3",
+  ".flac",
+  ".ogg",
+  ".m4a",
+  ".mp4",
+  ".webm",
+  ".avi",
+  ".mov",
+]);
 
 const SPLIT_KEYWORDS: ReadonlyArray<[string, readonly string[]]> = [
   ["train", ["train", "training"]],
@@ -97,7 +130,11 @@ function defaultSplits(files: readonly string[]): Map<string, string[]> {
   if (sharded.size > 0) return orderSplits(sharded);
   const dirRe = (kw: string) => new RegExp(`^(?:[^/]*${SEP})?${kw}(?:${SEP}[^/]*)?$`);
   const nameRe = (kw: string) => new RegExp(`^(?:[^/]*${SEP})?${kw}${SEP}[^/]*$`);
-  const byDir = (f: string, kw: string) => f.split("/").slice(0, -1).some((d) => dirRe(kw).test(d));
+  const byDir = (f: string, kw: string) =>
+    f
+      .split("/")
+      .slice(0, -1)
+      .some((d) => dirRe(kw).test(d));
   const byName = (f: string, kw: string) => nameRe(kw).test(f.slice(f.lastIndexOf("/") + 1));
   for (const match of [byDir, byName]) {
     const found = new Map<string, string[]>();
@@ -162,7 +199,8 @@ export function cardConfigs(readme: string | undefined, where: string): YamlConf
   return configs as YamlConfig[];
 }
 
-const strings = (v: unknown): string[] | undefined => (typeof v === "string" ? [v] : Array.isArray(v) && v.every((x) => typeof x === "string") ? (v as string[]) : undefined);
+const strings = (v: unknown): string[] | undefined =>
+  typeof v === "string" ? [v] : Array.isArray(v) && v.every((x) => typeof x === "string") ? (v as string[]) : undefined;
 
 /** A config's data_files as split -> patterns: a pattern or list (all "train"), a list of {split, path}, or a mapping. */
 function dataFilesPatterns(dataFiles: unknown, where: string): Map<string, string[]> {
@@ -171,10 +209,14 @@ function dataFilesPatterns(dataFiles: unknown, where: string): Map<string, strin
   const out = new Map<string, string[]>();
   const add = (split: unknown, p: unknown) => {
     const ps = strings(p);
-    if (typeof split !== "string" || ps === undefined) throw new DatasetSourceError(`${where}: README.md's data_files entries need a split name and a path or list of paths; got ${JSON.stringify({ split, path: p })}`);
+    if (typeof split !== "string" || ps === undefined)
+      throw new DatasetSourceError(
+        `${where}: README.md's data_files entries need a split name and a path or list of paths; got ${JSON.stringify({ split, path: p })}`,
+      );
     out.set(split, [...(out.get(split) ?? []), ...ps]);
   };
-  if (Array.isArray(dataFiles)) for (const e of dataFiles) add((e as Record<string, unknown> | null)?.["split"], (e as Record<string, unknown> | null)?.["path"]);
+  if (Array.isArray(dataFiles))
+    for (const e of dataFiles) add((e as Record<string, unknown> | null)?.["split"], (e as Record<string, unknown> | null)?.["path"]);
   else if (dataFiles !== null && typeof dataFiles === "object") for (const [split, p] of Object.entries(dataFiles)) add(split, p);
   else throw new DatasetSourceError(`${where}: README.md's data_files must be a path, a list, or a list of {split, path}`);
   return out;
@@ -184,10 +226,15 @@ function dataFilesPatterns(dataFiles: unknown, where: string): Map<string, strin
 function pickConfig(names: readonly string[], isDefault: (name: string) => boolean, wanted: string | undefined, where: string, configKey: string): string {
   if (wanted !== undefined) {
     if (names.includes(wanted)) return wanted;
-    throw new DatasetSourceError(`${where} has no subset (config) named ${JSON.stringify(wanted)}; it has ${names.map((n) => JSON.stringify(n)).join(", ")}: set ${configKey} to one of them`);
+    throw new DatasetSourceError(
+      `${where} has no subset (config) named ${JSON.stringify(wanted)}; it has ${names.map((n) => JSON.stringify(n)).join(", ")}: set ${configKey} to one of them`,
+    );
   }
   const chosen = names.find(isDefault) ?? (names.includes("default") ? "default" : names.length === 1 ? names[0] : undefined);
-  if (chosen === undefined) throw new DatasetSourceError(`${where} has ${names.length} subsets (configs) and none is the default: set ${configKey} to one of ${names.map((n) => JSON.stringify(n)).join(", ")}`);
+  if (chosen === undefined)
+    throw new DatasetSourceError(
+      `${where} has ${names.length} subsets (configs) and none is the default: set ${configKey} to one of ${names.map((n) => JSON.stringify(n)).join(", ")}`,
+    );
   return chosen;
 }
 
@@ -196,7 +243,13 @@ function pickConfig(names: readonly string[], isDefault: (name: string) => boole
  * (relative POSIX paths), `readme` the text of its README.md if any, `config` the subset asked
  * for; `where` and `configKey` name the dataset and the run key in messages.
  */
-export function datasetSplits(files: readonly string[], readme: string | undefined, config: string | undefined, where: string, configKey: string): ConfigSplits {
+export function datasetSplits(
+  files: readonly string[],
+  readme: string | undefined,
+  config: string | undefined,
+  where: string,
+  configKey: string,
+): ConfigSplits {
   const candidates = files.filter(isCandidate);
   const configs = cardConfigs(readme, where);
   if (configs === undefined) {
@@ -235,7 +288,8 @@ export function convertedSplits(files: readonly string[], config: string | undef
   const splits = new Map<string, string[]>();
   for (const f of parquet.filter((f) => f.startsWith(`${chosen}/`))) {
     const parts = f.split("/");
-    const split = parts.length === 3 ? parts[1]!.replace(/^partial-/, "") : /-(\w+(?:\.\w+)*?)(?:-[0-9]{5}-of-[0-9]{5})?\.parquet$/.exec(parts[parts.length - 1]!)?.[1];
+    const split =
+      parts.length === 3 ? parts[1]!.replace(/^partial-/, "") : /-(\w+(?:\.\w+)*?)(?:-[0-9]{5}-of-[0-9]{5})?\.parquet$/.exec(parts[parts.length - 1]!)?.[1];
     if (split !== undefined) splits.set(split, [...(splits.get(split) ?? []), f]);
   }
   return { config: chosen, configs: names, splits: orderSplits(splits), unsupported: [] };

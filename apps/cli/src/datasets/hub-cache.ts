@@ -46,7 +46,8 @@ export function checkRevision(revision: string, key: string): void {
   if (!safeRevision(revision)) throw new DatasetSourceError(`${key}: ${JSON.stringify(revision)} is not a branch, tag or commit name`);
 }
 
-const fmtBytes = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${Math.round(n / 1e3)} kB` : `${n} B`);
+const fmtBytes = (n: number) =>
+  n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${Math.round(n / 1e3)} kB` : `${n} B`;
 
 /** The commit a revision points to on the hub, or undefined when the repository has no such revision and `missingOk`. */
 export async function hubCommit(repo: string, revision: string, what: string, missingOk = false): Promise<string | undefined> {
@@ -56,7 +57,8 @@ export async function hubCommit(repo: string, revision: string, what: string, mi
     throw await hubHttpError(res, what, repo, revision);
   }
   const sha = ((await res.json()) as { sha?: unknown }).sha;
-  if (typeof sha !== "string" || !COMMIT.test(sha)) throw new DatasetSourceError(`${what}: ${endpoint()} gave no commit for revision ${revision} (sha ${JSON.stringify(sha)})`);
+  if (typeof sha !== "string" || !COMMIT.test(sha))
+    throw new DatasetSourceError(`${what}: ${endpoint()} gave no commit for revision ${revision} (sha ${JSON.stringify(sha)})`);
   return sha;
 }
 
@@ -81,7 +83,8 @@ async function treeAt(repo: string, commit: string, what: string): Promise<Map<s
     for (const item of (await res.json()) as ApiTreeItem[]) {
       if (item.type !== "file" || typeof item.path !== "string" || typeof item.oid !== "string" || typeof item.size !== "number") continue;
       const e: TreeEntry = { size: item.size, blob_id: item.oid };
-      if (item.lfs && typeof item.lfs.oid === "string" && typeof item.lfs.size === "number") Object.assign(e, { lfs_sha256: item.lfs.oid, lfs_size: item.lfs.size });
+      if (item.lfs && typeof item.lfs.oid === "string" && typeof item.lfs.size === "number")
+        Object.assign(e, { lfs_sha256: item.lfs.oid, lfs_size: item.lfs.size });
       if (typeof item.xetHash === "string") e.xet_hash = item.xetHash;
       tree.set(item.path, e);
     }
@@ -96,7 +99,10 @@ async function treeAt(repo: string, commit: string, what: string): Promise<Map<s
 
 async function cachedTree(repo: string, commit: string): Promise<Map<string, TreeEntry> | undefined> {
   try {
-    const data = JSON.parse(await fs.readFile(path.join(datasetCacheDir(repo), "trees", `${commit}.json`), "utf8")) as { format_version?: unknown; files?: Record<string, TreeEntry> };
+    const data = JSON.parse(await fs.readFile(path.join(datasetCacheDir(repo), "trees", `${commit}.json`), "utf8")) as {
+      format_version?: unknown;
+      files?: Record<string, TreeEntry>;
+    };
     if (data.format_version !== 1 || data.files === undefined || data.files === null || typeof data.files !== "object") return undefined;
     return new Map(Object.entries(data.files));
   } catch {
@@ -131,11 +137,13 @@ async function fetchBlob(url: string, blob: string, size: number, file: string, 
     });
     await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), progress, createWriteStream(part));
     const got = (await fs.stat(part)).size;
-    if (got !== size) throw new DatasetSourceError(`${what}: downloading ${file} gave ${got} bytes, the hub lists ${size}; the transfer was cut short, run again`);
+    if (got !== size)
+      throw new DatasetSourceError(`${what}: downloading ${file} gave ${got} bytes, the hub lists ${size}; the transfer was cut short, run again`);
     await fs.rename(part, blob);
   } catch (err) {
     await fs.rm(part, { force: true });
-    if (stall.signal.aborted) throw new HubUnreachable(`no data from ${endpoint()} for ${stallMs / 1000} s while downloading ${file} (HF_HUB_DOWNLOAD_TIMEOUT)`);
+    if (stall.signal.aborted)
+      throw new HubUnreachable(`no data from ${endpoint()} for ${stallMs / 1000} s while downloading ${file} (HF_HUB_DOWNLOAD_TIMEOUT)`);
     throw err;
   } finally {
     clearTimeout(timer);
@@ -153,7 +161,15 @@ async function download(repo: string, commit: string, file: string, entry: TreeE
   const blob = path.join(root, "blobs", etag);
   if (!existsSync(blob)) {
     log(`pbrl: ${what}: downloading ${file} (${fmtBytes(size)}) from ${endpoint()}`);
-    await fetchBlob(`${endpoint()}/datasets/${repo}/resolve/${commit}/${file.split("/").map(encodeURIComponent).join("/")}`, blob, size, file, what, repo, commit);
+    await fetchBlob(
+      `${endpoint()}/datasets/${repo}/resolve/${commit}/${file.split("/").map(encodeURIComponent).join("/")}`,
+      blob,
+      size,
+      file,
+      what,
+      repo,
+      commit,
+    );
   }
   await fs.mkdir(path.dirname(target), { recursive: true });
   try {

@@ -78,13 +78,22 @@ export async function hubHttpError(res: Response, what: string, repo: string, re
     // not JSON: the status says enough
   }
   const page = `${endpoint()}/datasets/${repo}`;
-  if (code === "RevisionNotFound") return new DatasetSourceError(`${what}: the dataset has no revision ${JSON.stringify(revision)}${detail}; give a branch, tag or commit that exists on ${page}`);
+  if (code === "RevisionNotFound")
+    return new DatasetSourceError(
+      `${what}: the dataset has no revision ${JSON.stringify(revision)}${detail}; give a branch, tag or commit that exists on ${page}`,
+    );
   if (code === "GatedRepo" || res.status === 403) {
-    const fix = token() === undefined ? "accept its conditions on " + page + ", then set HF_TOKEN to an access token" : "the token in HF_TOKEN has no access: accept the dataset's conditions on " + page + " with that account, or use a token with read access";
+    const fix =
+      token() === undefined
+        ? "accept its conditions on " + page + ", then set HF_TOKEN to an access token"
+        : "the token in HF_TOKEN has no access: accept the dataset's conditions on " + page + " with that account, or use a token with read access";
     return new DatasetSourceError(`${what}: access denied (HTTP ${res.status})${detail}; ${fix}`);
   }
   if (res.status === 401 || res.status === 404) {
-    const fix = token() === undefined ? "check the id (org/name, as on the dataset's page), or set HF_TOKEN if it is private" : "check the id (org/name), and that HF_TOKEN's account can read it";
+    const fix =
+      token() === undefined
+        ? "check the id (org/name, as on the dataset's page), or set HF_TOKEN if it is private"
+        : "check the id (org/name), and that HF_TOKEN's account can read it";
     return new DatasetSourceError(`${what}: no dataset ${repo} on ${endpoint()} (HTTP ${res.status})${detail}; ${fix}`);
   }
   return new DatasetSourceError(`${what}: ${res.url || endpoint()} answered HTTP ${res.status}${detail}`);

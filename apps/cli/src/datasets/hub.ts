@@ -38,7 +38,9 @@ function splitFiles(layout: ConfigSplits, req: SplitRequest, where: string): str
   if (files !== undefined) return files;
   const subset = layout.configs.length > 1 ? ` (subset ${JSON.stringify(layout.config)})` : "";
   const slice = /\[.*\]$/.test(req.split) ? "; slices like train[:100] are not supported" : "";
-  throw new DatasetSourceError(`${where}${subset} has no split ${JSON.stringify(req.split)}; its splits: ${[...layout.splits.keys()].map((s) => JSON.stringify(s)).join(", ")}. Set ${req.key}_split to one of them${slice}`);
+  throw new DatasetSourceError(
+    `${where}${subset} has no split ${JSON.stringify(req.split)}; its splits: ${[...layout.splits.keys()].map((s) => JSON.stringify(s)).join(", ")}. Set ${req.key}_split to one of them${slice}`,
+  );
 }
 
 /**
@@ -56,7 +58,9 @@ async function pick(view: RepoView, converted: (() => Promise<RepoView | undefin
   }
   if (layout.splits.size === 0) {
     const found = layout.unsupported.length > 0 ? `its data files are ${layout.unsupported.join(", ")}, which pbrl does not read` : "it holds no data files";
-    throw new DatasetSourceError(`${where}: ${found}, and there is no Parquet conversion of it (branch ${CONVERTED}); pbrl reads .jsonl, .json, .csv and .parquet: convert the data to one of these and pass the file`);
+    throw new DatasetSourceError(
+      `${where}: ${found}, and there is no Parquet conversion of it (branch ${CONVERTED}); pbrl reads .jsonl, .json, .csv and .parquet: convert the data to one of these and pass the file`,
+    );
   }
   const out: string[] = [];
   for (const f of splitFiles(layout, req, where)) {
@@ -93,10 +97,13 @@ export async function hubDatasetFiles(repo: string, revision: string, req: Split
   try {
     const commit = await hubCommit(repo, revision, where);
     const view = await onlineView(repo, revision, commit!, where, log);
-    const converted = revision === "main" ? async () => {
-      const c = await hubCommit(repo, CONVERTED, where, true);
-      return c === undefined ? undefined : onlineView(repo, CONVERTED, c, where, log);
-    } : undefined;
+    const converted =
+      revision === "main"
+        ? async () => {
+            const c = await hubCommit(repo, CONVERTED, where, true);
+            return c === undefined ? undefined : onlineView(repo, CONVERTED, c, where, log);
+          }
+        : undefined;
     return await pick(view, converted, req, where);
   } catch (err) {
     if (!(err instanceof HubUnreachable)) throw err;
@@ -105,7 +112,9 @@ export async function hubDatasetFiles(repo: string, revision: string, req: Split
       log(`pbrl: ${where}: ${err.message}; using the cached copy in ${cacheDir}`);
       return cached;
     }
-    throw new DatasetSourceError(`${where}: ${err.message}, and it is not in the Hugging Face cache (${cacheDir}); check the network and HF_ENDPOINT, download it once where the hub is reachable, or pass a local file`);
+    throw new DatasetSourceError(
+      `${where}: ${err.message}, and it is not in the Hugging Face cache (${cacheDir}); check the network and HF_ENDPOINT, download it once where the hub is reachable, or pass a local file`,
+    );
   }
 }
 
@@ -127,7 +136,10 @@ export async function folderDatasetFiles(dir: string, req: SplitRequest): Promis
   const card = path.join(dir, "README.md");
   const layout = datasetSplits(files, existsSync(card) ? readUtf8File(card, `${req.key}: README.md`) : undefined, req.config, where, `${req.key}_config`);
   if (layout.splits.size === 0) {
-    const found = layout.unsupported.length > 0 ? `its data files are ${layout.unsupported.join(", ")}, which pbrl does not read` : "it holds no .jsonl, .json, .csv or .parquet files";
+    const found =
+      layout.unsupported.length > 0
+        ? `its data files are ${layout.unsupported.join(", ")}, which pbrl does not read`
+        : "it holds no .jsonl, .json, .csv or .parquet files";
     throw new DatasetSourceError(`${where}: ${found}`);
   }
   return splitFiles(layout, req, where).map((f) => path.join(dir, f));

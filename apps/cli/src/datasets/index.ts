@@ -17,7 +17,14 @@ export { parseCsv, csvRows, CsvSyntaxError } from "./csv.js";
 export type DatasetKey = "train_dataset" | "eval_dataset";
 
 /** Run keys beside train_dataset/eval_dataset: which split, subset and revision of a hub dataset or folder. */
-export const DATASET_RUN_KEYS = ["train_dataset_split", "train_dataset_config", "train_dataset_revision", "eval_dataset_split", "eval_dataset_config", "eval_dataset_revision"] as const;
+export const DATASET_RUN_KEYS = [
+  "train_dataset_split",
+  "train_dataset_config",
+  "train_dataset_revision",
+  "eval_dataset_split",
+  "eval_dataset_config",
+  "eval_dataset_revision",
+] as const;
 
 /** The split read when none is given: "train" for training, "test" for evaluation (TRL's dataset_train_split/dataset_test_split defaults). */
 export const DEFAULT_SPLIT: Readonly<Record<DatasetKey, string>> = { train_dataset: "train", eval_dataset: "test" };
@@ -84,7 +91,9 @@ export async function loadDataset(req: DatasetRequest, options: LoadOptions = {}
   const split = { key, split: req.split ?? DEFAULT_SPLIT[key], config: req.config };
   if (/^hf:\/\//i.test(source)) {
     const id = source.replace(/^hf:\/\/(datasets\/)?/i, "").replace(/@.*$/, "");
-    throw new DatasetSourceError(`${key}: write a hub dataset as its id, ${JSON.stringify(id)}, with the split in ${key}_split (and a revision in ${key}_revision), not as an hf:// URL`);
+    throw new DatasetSourceError(
+      `${key}: write a hub dataset as its id, ${JSON.stringify(id)}, with the split in ${key}_split (and a revision in ${key}_revision), not as an hf:// URL`,
+    );
   }
   let files: string[];
   if (existsSync(source) && statSync(source).isDirectory()) {
@@ -93,10 +102,13 @@ export async function loadDataset(req: DatasetRequest, options: LoadOptions = {}
   } else if (existsSync(source) || hasDataExtension(source) || !HUB_ID.test(source)) {
     if (!existsSync(source)) {
       const hubHint = HUB_ID.test(source) || !/[:]/.test(source) ? "" : ` (a hub dataset is written org/name, with the split in ${key}_split)`;
-      throw new DatasetSourceError(`${key}: ${source} not found: give a .jsonl, .json, .csv or .parquet file, a dataset folder, or a hub dataset id org/name${hubHint}`);
+      throw new DatasetSourceError(
+        `${key}: ${source} not found: give a .jsonl, .json, .csv or .parquet file, a dataset folder, or a hub dataset id org/name${hubHint}`,
+      );
     }
     const extra = (["split", "config", "revision"] as const).find((k) => req[k] !== undefined);
-    if (extra !== undefined) throw new DatasetSourceError(`${key}_${extra} applies to hub datasets and dataset folders; ${source} is a single file (leave ${key}_${extra} unset)`);
+    if (extra !== undefined)
+      throw new DatasetSourceError(`${key}_${extra} applies to hub datasets and dataset folders; ${source} is a single file (leave ${key}_${extra} unset)`);
     files = [source];
   } else {
     files = await hubDatasetFiles(source, req.revision ?? "main", split, log);

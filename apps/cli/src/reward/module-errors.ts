@@ -31,6 +31,11 @@ export function moduleLoadError(key: string, file: string, name: string, message
     const where = locateSyntaxError(file);
     if (where !== undefined) return new RewardModuleError(`${key}: ${file} has a syntax error at ${where}: ${message}; fix the module and run again`);
   }
-  const at = frame !== undefined ? ` (at ${frame})` : name === "SyntaxError" ? ` (${file} itself parses: the error is in a module it imports, or its top-level code threw it)` : "";
+  const at =
+    frame !== undefined
+      ? ` (at ${frame})`
+      : name === "SyntaxError"
+        ? ` (${file} itself parses: the error is in a module it imports, or its top-level code threw it)`
+        : "";
   return new RewardModuleError(`${key}: importing ${file} failed: ${name}: ${message}${at}`);
 }

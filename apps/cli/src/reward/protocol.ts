@@ -28,7 +28,6 @@ export type CallRequest = CallBody & { id: number };
 export type ProcessOutcome = { value: unknown } | { threw: string };
 
 export type CallReply =
-  | { type: "result"; id: number; returned: unknown; processed?: (ProcessOutcome | null)[] }
-  | { type: "error"; id: number; message: string };
+  { type: "result"; id: number; returned: unknown; processed?: (ProcessOutcome | null)[] } | { type: "error"; id: number; message: string };
 
 export type WorkerMessage = ReadyMessage | CallReply;

@@ -25,7 +25,8 @@ export class RewardTimeoutError extends BaseRewardTimeoutError {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The timer delay for reward_timeout_s, or undefined for no limit. */
-const delayMs = (timeoutS: number | null): number | undefined => (typeof timeoutS === "number" && timeoutS > 0 ? Math.min(timeoutS * 1000, MAX_TIMER_MS) : undefined);
+const delayMs = (timeoutS: number | null): number | undefined =>
+  typeof timeoutS === "number" && timeoutS > 0 ? Math.min(timeoutS * 1000, MAX_TIMER_MS) : undefined;
 
 /** Worker threads run JavaScript: from the TypeScript sources (tests), the built copy is used. */
 function workerScript(): URL {
@@ -60,7 +61,9 @@ export class RewardWorker {
   ) {
     worker.on("message", (m: WorkerMessage) => this.onMessage(m));
     worker.on("error", (e) => this.fail(new RewardError(`the reward worker thread running ${this.files()} crashed: ${e.message}`)));
-    worker.on("exit", (code) => this.fail(new RewardError(`the reward worker thread running ${this.files()} exited (code ${code}); a reward module must not call process.exit`)));
+    worker.on("exit", (code) =>
+      this.fail(new RewardError(`the reward worker thread running ${this.files()} exited (code ${code}); a reward module must not call process.exit`)),
+    );
     // Idle, it must not keep the process alive; call() refs it while an answer is awaited.
     worker.unref();
   }
@@ -76,10 +79,23 @@ export class RewardWorker {
     const files = [modules.rewardModule, modules.processorModule].filter((f) => f !== undefined).join(" and ");
     const ready = await new Promise<ReadyMessage>((resolve, reject) => {
       const ms = delayMs(modules.timeoutS);
-      const timer = ms === undefined ? undefined : setTimeout(() => settle(new RewardTimeoutError(`loading ${files} took longer than reward_timeout_s=${modules.timeoutS} s; a module's top-level code must not loop (raise reward_timeout_s, or null for no limit)`, modules.timeoutS ?? 0)), ms);
+      const timer =
+        ms === undefined
+          ? undefined
+          : setTimeout(
+              () =>
+                settle(
+                  new RewardTimeoutError(
+                    `loading ${files} took longer than reward_timeout_s=${modules.timeoutS} s; a module's top-level code must not loop (raise reward_timeout_s, or null for no limit)`,
+                    modules.timeoutS ?? 0,
+                  ),
+                ),
+              ms,
+            );
       const onMessage = (m: ReadyMessage) => settle(m);
       const onError = (e: Error) => settle(new RewardModuleError(`loading ${files} failed: ${e.message}`));
-      const onExit = (code: number) => settle(new RewardModuleError(`loading ${files} failed: its worker thread exited (code ${code}); a reward module must not call process.exit`));
+      const onExit = (code: number) =>
+        settle(new RewardModuleError(`loading ${files} failed: its worker thread exited (code ${code}); a reward module must not call process.exit`));
       // Only our own listeners come off: Worker keeps internal ones (removeAllListeners would stop its messages).
       function settle(r: ReadyMessage | Error): void {
         clearTimeout(timer);
@@ -151,7 +167,12 @@ export class RewardWorker {
 
   private timedOut(what: string): void {
     const t = this.modules.timeoutS;
-    this.fail(new RewardTimeoutError(`${what} did not return within reward_timeout_s=${t} s, so its worker thread was stopped; make the function faster, or raise reward_timeout_s (null: no limit)`, t ?? 0));
+    this.fail(
+      new RewardTimeoutError(
+        `${what} did not return within reward_timeout_s=${t} s, so its worker thread was stopped; make the function faster, or raise reward_timeout_s (null: no limit)`,
+        t ?? 0,
+      ),
+    );
     void this.worker.terminate();
   }
 

@@ -24,7 +24,15 @@ async function load(file: string, key: "reward_func" | "reward_processor"): Prom
     send({ type: "load-error", key, file, name: "TypeError", message: "", missing: true });
   } catch (e) {
     const frame = e instanceof Error ? userFrame(e.stack) : undefined;
-    send({ type: "load-error", key, file, name: e instanceof Error ? e.name : "Error", message: messageOf(e), missing: false, ...(frame !== undefined ? { frame } : {}) });
+    send({
+      type: "load-error",
+      key,
+      file,
+      name: e instanceof Error ? e.name : "Error",
+      message: messageOf(e),
+      missing: false,
+      ...(frame !== undefined ? { frame } : {}),
+    });
   }
   return undefined;
 }
@@ -56,7 +64,11 @@ async function answer(req: CallRequest, reward: Fn | undefined, processor: Fn | 
     try {
       send({ type: "result", id: req.id, returned, ...(processed !== undefined ? { processed } : {}) });
     } catch (e) {
-      send({ type: "error", id: req.id, message: `it returned a value that cannot be sent back from the reward worker thread (${messageOf(e)}); return an array of numbers` });
+      send({
+        type: "error",
+        id: req.id,
+        message: `it returned a value that cannot be sent back from the reward worker thread (${messageOf(e)}); return an array of numbers`,
+      });
     }
   } catch (e) {
     send({ type: "error", id: req.id, message: messageOf(e) });
@@ -67,7 +79,8 @@ const loaded = data.rewardModule !== undefined ? await load(data.rewardModule, "
 const reward = loaded?.f;
 // A reward module may export its reward_processor beside reward_func; a processor module wins.
 const own = loaded?.mod["reward_processor"];
-const processor = data.processorModule !== undefined ? (await load(data.processorModule, "reward_processor"))?.f : typeof own === "function" ? (own as Fn) : undefined;
+const processor =
+  data.processorModule !== undefined ? (await load(data.processorModule, "reward_processor"))?.f : typeof own === "function" ? (own as Fn) : undefined;
 const failed = (data.rewardModule !== undefined && reward === undefined) || (data.processorModule !== undefined && processor === undefined);
 if (!failed) {
   const range = (reward as { reward_range?: unknown } | undefined)?.reward_range;

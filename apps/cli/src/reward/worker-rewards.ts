@@ -20,7 +20,12 @@ const listOf = (v: unknown): ArrayLike<unknown> | undefined => (Array.isArray(v)
  * Starts the worker for `rewardModule` (else `builtin` runs here) and/or `processorModule`; the
  * reward module's own `reward_processor` export is used when no processor module is given.
  */
-export async function startWorkerRewards(o: { rewardModule?: string; builtin?: RewardFunc; processorModule?: string; timeoutS: number | null }): Promise<WorkerRewards> {
+export async function startWorkerRewards(o: {
+  rewardModule?: string;
+  builtin?: RewardFunc;
+  processorModule?: string;
+  timeoutS: number | null;
+}): Promise<WorkerRewards> {
   const worker = await RewardWorker.start({
     ...(o.rewardModule !== undefined ? { rewardModule: o.rewardModule } : {}),
     ...(o.processorModule !== undefined ? { processorModule: o.processorModule } : {}),
@@ -44,7 +49,8 @@ export async function startWorkerRewards(o: { rewardModule?: string; builtin?: R
   };
   // The trainers read a declared range from the function itself (reward_func.reward_range).
   if (worker.ready.rewardRange !== undefined) Object.assign(rewardFunc, { reward_range: worker.ready.rewardRange });
-  else if (!worker.ready.hasReward && o.builtin !== undefined && "reward_range" in o.builtin) Object.assign(rewardFunc, { reward_range: (o.builtin as { reward_range: unknown }).reward_range });
+  else if (!worker.ready.hasReward && o.builtin !== undefined && "reward_range" in o.builtin)
+    Object.assign(rewardFunc, { reward_range: (o.builtin as { reward_range: unknown }).reward_range });
   return {
     rewardFunc,
     rewardProcessor: processed !== undefined ? (v: number) => processed.take(v) : undefined,

@@ -156,7 +156,8 @@ function readItems(file: string): SummaryExpansionItem[] {
   lines.forEach((line, i) => {
     if (line.trim() === "") return;
     const row = JSON.parse(line) as Record<string, unknown>;
-    if (typeof row["id"] !== "string" || typeof row["text"] !== "string") throw new Error(`${fileURLToPath(url)}:${i + 1}: an item needs string "id" and "text"`);
+    if (typeof row["id"] !== "string" || typeof row["text"] !== "string")
+      throw new Error(`${fileURLToPath(url)}:${i + 1}: an item needs string "id" and "text"`);
     items.push({ id: row["id"], text: row["text"] });
   });
   return items;

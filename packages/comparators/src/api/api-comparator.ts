@@ -4,7 +4,19 @@ import type { CandidateSet, CentralizedAdapter, Comparator, TaskItem } from "@pb
 import pLimit, { type LimitFunction } from "p-limit";
 import { splitJointCompletions } from "../split-joint.js";
 import { TaggedCentralizedAdapter } from "../tagged-adapter.js";
-import { ApiCallCancelled, ApiComparatorError, ApiSettingsError, ApiTooManyCompletionsError, MIN_SCRUBBED_SECRET_CHARS, REDACTED, displayUrl, headerSecrets, makeRedactor, snippet, urlSecrets } from "./errors.js";
+import {
+  ApiCallCancelled,
+  ApiComparatorError,
+  ApiSettingsError,
+  ApiTooManyCompletionsError,
+  MIN_SCRUBBED_SECRET_CHARS,
+  REDACTED,
+  displayUrl,
+  headerSecrets,
+  makeRedactor,
+  snippet,
+  urlSecrets,
+} from "./errors.js";
 import {
   buildBody,
   defaultKeyEnv,
@@ -20,13 +32,7 @@ import {
 } from "./formats.js";
 import { defaultSleep, postJson, type ApiRetryEvent, type SleepFn } from "./transport.js";
 import { truncateToTokens, type ApiTokenizer } from "./truncate.js";
-
-/** comparator_api_max_response_bytes when not set: 8 MiB, far above any completion of max_new_tokens ≤ 256. */
-export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
-/** The smallest limit accepted (the config's minimum): below it, ordinary error bodies would not fit. */
-export const MIN_MAX_RESPONSE_BYTES = 1024;
-/** The largest limit accepted: a body is held whole as one string, and V8 strings stop near 512 Mi characters. */
-export const MAX_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+import { checkUrl, exampleModel, HEADER_NAME, KEY_ENV_NAME, maxResponseBytes, nonNegativeInt, nonNegativeNumber, positiveInt } from "./setting-checks.js";
 
 /** The comparator_api_* settings (what the config holds), plus test hooks. */
 export interface ApiComparatorSettings {
@@ -130,9 +136,6 @@ interface Target {
   counts: number[];
 }
 
-const KEY_ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
 /**
  * comparator_policy="api": the other side of every comparison is a remote model. Decentralized,
  * each agent's own prompt is sent; centralized, one joint prompt per item (from the adapter), whose
@@ -188,15 +191,21 @@ export class ApiComparator implements Comparator {
     const format = this.format;
     this.#url = checkUrl(o.url);
     this.model = o.model === undefined || o.model === null || o.model.trim() === "" ? null : o.model.trim();
-    if (this.model === null && format !== "generic") throw new ApiSettingsError(`comparator_api_model is required with comparator_api_format="${format}" (e.g. ${exampleModel(format)})`);
+    if (this.model === null && format !== "generic")
+      throw new ApiSettingsError(`comparator_api_model is required with comparator_api_format="${format}" (e.g. ${exampleModel(format)})`);
     this.generationMode = o.generationMode ?? "decentralized";
-    if (this.generationMode !== "decentralized" && this.generationMode !== "centralized") throw new ApiSettingsError(`comparator_generation_mode: the API comparator supports "decentralized" and "centralized", got ${JSON.stringify(this.generationMode)}`);
+    if (this.generationMode !== "decentralized" && this.generationMode !== "centralized")
+      throw new ApiSettingsError(
+        `comparator_generation_mode: the API comparator supports "decentralized" and "centralized", got ${JSON.stringify(this.generationMode)}`,
+      );
     this.#centralizedAgentIndex = nonNegativeInt(o.centralizedAgentIndex ?? 0, "comparator_centralized_agent_index");
     this.#adapter = o.adapter ?? new TaggedCentralizedAdapter();
     this.allowPartial = o.allowPartial ?? false;
     this.#responseField = o.responseField ?? "completions";
-    if (typeof this.#responseField !== "string" || this.#responseField.trim() === "") throw new ApiSettingsError("comparator_api_response_field must be a non-empty dotted path");
-    this.#maxNPerRequest = o.maxNPerRequest === undefined || o.maxNPerRequest === null ? null : positiveInt(o.maxNPerRequest, "comparator_api_max_n_per_request");
+    if (typeof this.#responseField !== "string" || this.#responseField.trim() === "")
+      throw new ApiSettingsError("comparator_api_response_field must be a non-empty dotted path");
+    this.#maxNPerRequest =
+      o.maxNPerRequest === undefined || o.maxNPerRequest === null ? null : positiveInt(o.maxNPerRequest, "comparator_api_max_n_per_request");
     const timeout = o.timeoutSeconds ?? 120;
     if (!(Number.isFinite(timeout) && timeout > 0)) throw new ApiSettingsError(`comparator_api_timeout must be a positive number of seconds, got ${timeout}`);
     this.#timeoutMs = timeout * 1000;
@@ -212,8 +221,14 @@ export class ApiComparator implements Comparator {
     this.#sleep = o.sleep ?? defaultSleep;
     this.#onRetry = o.onRetry;
     this.#extraBody = o.extraBody ?? null;
-    if (this.#extraBody !== null && (typeof this.#extraBody !== "object" || Array.isArray(this.#extraBody))) throw new ApiSettingsError("comparator_api_extra_body must be a JSON object");
-    this.#generation = { maxNewTokens: positiveInt(o.generation.maxNewTokens, "max_new_tokens"), temperature: o.generation.temperature, topP: o.generation.topP, topK: o.generation.topK };
+    if (this.#extraBody !== null && (typeof this.#extraBody !== "object" || Array.isArray(this.#extraBody)))
+      throw new ApiSettingsError("comparator_api_extra_body must be a JSON object");
+    this.#generation = {
+      maxNewTokens: positiveInt(o.generation.maxNewTokens, "max_new_tokens"),
+      temperature: o.generation.temperature,
+      topP: o.generation.topP,
+      topK: o.generation.topK,
+    };
     this.#maxResponseBytes = maxResponseBytes(o.maxResponseBytes);
     this.#tokenizers = o.tokenizers === undefined || o.tokenizers.length === 0 ? null : [...o.tokenizers];
     this.#log = o.log ?? ((line) => console.warn(line));
@@ -222,17 +237,25 @@ export class ApiComparator implements Comparator {
     const keyEnv = o.keyEnv === undefined || o.keyEnv === null || o.keyEnv.trim() === "" ? defaultKeyEnv(format) : o.keyEnv.trim();
     if (keyEnv !== null && !KEY_ENV_NAME.test(keyEnv)) {
       // Never echo the value: it may be a key pasted into the wrong field.
-      throw new ApiSettingsError("comparator_api_key_env must be the NAME of an environment variable (letters, digits and _), not a key; put the key in that variable");
+      throw new ApiSettingsError(
+        "comparator_api_key_env must be the NAME of an environment variable (letters, digits and _), not a key; put the key in that variable",
+      );
     }
     let key: string | null = null;
     if (keyEnv !== null) {
       const raw = (o.env ?? process.env)[keyEnv];
       key = raw === undefined ? null : raw.trim();
       if (key === null || key === "") {
-        const why = o.keyEnv === undefined || o.keyEnv === null || o.keyEnv.trim() === "" ? `the ${format} format reads its API key from ${keyEnv} by default` : "comparator_api_key_env names it";
-        throw new ApiSettingsError(`comparator API (${format}): the environment variable ${keyEnv} is not set or is empty (${why}); export ${keyEnv}=<your key> or set comparator_api_key_env to the variable that holds it`);
+        const why =
+          o.keyEnv === undefined || o.keyEnv === null || o.keyEnv.trim() === ""
+            ? `the ${format} format reads its API key from ${keyEnv} by default`
+            : "comparator_api_key_env names it";
+        throw new ApiSettingsError(
+          `comparator API (${format}): the environment variable ${keyEnv} is not set or is empty (${why}); export ${keyEnv}=<your key> or set comparator_api_key_env to the variable that holds it`,
+        );
       }
-      if (/[\r\n\0]/.test(key)) throw new ApiSettingsError(`comparator API (${format}): the value of ${keyEnv} contains a line break or NUL and cannot be sent in a header`);
+      if (/[\r\n\0]/.test(key))
+        throw new ApiSettingsError(`comparator API (${format}): the value of ${keyEnv} contains a line break or NUL and cannot be sent in a header`);
     }
     // Headers without the key; the auth header is added per request.
     let authHeader: string | null = null;
@@ -261,7 +284,8 @@ export class ApiComparator implements Comparator {
     this.displayUrl = this.#redact(displayUrl(this.#url));
 
     const what = [format, this.model, this.displayUrl].filter((s) => s !== null).join(", ");
-    this.description = this.generationMode === "centralized" ? `centralized api (${what}; one joint prompt, agent_idx ${this.#centralizedAgentIndex})` : `api (${what})`;
+    this.description =
+      this.generationMode === "centralized" ? `centralized api (${what}; one joint prompt, agent_idx ${this.#centralizedAgentIndex})` : `api (${what})`;
   }
 
   /** Counters since construction (requests, retries, completions kept). */
@@ -271,7 +295,14 @@ export class ApiComparator implements Comparator {
 
   /** What JSON.stringify shows: the public settings, never the key or headers. */
   toJSON(): Record<string, unknown> {
-    return { description: this.description, format: this.format, url: this.displayUrl, model: this.model, generationMode: this.generationMode, allowPartial: this.allowPartial };
+    return {
+      description: this.description,
+      format: this.format,
+      url: this.displayUrl,
+      model: this.model,
+      generationMode: this.generationMode,
+      allowPartial: this.allowPartial,
+    };
   }
 
   beginRound(_round: number): Promise<void> {
@@ -283,7 +314,9 @@ export class ApiComparator implements Comparator {
   endRound(): Promise<void> {
     const { checked, truncated } = this.#round;
     if (truncated > 0) {
-      this.#log(`pbrl: comparator API (${this.format}, ${this.displayUrl}): ${truncated} of ${checked} completions this round were longer than max_new_tokens=${this.#generation.maxNewTokens} tokens and were cut to it (counted as not stopped)`);
+      this.#log(
+        `pbrl: comparator API (${this.format}, ${this.displayUrl}): ${truncated} of ${checked} completions this round were longer than max_new_tokens=${this.#generation.maxNewTokens} tokens and were cut to it (counted as not stopped)`,
+      );
     }
     this.#round = { checked: 0, truncated: 0 };
     return Promise.resolve();
@@ -307,9 +340,15 @@ export class ApiComparator implements Comparator {
       if (this.generationMode === "decentralized") {
         agentPrompts.forEach((prompt, a) => targets.push({ item: k, agent: a, prompt, agentIdx: a, counts }));
       } else {
-        if (this.#centralizedAgentIndex >= agentPrompts.length) throw new RangeError(`comparator_centralized_agent_index: agent index ${this.#centralizedAgentIndex} is out of range; there are ${agentPrompts.length} agents`);
+        if (this.#centralizedAgentIndex >= agentPrompts.length)
+          throw new RangeError(
+            `comparator_centralized_agent_index: agent index ${this.#centralizedAgentIndex} is out of range; there are ${agentPrompts.length} agents`,
+          );
         const joint = this.#adapter.buildPrompt(item, agentPrompts);
-        if (typeof joint !== "string" || joint.trim() === "") throw new TypeError(`${this.description}: the centralized adapter built an empty joint prompt for item ${k}; buildPrompt must return a non-empty string`);
+        if (typeof joint !== "string" || joint.trim() === "")
+          throw new TypeError(
+            `${this.description}: the centralized adapter built an empty joint prompt for item ${k}; buildPrompt must return a non-empty string`,
+          );
         targets.push({ item: k, agent: null, prompt: joint, agentIdx: this.#centralizedAgentIndex, counts });
       }
     });
@@ -392,13 +431,18 @@ export class ApiComparator implements Comparator {
   /** Every agent the call needs has a tokenizer; with none given at all, a warning (once) that nothing is truncated. */
   private checkTokenizers(prompts: readonly (readonly string[])[]): void {
     if (this.#tokenizers === null) {
-      this.warnOnce("no-tokenizers", `pbrl: comparator API (${this.format}, ${this.displayUrl}): built without the agents' tokenizers, so remote completions are not cut to max_new_tokens=${this.#generation.maxNewTokens}; build it with createComparator({ agents, ... }) or pass ApiComparatorOptions.tokenizers`);
+      this.warnOnce(
+        "no-tokenizers",
+        `pbrl: comparator API (${this.format}, ${this.displayUrl}): built without the agents' tokenizers, so remote completions are not cut to max_new_tokens=${this.#generation.maxNewTokens}; build it with createComparator({ agents, ... }) or pass ApiComparatorOptions.tokenizers`,
+      );
       return;
     }
     const agents = Math.max(0, ...prompts.map((p) => p.length));
     const needed = this.generationMode === "centralized" ? Math.max(agents, this.#centralizedAgentIndex + 1) : agents;
     if (needed > this.#tokenizers.length) {
-      throw new RangeError(`${this.description}: the prompts are for ${needed} agents but the comparator has ${this.#tokenizers.length} agents' tokenizers (ApiComparatorOptions.tokenizers); pass one per agent`);
+      throw new RangeError(
+        `${this.description}: the prompts are for ${needed} agents but the comparator has ${this.#tokenizers.length} agents' tokenizers (ApiComparatorOptions.tokenizers); pass one per agent`,
+      );
     }
   }
 
@@ -432,7 +476,12 @@ export class ApiComparator implements Comparator {
       counters: this.#stats,
       maxResponseBytes: this.#maxResponseBytes,
     });
-    const parsed = parseResponseBody(this.format, r.text, this.#responseField, { url: this.displayUrl, status: r.status, attempts: r.attempts, redact: this.#redact });
+    const parsed = parseResponseBody(this.format, r.text, this.#responseField, {
+      url: this.displayUrl,
+      status: r.status,
+      attempts: r.attempts,
+      redact: this.#redact,
+    });
     if (parsed.texts.length > spec.count) throw this.tooManyError(target, spec.count, parsed.texts.length);
     return { parsed: { texts: parsed.texts.map((t) => this.scrubCompletion(t)), stopped: parsed.stopped }, text: r.text };
   }
@@ -442,7 +491,10 @@ export class ApiComparator implements Comparator {
     const clean = this.#scrub(text);
     if (clean === text) return text;
     this.#stats.scrubbed += 1;
-    this.warnOnce("echo", `pbrl: comparator API (${this.format}, ${this.displayUrl}): the server echoed a credential (the API key, a credential header or a key-like URL parameter) inside a completion; it was replaced by ${REDACTED} before the completion was used. Check the server: it should never return credentials`);
+    this.warnOnce(
+      "echo",
+      `pbrl: comparator API (${this.format}, ${this.displayUrl}): the server echoed a credential (the API key, a credential header or a key-like URL parameter) inside a completion; it was replaced by ${REDACTED} before the completion was used. Check the server: it should never return credentials`,
+    );
     return clean;
   }
 
@@ -492,7 +544,13 @@ export class ApiComparator implements Comparator {
     if (this.format === "openai" && short.some((s) => s.asked > 1 && s.got === 1)) kind += "; if the server ignores n, set comparator_api_max_n_per_request=1";
     kind += "; set comparator_api_allow_partial=true to accept fewer";
     const first = short[0];
-    return new ApiComparatorError({ format: this.format, url: this.displayUrl, kind, attempts: 0, detail: first === undefined ? undefined : `a short response began: ${snippet(first.body, this.#redact)}` });
+    return new ApiComparatorError({
+      format: this.format,
+      url: this.displayUrl,
+      kind,
+      attempts: 0,
+      detail: first === undefined ? undefined : `a short response began: ${snippet(first.body, this.#redact)}`,
+    });
   }
 
   /** Content-Type, the user's headers, anthropic-version; a user header named like the key header is an error. */
@@ -501,15 +559,19 @@ export class ApiComparator implements Comparator {
     const lower = new Set<string>();
     for (const [name, value] of Object.entries(user ?? {})) {
       if (!HEADER_NAME.test(name)) throw new ApiSettingsError(`comparator_api_headers: ${JSON.stringify(name)} is not a valid header name`);
-      if (typeof value !== "string" || /[\r\n\0]/.test(value)) throw new ApiSettingsError(`comparator_api_headers: the value of ${name} must be a string without line breaks`);
+      if (typeof value !== "string" || /[\r\n\0]/.test(value))
+        throw new ApiSettingsError(`comparator_api_headers: the value of ${name} must be a string without line breaks`);
       const l = name.toLowerCase();
       if (lower.has(l)) throw new ApiSettingsError(`comparator_api_headers: ${name} is given twice (header names are case-insensitive)`);
       lower.add(l);
       if (authHeader !== null && l === authHeader.toLowerCase()) {
-        throw new ApiSettingsError(`comparator_api_headers sets ${name}, which carries the API key (from the environment variable); remove it from comparator_api_headers, or set comparator_api_key_header to another header`);
+        throw new ApiSettingsError(
+          `comparator_api_headers sets ${name}, which carries the API key (from the environment variable); remove it from comparator_api_headers, or set comparator_api_key_header to another header`,
+        );
       }
       if (l === "content-type") {
-        if (!/^application\/json\b/i.test(value.trim())) throw new ApiSettingsError(`comparator_api_headers: Content-Type must be application/json (the body is JSON), got ${JSON.stringify(value)}`);
+        if (!/^application\/json\b/i.test(value.trim()))
+          throw new ApiSettingsError(`comparator_api_headers: Content-Type must be application/json (the body is JSON), got ${JSON.stringify(value)}`);
         delete out["Content-Type"];
       }
       out[name] = value;
@@ -517,51 +579,4 @@ export class ApiComparator implements Comparator {
     if (this.format === "anthropic" && !lower.has("anthropic-version")) out["anthropic-version"] = "2023-06-01";
     return out;
   }
-}
-
-function checkUrl(url: string): string {
-  if (typeof url !== "string" || url.trim() === "") throw new ApiSettingsError("comparator_api_url is required for the API comparator");
-  let u: URL;
-  try {
-    u = new URL(url.trim());
-  } catch {
-    throw new ApiSettingsError("comparator_api_url is not a valid absolute URL (expected e.g. https://api.openai.com/v1/chat/completions)");
-  }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new ApiSettingsError(`comparator_api_url must be an http:// or https:// URL, got ${u.protocol}`);
-  if (u.username !== "" || u.password !== "") throw new ApiSettingsError("comparator_api_url must not contain credentials (user:password@); put the key in the environment variable named by comparator_api_key_env");
-  return u.toString();
-}
-
-function exampleModel(format: ApiFormat): string {
-  switch (format) {
-    case "anthropic":
-      return "claude-sonnet-4-20250514";
-    case "openai_responses":
-      return "gpt-5.1-codex";
-    default:
-      return "gpt-4o-mini or deepseek-chat";
-  }
-}
-
-function positiveInt(v: number, field: string): number {
-  if (!Number.isInteger(v) || v < 1) throw new ApiSettingsError(`${field} must be an integer ≥ 1, got ${v}`);
-  return v;
-}
-
-function nonNegativeInt(v: number, field: string): number {
-  if (!Number.isInteger(v) || v < 0) throw new ApiSettingsError(`${field} must be an integer ≥ 0, got ${v}`);
-  return v;
-}
-
-function maxResponseBytes(v: number | undefined): number {
-  if (v === undefined) return DEFAULT_MAX_RESPONSE_BYTES;
-  if (!Number.isInteger(v) || v < MIN_MAX_RESPONSE_BYTES || v > MAX_MAX_RESPONSE_BYTES) {
-    throw new ApiSettingsError(`comparator_api_max_response_bytes must be an integer from ${MIN_MAX_RESPONSE_BYTES} to ${MAX_MAX_RESPONSE_BYTES} (256 MiB), got ${v}`);
-  }
-  return v;
-}
-
-function nonNegativeNumber(v: number, field: string): number {
-  if (!(Number.isFinite(v) && v >= 0)) throw new ApiSettingsError(`${field} must be a finite number ≥ 0, got ${v}`);
-  return v;
 }

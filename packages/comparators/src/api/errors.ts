@@ -11,7 +11,8 @@ export const REDACTED = "[REDACTED]";
 export const BODY_SNIPPET_CHARS = 300;
 
 /** Query parameter names whose values are treated as secrets in messages. */
-const SECRET_QUERY = /(^|[_-])(key|api[_-]?key|apikey|token|access[_-]?token|secret|password|passwd|pwd|sig|signature|auth|authorization|code|credentials?|jwt|session)$/i;
+const SECRET_QUERY =
+  /(^|[_-])(key|api[_-]?key|apikey|token|access[_-]?token|secret|password|passwd|pwd|sig|signature|auth|authorization|code|credentials?|jwt|session)$/i;
 
 /** Header names whose values are credentials (Authorization, x-api-key, X-Auth-Token, Cookie, …). */
 const SECRET_HEADER = /(auth|token|secret|key|password|passwd|signature|credential|cookie|session)/i;
@@ -72,7 +73,9 @@ export function redactUrlSecrets(url: string): string {
   try {
     new URL(url);
   } catch {
-    return url.replace(/([?&;]|^)([^=&;#?\s]+)=([^&;#\s]*)/g, (all, sep: string, name: string) => (SECRET_QUERY.test(name) ? `${sep}${name}=REDACTED` : all)).replace(/\/\/[^/@\s]*@/, "//");
+    return url
+      .replace(/([?&;]|^)([^=&;#?\s]+)=([^&;#\s]*)/g, (all, sep: string, name: string) => (SECRET_QUERY.test(name) ? `${sep}${name}=REDACTED` : all))
+      .replace(/\/\/[^/@\s]*@/, "//");
   }
   return displayUrl(url);
 }
@@ -165,7 +168,8 @@ export class ApiResponseTooLargeError extends ApiComparatorError {
     super({
       ...info,
       kind: `response body larger than comparator_api_max_response_bytes=${info.limitBytes} (${seen}); not retried`,
-      detail: 'check that the server honours the token limit and does not stream (no "stream": true in comparator_api_extra_body), or raise comparator_api_max_response_bytes if replies this long are expected',
+      detail:
+        'check that the server honours the token limit and does not stream (no "stream": true in comparator_api_extra_body), or raise comparator_api_max_response_bytes if replies this long are expected',
     });
     this.limitBytes = info.limitBytes;
     this.receivedBytes = info.receivedBytes;

@@ -189,7 +189,8 @@ type Fail = (path: string, value: unknown, got?: string) => never;
 
 /** What each format's server must put where a completion goes. */
 const EXPECTED: Record<ApiFormat, string> = {
-  generic: 'the server must return each completion as a JSON string, or as an object with a string "text" (or "content", "completion", "response", "message.content")',
+  generic:
+    'the server must return each completion as a JSON string, or as an object with a string "text" (or "content", "completion", "response", "message.content")',
   openai: "a Chat Completions server must return choices[].message.content as a string (or null for no text)",
   anthropic: 'a Messages server must return content[] as objects, each "text" block with a string "text"',
   openai_responses: 'a Responses server must return output[] items as objects, each "output_text" content block with a string "text"',
@@ -201,7 +202,15 @@ function malformed(format: ApiFormat, source: ResponseSource): Fail {
     const type = jsonTypeOf(value);
     const shown = preview(value, redact);
     const what = got ?? `${article(type)}${shown === undefined ? "" : ` (${shown})`}, not a string`;
-    throw new ApiMalformedResponseError({ format, url: source.url, kind: `malformed completion at ${path}: ${what}; ${EXPECTED[format]}`, status: source.status ?? 200, attempts: 0, path, receivedType: type });
+    throw new ApiMalformedResponseError({
+      format,
+      url: source.url,
+      kind: `malformed completion at ${path}: ${what}; ${EXPECTED[format]}`,
+      status: source.status ?? 200,
+      attempts: 0,
+      path,
+      receivedType: type,
+    });
   };
 }
 
@@ -301,7 +310,10 @@ function genericItem(item: unknown, at: string, fail: Fail): { text: string; sto
 function genericObjectText(item: Record<string, unknown>, at: string, fail: Fail): string {
   const message = own(item, "message");
   const content = isObject(message) ? own(message, "content") : undefined;
-  const candidates: [string, unknown][] = [...GENERIC_TEXT_FIELDS.map((k): [string, unknown] => [`${at}.${k}`, own(item, k)]), [`${at}.message.content`, content]];
+  const candidates: [string, unknown][] = [
+    ...GENERIC_TEXT_FIELDS.map((k): [string, unknown] => [`${at}.${k}`, own(item, k)]),
+    [`${at}.message.content`, content],
+  ];
   const strings = candidates.filter((c): c is [string, string] => typeof c[1] === "string");
   const text = strings.find(([, v]) => v !== "") ?? strings[0];
   if (text !== undefined) return text[1];

@@ -102,14 +102,23 @@ export async function postJson(o: PostJsonOptions): Promise<PostJsonResult> {
     const a = await attemptOnce(o, bodyText);
     if (a.ok) return { text: a.text, status: a.status, attempts: attempt };
     if (a.tooLarge !== undefined) {
-      throw new ApiResponseTooLargeError({ format: o.format, url: o.displayUrl, status: a.status, attempts: attempt, limitBytes: o.maxResponseBytes, ...a.tooLarge });
+      throw new ApiResponseTooLargeError({
+        format: o.format,
+        url: o.displayUrl,
+        status: a.status,
+        attempts: attempt,
+        limitBytes: o.maxResponseBytes,
+        ...a.tooLarge,
+      });
     }
     const fail = (kind: string): never => {
       throw new ApiComparatorError({ format: o.format, url: o.displayUrl, kind, status: a.status, attempts: attempt, detail: a.detail });
     };
     if (!a.retryable || attempt > o.retry.maxRetries) fail(a.kind);
     if (a.retryAfterMs !== undefined && a.retryAfterMs > o.retry.maxRetryAfterMs) {
-      fail(`${a.kind} (Retry-After of ${(a.retryAfterMs / 1000).toFixed(0)} s exceeds the ${(o.retry.maxRetryAfterMs / 1000).toFixed(0)} s the comparator waits at most)`);
+      fail(
+        `${a.kind} (Retry-After of ${(a.retryAfterMs / 1000).toFixed(0)} s exceeds the ${(o.retry.maxRetryAfterMs / 1000).toFixed(0)} s the comparator waits at most)`,
+      );
     }
     const wait = backoffMs(attempt - 1, o.retry, o.random, a.retryAfterMs);
     if (o.counters !== undefined) o.counters.retries += 1;
@@ -177,10 +186,23 @@ async function attemptOnce(o: PostJsonOptions, bodyText: string): Promise<Attemp
     if (status >= 300 && status < 400) {
       const location = res.headers.get("location");
       const to = location === null ? "" : ` to ${o.redact(location)}`;
-      return { ok: false, retryable: false, kind: `HTTP ${status} redirect${to} (not followed; set comparator_api_url to the final address)`, status, detail: snippet(text, o.redact) };
+      return {
+        ok: false,
+        retryable: false,
+        kind: `HTTP ${status} redirect${to} (not followed; set comparator_api_url to the final address)`,
+        status,
+        detail: snippet(text, o.redact),
+      };
     }
     const retryable = status === 429 || status === 408 || status >= 500;
-    return { ok: false, retryable, kind: `HTTP ${status}${hint(status)}`, status, detail: snippet(text, o.redact), retryAfterMs: retryable ? parseRetryAfter(res.headers) : undefined };
+    return {
+      ok: false,
+      retryable,
+      kind: `HTTP ${status}${hint(status)}`,
+      status,
+      detail: snippet(text, o.redact),
+      retryAfterMs: retryable ? parseRetryAfter(res.headers) : undefined,
+    };
   } catch (err) {
     if (timedOut) return { ok: false, retryable: true, kind: `timed out after ${o.timeoutMs / 1000} s` };
     if (aborted(o.signal)) throw new ApiCallCancelled();

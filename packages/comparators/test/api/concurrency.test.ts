@@ -38,10 +38,12 @@ describe("concurrency bound (measured by the server)", () => {
     expect(server.maxInFlight).toBeLessThanOrEqual(3);
     expect(server.maxInFlight).toBeGreaterThanOrEqual(2);
     // Every candidate lands with the agent and item whose prompt produced it.
-    sets.forEach((set, k) => set.texts.forEach((texts, a) => {
-      expect(texts).toHaveLength(4);
-      for (const t of texts) expect(t.startsWith(`item${k}-agent${a}#`)).toBe(true);
-    }));
+    sets.forEach((set, k) =>
+      set.texts.forEach((texts, a) => {
+        expect(texts).toHaveLength(4);
+        for (const t of texts) expect(t.startsWith(`item${k}-agent${a}#`)).toBe(true);
+      }),
+    );
   });
 
   it("openai_responses with maxConcurrency 2", async () => {

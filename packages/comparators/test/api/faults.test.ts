@@ -58,7 +58,9 @@ const chatUrl = (s: TestServer): string => `${s.origin}/v1/chat/completions`;
 describe("retries", () => {
   it("429 with Retry-After (seconds): waits at least that long, then succeeds", async () => {
     sleeps.length = 0;
-    server = await startServer((req, res) => (req.index === 0 ? sendJson(res, 429, { error: "rate limited" }, { "retry-after": "3" }) : sendJson(res, 200, reply.openai(req))));
+    server = await startServer((req, res) =>
+      req.index === 0 ? sendJson(res, 429, { error: "rate limited" }, { "retry-after": "3" }) : sendJson(res, 200, reply.openai(req)),
+    );
     const c = make({ format: "openai", url: chatUrl(server) });
     const [set] = await c.sample([{}], [["p"]], 2);
     expect(set!.texts).toEqual([["r1c0", "r1c1"]]);
@@ -87,7 +89,9 @@ describe("retries", () => {
     server = await startServer((_req, res) => sendJson(res, 429, { error: "daily quota" }, { "retry-after": "86400" }));
     const err = await failure(make({ format: "openai", url: chatUrl(server) }).sample([{}], [["p"]], 1));
     expect(server.requests).toHaveLength(1);
-    expect(err.message).toMatch(/HTTP 429 \(Retry-After of 86400 s exceeds the 600 s the comparator waits at most\) after 1 attempt: \{"error":"daily quota"\}/);
+    expect(err.message).toMatch(
+      /HTTP 429 \(Retry-After of 86400 s exceeds the 600 s the comparator waits at most\) after 1 attempt: \{"error":"daily quota"\}/,
+    );
   });
 
   it("500 then success recovers; backoff grows exponentially with seeded jitter", async () => {
@@ -118,7 +122,11 @@ describe("retries", () => {
     server = await startServer((_req, res) => sendJson(res, 503, { error: { message: "overloaded ".repeat(60) } }));
     const err = await failure(make({ format: "openai", url: chatUrl(server) }).sample([{}], [["p"]], 1));
     expect(server.requests).toHaveLength(3);
-    expect(err.message.startsWith(`comparator API (openai) POST ${server.origin}/v1/chat/completions: HTTP 503 after 3 attempts: {"error":{"message":"overloaded overloaded`)).toBe(true);
+    expect(
+      err.message.startsWith(
+        `comparator API (openai) POST ${server.origin}/v1/chat/completions: HTTP 503 after 3 attempts: {"error":{"message":"overloaded overloaded`,
+      ),
+    ).toBe(true);
     expect(err.message.length).toBeLessThan(500);
     expect(err.status).toBe(503);
     expect(err.attempts).toBe(3);
@@ -137,7 +145,9 @@ describe("retries", () => {
     await server.close();
 
     server = await startServer(() => undefined);
-    const err = await failure(make({ format: "openai_responses", url: `${server.origin}/v1/responses`, maxRetries: 1, timeoutSeconds: 0.2 }).sample([{}], [["p"]], 1));
+    const err = await failure(
+      make({ format: "openai_responses", url: `${server.origin}/v1/responses`, maxRetries: 1, timeoutSeconds: 0.2 }).sample([{}], [["p"]], 1),
+    );
     expect(server.requests).toHaveLength(2);
     expect(err.message).toBe(`comparator API (openai_responses) POST ${server.origin}/v1/responses: timed out after 0.2 s after 2 attempts`);
   });
@@ -177,7 +187,9 @@ describe("failures without retry", () => {
     });
     const err = await failure(make({ format: "openai", url: chatUrl(server) }).sample([{}], [["p"]], 1));
     expect(server.requests).toHaveLength(1);
-    expect(err.message).toBe(`comparator API (openai) POST ${server.origin}/v1/chat/completions: HTTP 200 with a body that is not JSON after 1 attempt: <html><body>Login required for [REDACTED]</body></html>`);
+    expect(err.message).toBe(
+      `comparator API (openai) POST ${server.origin}/v1/chat/completions: HTTP 200 with a body that is not JSON after 1 attempt: <html><body>Login required for [REDACTED]</body></html>`,
+    );
   });
 
   it("401 is not retried; a key echoed by the server is scrubbed", async () => {
@@ -216,7 +228,16 @@ describe("failures without retry", () => {
 
   it("the first failure cancels the requests still queued; no request outlives sample()", async () => {
     server = await startServer((req, res) => (req.index === 0 ? sendJson(res, 401, { error: "no" }) : sendJson(res, 200, reply.anthropic(req))));
-    const err = await failure(make({ format: "anthropic", url: `${server.origin}/v1/messages`, maxConcurrency: 1 }).sample([{}, {}], [["p", "q"], ["r", "s"]], 4));
+    const err = await failure(
+      make({ format: "anthropic", url: `${server.origin}/v1/messages`, maxConcurrency: 1 }).sample(
+        [{}, {}],
+        [
+          ["p", "q"],
+          ["r", "s"],
+        ],
+        4,
+      ),
+    );
     expect(err.status).toBe(401);
     expect(server.requests).toHaveLength(1);
   });
@@ -234,11 +255,17 @@ describe("completion counts", () => {
   it("fewer completions than asked is an error naming the format, URL, agent and counts", async () => {
     server = await startServer((req, res) => sendJson(res, 200, { choices: [{ message: { content: `only ${req.index}` }, finish_reason: "stop" }] }));
     const err = await failure(make({ format: "openai", url: chatUrl(server) }).sample([{}], [["p", "q"]], 3));
-    expect(err.message).toMatch(new RegExp(`^comparator API \\(openai\\) POST ${server.origin}/v1/chat/completions: too few completions for agent [01] of item 0: asked for 3 \\(1 request\\), received 1; if the server ignores n, set comparator_api_max_n_per_request=1; set comparator_api_allow_partial=true to accept fewer: a short response began: \\{"choices"`));
+    expect(err.message).toMatch(
+      new RegExp(
+        `^comparator API \\(openai\\) POST ${server.origin}/v1/chat/completions: too few completions for agent [01] of item 0: asked for 3 \\(1 request\\), received 1; if the server ignores n, set comparator_api_max_n_per_request=1; set comparator_api_allow_partial=true to accept fewer: a short response began: \\{"choices"`,
+      ),
+    );
   });
 
   it("native formats: a response without a text block counts as no completion", async () => {
-    server = await startServer((req, res) => (req.index === 1 ? sendJson(res, 200, { content: [], stop_reason: "refusal" }) : sendJson(res, 200, reply.anthropic(req))));
+    server = await startServer((req, res) =>
+      req.index === 1 ? sendJson(res, 200, { content: [], stop_reason: "refusal" }) : sendJson(res, 200, reply.anthropic(req)),
+    );
     const err = await failure(make({ format: "anthropic", url: `${server.origin}/v1/messages`, maxConcurrency: 1 }).sample([{}], [["p"]], 3));
     expect(err.message).toContain("too few completions for agent 0 of item 0: asked for 3 (3 requests), received 2");
   });
@@ -253,19 +280,52 @@ describe("completion counts", () => {
     server = await startServer((req, res) => {
       const prompt = (req.body as { messages: { content: string }[] }).messages[0]!.content;
       const n = prompt === "q0" ? 2 : prompt === "p1" ? 0 : 3;
-      sendJson(res, 200, { choices: Array.from({ length: n }, (_, i) => ({ message: { content: `${prompt}-${i}` }, finish_reason: i === 0 ? "stop" : "length" })) });
+      sendJson(res, 200, {
+        choices: Array.from({ length: n }, (_, i) => ({ message: { content: `${prompt}-${i}` }, finish_reason: i === 0 ? "stop" : "length" })),
+      });
     });
     const c = make({ format: "openai", url: chatUrl(server), allowPartial: true });
-    const sets = await c.sample([{}, {}], [["p0", "q0"], ["p1", "q1"]], 3);
-    expect(sets[0]).toEqual({ texts: [["p0-0", "p0-1"], ["q0-0", "q0-1"]], stopped: [[true, false], [true, false]], valid: [true, true] });
+    const sets = await c.sample(
+      [{}, {}],
+      [
+        ["p0", "q0"],
+        ["p1", "q1"],
+      ],
+      3,
+    );
+    expect(sets[0]).toEqual({
+      texts: [
+        ["p0-0", "p0-1"],
+        ["q0-0", "q0-1"],
+      ],
+      stopped: [
+        [true, false],
+        [true, false],
+      ],
+      valid: [true, true],
+    });
     expect(sets[1]).toEqual({ texts: [[], []], stopped: [[], []], valid: [] });
   });
 
   it("allowPartial: centralized keeps the joint completions that came back", async () => {
-    server = await startServer((req, res) => (req.index === 0 ? sendJson(res, 200, { output: [], status: "failed" }) : sendJson(res, 200, reply.responses(req, "<agent_0>a</agent_0><agent_1>b</agent_1>"))));
+    server = await startServer((req, res) =>
+      req.index === 0
+        ? sendJson(res, 200, { output: [], status: "failed" })
+        : sendJson(res, 200, reply.responses(req, "<agent_0>a</agent_0><agent_1>b</agent_1>")),
+    );
     const c = make({ format: "openai_responses", url: `${server.origin}/v1/responses`, allowPartial: true, generationMode: "centralized", maxConcurrency: 1 });
     const [set] = await c.sample([{}], [["p", "q"]], 3);
-    expect(set).toEqual({ texts: [["a", "a"], ["b", "b"]], stopped: [[true, true], [true, true]], valid: [true, true] });
+    expect(set).toEqual({
+      texts: [
+        ["a", "a"],
+        ["b", "b"],
+      ],
+      stopped: [
+        [true, true],
+        [true, true],
+      ],
+      valid: [true, true],
+    });
   });
 });
 

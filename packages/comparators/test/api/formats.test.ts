@@ -5,7 +5,10 @@ import { reply, sendJson, startServer, type Recorded, type TestServer } from "./
 
 const KEY = "sk-test-SECRET-7f3a";
 const GEN = { maxNewTokens: 64, temperature: 0.7, topP: 0.9, topK: 40, maxBatchRows: 8 };
-const ITEMS = [{ id: 0, question: "2+2?" }, { id: 1, question: "3+3?" }];
+const ITEMS = [
+  { id: 0, question: "2+2?" },
+  { id: 1, question: "3+3?" },
+];
 const PROMPTS = [
   ["a0 item0", "a1 item0"],
   ["a0 item1", "a1 item1"],
@@ -34,7 +37,15 @@ const tagged = (a0: string, a1: string): string => `<agent_0>\n${a0}\n</agent_0>
 
 describe("generic format", () => {
   it("decentralized: one request per agent and item with CoMLRL's keys, no null fields, no auth without a key env", async () => {
-    server = await startServer((req, res) => sendJson(res, 200, { completions: [`${(req.body as { prompt: string }).prompt} #0`, `${(req.body as { prompt: string }).prompt} #1`, `${(req.body as { prompt: string }).prompt} #2`] }));
+    server = await startServer((req, res) =>
+      sendJson(res, 200, {
+        completions: [
+          `${(req.body as { prompt: string }).prompt} #0`,
+          `${(req.body as { prompt: string }).prompt} #1`,
+          `${(req.body as { prompt: string }).prompt} #2`,
+        ],
+      }),
+    );
     const c = make({ format: "generic", url: `${server.origin}/generate`, generation: { ...GEN, topK: null } });
     const sets = await c.sample(ITEMS, PROMPTS, 3);
     expect(server.requests).toHaveLength(4);
@@ -46,30 +57,93 @@ describe("generic format", () => {
       expect(r.headers["x-api-key"]).toBeUndefined();
     }
     const [r] = byPrompt(server.requests, "prompt", "a1 item1");
-    expect(r!.body).toEqual({ prompt: "a1 item1", agent_idx: 1, num_return_sequences: 3, max_new_tokens: 64, temperature: 0.7, top_p: 0.9, batch_item: { id: 1, question: "3+3?" } });
+    expect(r!.body).toEqual({
+      prompt: "a1 item1",
+      agent_idx: 1,
+      num_return_sequences: 3,
+      max_new_tokens: 64,
+      temperature: 0.7,
+      top_p: 0.9,
+      batch_item: { id: 1, question: "3+3?" },
+    });
     expect(sets).toEqual([
-      { texts: [["a0 item0 #0", "a0 item0 #1", "a0 item0 #2"], ["a1 item0 #0", "a1 item0 #1", "a1 item0 #2"]], stopped: [[false, false, false], [false, false, false]], valid: [true, true, true] },
-      { texts: [["a0 item1 #0", "a0 item1 #1", "a0 item1 #2"], ["a1 item1 #0", "a1 item1 #1", "a1 item1 #2"]], stopped: [[false, false, false], [false, false, false]], valid: [true, true, true] },
+      {
+        texts: [
+          ["a0 item0 #0", "a0 item0 #1", "a0 item0 #2"],
+          ["a1 item0 #0", "a1 item0 #1", "a1 item0 #2"],
+        ],
+        stopped: [
+          [false, false, false],
+          [false, false, false],
+        ],
+        valid: [true, true, true],
+      },
+      {
+        texts: [
+          ["a0 item1 #0", "a0 item1 #1", "a0 item1 #2"],
+          ["a1 item1 #0", "a1 item1 #1", "a1 item1 #2"],
+        ],
+        stopped: [
+          [false, false, false],
+          [false, false, false],
+        ],
+        valid: [true, true, true],
+      },
     ]);
   });
 
   it("model, key env with a custom header and prefix, extra body over the fields, a dotted response field with object items", async () => {
     server = await startServer((req, res) =>
-      sendJson(res, 200, { data: { outputs: [{ text: `${req.index}a`, finish_reason: "stop" }, { content: `${req.index}b`, finish_reason: "length" }, { completion: `${req.index}c`, stopped: true }, { message: { content: `${req.index}d` } }, "7"] } }),
+      sendJson(res, 200, {
+        data: {
+          outputs: [
+            { text: `${req.index}a`, finish_reason: "stop" },
+            { content: `${req.index}b`, finish_reason: "length" },
+            { completion: `${req.index}c`, stopped: true },
+            { message: { content: `${req.index}d` } },
+            "7",
+          ],
+        },
+      }),
     );
-    const c = make({ format: "generic", url: `${server.origin}/v1/gen?mode=x`, model: "my-model", keyEnv: "MY_KEY", keyHeader: "X-Token", keyPrefix: "Token", headers: { "X-Trace": "t1" }, extraBody: { temperature: 0.1, stop: ["\n"] }, responseField: "data.outputs" });
+    const c = make({
+      format: "generic",
+      url: `${server.origin}/v1/gen?mode=x`,
+      model: "my-model",
+      keyEnv: "MY_KEY",
+      keyHeader: "X-Token",
+      keyPrefix: "Token",
+      headers: { "X-Trace": "t1" },
+      extraBody: { temperature: 0.1, stop: ["\n"] },
+      responseField: "data.outputs",
+    });
     const [set] = await c.sample([ITEMS[0]!], [["only agent"]], 5);
     const r = server.requests[0]!;
     expect(r.path).toBe("/v1/gen?mode=x");
     expect(r.headers["x-token"]).toBe(`Token ${KEY}`);
     expect(r.headers["authorization"]).toBeUndefined();
     expect(r.headers["x-trace"]).toBe("t1");
-    expect(r.body).toEqual({ prompt: "only agent", agent_idx: 0, num_return_sequences: 5, max_new_tokens: 64, temperature: 0.1, top_p: 0.9, top_k: 40, batch_item: { id: 0, question: "2+2?" }, model: "my-model", stop: ["\n"] });
+    expect(r.body).toEqual({
+      prompt: "only agent",
+      agent_idx: 0,
+      num_return_sequences: 5,
+      max_new_tokens: 64,
+      temperature: 0.1,
+      top_p: 0.9,
+      top_k: 40,
+      batch_item: { id: 0, question: "2+2?" },
+      model: "my-model",
+      stop: ["\n"],
+    });
     expect(set).toEqual({ texts: [["0a", "0b", "0c", "0d", "7"]], stopped: [[true, false, true, false, false]], valid: [true, true, true, true, true] });
   });
 
   it("falls back to completions / responses / outputs / choices, indexes arrays in the path, and an empty prefix sends the bare key", async () => {
-    const bodies: unknown[] = [{ outputs: ["o1", "o2"] }, { choices: [{ message: { content: "c1" }, finish_reason: "stop" }, { text: "c2" }] }, { result: [{ seqs: ["p1", "p2"] }] }];
+    const bodies: unknown[] = [
+      { outputs: ["o1", "o2"] },
+      { choices: [{ message: { content: "c1" }, finish_reason: "stop" }, { text: "c2" }] },
+      { result: [{ seqs: ["p1", "p2"] }] },
+    ];
     server = await startServer((req, res) => sendJson(res, 200, bodies[req.index]));
     const c = make({ format: "generic", url: `${server.origin}/g`, keyEnv: "MY_KEY", keyPrefix: "" });
     expect((await c.sample([{}], [["p"]], 2))[0]!.texts).toEqual([["o1", "o2"]]);
@@ -80,21 +154,68 @@ describe("generic format", () => {
   });
 
   it("centralized: one joint prompt per item with agent_idx = the centralized index; unparseable completions are invalid candidates", async () => {
-    server = await startServer((req, res) => sendJson(res, 200, { completions: [{ text: tagged(`x${req.index}`, `y${req.index}`), finish_reason: "stop" }, "no tags at all", { text: tagged("u", "v"), finish_reason: "length" }] }));
+    server = await startServer((req, res) =>
+      sendJson(res, 200, {
+        completions: [
+          { text: tagged(`x${req.index}`, `y${req.index}`), finish_reason: "stop" },
+          "no tags at all",
+          { text: tagged("u", "v"), finish_reason: "length" },
+        ],
+      }),
+    );
     const adapter = new TaggedCentralizedAdapter();
     const c = make({ format: "generic", url: `${server.origin}/g`, generationMode: "centralized", centralizedAgentIndex: 1 });
     expect(c.description).toContain("centralized");
     const sets = await c.sample(ITEMS, PROMPTS, 3);
     expect(server.requests).toHaveLength(2);
     const [r] = byPrompt(server.requests, "prompt", adapter.buildPrompt(ITEMS[1]!, PROMPTS[1]!));
-    expect(r!.body).toEqual({ prompt: adapter.buildPrompt(ITEMS[1]!, PROMPTS[1]!), agent_idx: 1, num_return_sequences: 3, max_new_tokens: 64, temperature: 0.7, top_p: 0.9, top_k: 40, batch_item: ITEMS[1] });
+    expect(r!.body).toEqual({
+      prompt: adapter.buildPrompt(ITEMS[1]!, PROMPTS[1]!),
+      agent_idx: 1,
+      num_return_sequences: 3,
+      max_new_tokens: 64,
+      temperature: 0.7,
+      top_p: 0.9,
+      top_k: 40,
+      batch_item: ITEMS[1],
+    });
     const i = r!.index;
-    expect(sets[1]).toEqual({ texts: [[`x${i}`, "", "u"], [`y${i}`, "", "v"]], stopped: [[true, false, false], [true, false, false]], valid: [true, false, true] });
+    expect(sets[1]).toEqual({
+      texts: [
+        [`x${i}`, "", "u"],
+        [`y${i}`, "", "v"],
+      ],
+      stopped: [
+        [true, false, false],
+        [true, false, false],
+      ],
+      valid: [true, false, true],
+    });
   });
 
   it("makes task items JSON-safe", () => {
-    const item = { big: 12n, huge: 2n ** 70n, nan: Number.NaN, when: new Date(0), map: new Map([["k", 1]]), set: new Set([1, 2]), arr: new Float32Array([0.5]), fn: () => 1, undef: undefined, nested: { list: [undefined, 1] } };
-    expect(jsonSafe(item)).toEqual({ big: 12, huge: "1180591620717411303424", nan: "NaN", when: "1970-01-01T00:00:00.000Z", map: { k: 1 }, set: [1, 2], arr: [0.5], nested: { list: [null, 1] } });
+    const item = {
+      big: 12n,
+      huge: 2n ** 70n,
+      nan: Number.NaN,
+      when: new Date(0),
+      map: new Map([["k", 1]]),
+      set: new Set([1, 2]),
+      arr: new Float32Array([0.5]),
+      fn: () => 1,
+      undef: undefined,
+      nested: { list: [undefined, 1] },
+    };
+    expect(jsonSafe(item)).toEqual({
+      big: 12,
+      huge: "1180591620717411303424",
+      nan: "NaN",
+      when: "1970-01-01T00:00:00.000Z",
+      map: { k: 1 },
+      set: [1, 2],
+      arr: [0.5],
+      nested: { list: [null, 1] },
+    });
     const cyc: Record<string, unknown> = { a: 1 };
     cyc["self"] = cyc;
     expect(jsonSafe(cyc)).toEqual({ a: 1, self: "[Circular]" });
@@ -103,7 +224,9 @@ describe("generic format", () => {
 
 describe("openai format (Chat Completions)", () => {
   it("decentralized: Bearer key, exact body, n, choices parsed with finish_reason", async () => {
-    server = await startServer((req, res) => sendJson(res, 200, reply.openai(req, (req.body as { messages: { content: string }[] }).messages[0]!.content.startsWith("a1") ? "length" : "stop")));
+    server = await startServer((req, res) =>
+      sendJson(res, 200, reply.openai(req, (req.body as { messages: { content: string }[] }).messages[0]!.content.startsWith("a1") ? "length" : "stop")),
+    );
     const c = make({ format: "openai", url: `${server.origin}/v1/chat/completions`, model: "gpt-4o-mini" });
     const sets = await c.sample(ITEMS, PROMPTS, 3);
     expect(server.requests).toHaveLength(4);
@@ -115,7 +238,10 @@ describe("openai format (Chat Completions)", () => {
     expect(r.headers["anthropic-version"]).toBeUndefined();
     expect(r.body).toEqual({ model: "gpt-4o-mini", messages: [{ role: "user", content: "a0 item1" }], n: 3, max_tokens: 64, temperature: 0.7, top_p: 0.9 });
     expect(sets[1]!.texts[0]).toEqual([0, 1, 2].map((i) => `r${r.index}c${i}`));
-    expect(sets[1]!.stopped).toEqual([[true, true, true], [false, false, false]]);
+    expect(sets[1]!.stopped).toEqual([
+      [true, true, true],
+      [false, false, false],
+    ]);
     expect(sets[1]!.valid).toEqual([true, true, true]);
   });
 
@@ -137,18 +263,47 @@ describe("openai format (Chat Completions)", () => {
   });
 
   it("centralized: the joint prompt as the user message; roles split", async () => {
-    server = await startServer((req, res) => sendJson(res, 200, { choices: [{ message: { content: tagged("A", "B") }, finish_reason: "stop" }, { message: { content: "garbage" }, finish_reason: "stop" }] }));
+    server = await startServer((req, res) =>
+      sendJson(res, 200, {
+        choices: [
+          { message: { content: tagged("A", "B") }, finish_reason: "stop" },
+          { message: { content: "garbage" }, finish_reason: "stop" },
+        ],
+      }),
+    );
     const adapter = new TaggedCentralizedAdapter();
     const c = make({ format: "chat", url: `${server.origin}/v1/chat/completions`, model: "gpt-4o-mini", generationMode: "centralized" });
     const [set] = await c.sample([ITEMS[0]!], [PROMPTS[0]!], 2);
     expect(server.requests).toHaveLength(1);
-    expect(server.requests[0]!.body).toEqual({ model: "gpt-4o-mini", messages: [{ role: "user", content: adapter.buildPrompt(ITEMS[0]!, PROMPTS[0]!) }], n: 2, max_tokens: 64, temperature: 0.7, top_p: 0.9 });
-    expect(set).toEqual({ texts: [["A", ""], ["B", ""]], stopped: [[true, false], [true, false]], valid: [true, false] });
+    expect(server.requests[0]!.body).toEqual({
+      model: "gpt-4o-mini",
+      messages: [{ role: "user", content: adapter.buildPrompt(ITEMS[0]!, PROMPTS[0]!) }],
+      n: 2,
+      max_tokens: 64,
+      temperature: 0.7,
+      top_p: 0.9,
+    });
+    expect(set).toEqual({
+      texts: [
+        ["A", ""],
+        ["B", ""],
+      ],
+      stopped: [
+        [true, false],
+        [true, false],
+      ],
+      valid: [true, false],
+    });
   });
 
   it("a null in comparator_api_extra_body removes a field (max_tokens → max_completion_tokens)", async () => {
     server = await startServer((req, res) => sendJson(res, 200, reply.openai(req)));
-    const c = make({ format: "openai", url: `${server.origin}/v1/chat/completions`, model: "o4-mini", extraBody: { max_tokens: null, max_completion_tokens: 500, temperature: null, top_p: null } });
+    const c = make({
+      format: "openai",
+      url: `${server.origin}/v1/chat/completions`,
+      model: "o4-mini",
+      extraBody: { max_tokens: null, max_completion_tokens: 500, temperature: null, top_p: null },
+    });
     await c.sample([{}], [["p"]], 1);
     expect(server.requests[0]!.body).toEqual({ model: "o4-mini", messages: [{ role: "user", content: "p" }], n: 1, max_completion_tokens: 500 });
   });
@@ -158,7 +313,15 @@ describe("anthropic format (Messages)", () => {
   it("decentralized: x-api-key, anthropic-version, one request per candidate, first text block, stop_reason", async () => {
     server = await startServer((req, res) => {
       const prompt = (req.body as { messages: { content: string }[] }).messages[0]!.content;
-      sendJson(res, 200, { type: "message", content: [{ type: "thinking", thinking: "hmm" }, { type: "text", text: `${prompt}:${req.index}` }, { type: "text", text: "second" }], stop_reason: prompt.startsWith("a1") ? "max_tokens" : "end_turn" });
+      sendJson(res, 200, {
+        type: "message",
+        content: [
+          { type: "thinking", thinking: "hmm" },
+          { type: "text", text: `${prompt}:${req.index}` },
+          { type: "text", text: "second" },
+        ],
+        stop_reason: prompt.startsWith("a1") ? "max_tokens" : "end_turn",
+      });
     });
     const c = make({ format: "anthropic", url: `${server.origin}/v1/messages`, model: "claude-sonnet-4-20250514" });
     const sets = await c.sample(ITEMS, PROMPTS, 2);
@@ -171,15 +334,30 @@ describe("anthropic format (Messages)", () => {
       expect(r.headers["authorization"]).toBeUndefined();
       expect(r.headers["content-type"]).toBe("application/json");
     }
-    expect(byPrompt(server.requests, "messages", "a1 item0")[0]!.body).toEqual({ model: "claude-sonnet-4-20250514", max_tokens: 64, messages: [{ role: "user", content: "a1 item0" }], temperature: 0.7, top_p: 0.9 });
+    expect(byPrompt(server.requests, "messages", "a1 item0")[0]!.body).toEqual({
+      model: "claude-sonnet-4-20250514",
+      max_tokens: 64,
+      messages: [{ role: "user", content: "a1 item0" }],
+      temperature: 0.7,
+      top_p: 0.9,
+    });
     expect(sets[0]!.texts[1]!.every((t) => t.startsWith("a1 item0:"))).toBe(true);
-    expect(sets[0]!.stopped).toEqual([[true, true], [false, false]]);
+    expect(sets[0]!.stopped).toEqual([
+      [true, true],
+      [false, false],
+    ]);
     expect(sets[1]!.valid).toEqual([true, true]);
   });
 
   it("omits top_p when it is 1, keeps a user's anthropic-version, accepts the messages alias", async () => {
     server = await startServer((req, res) => sendJson(res, 200, reply.anthropic(req, "hi", "stop_sequence")));
-    const c = make({ format: "messages", url: `${server.origin}/v1/messages`, model: "claude-x", generation: { ...GEN, topP: 1 }, headers: { "Anthropic-Version": "2024-01-01", "anthropic-beta": "b1" } });
+    const c = make({
+      format: "messages",
+      url: `${server.origin}/v1/messages`,
+      model: "claude-x",
+      generation: { ...GEN, topP: 1 },
+      headers: { "Anthropic-Version": "2024-01-01", "anthropic-beta": "b1" },
+    });
     const [set] = await c.sample([{}], [["p"]], 1);
     expect(server.requests[0]!.body).toEqual({ model: "claude-x", max_tokens: 64, messages: [{ role: "user", content: "p" }], temperature: 0.7 });
     expect(server.requests[0]!.headers["anthropic-version"]).toBe("2024-01-01");
@@ -193,8 +371,25 @@ describe("anthropic format (Messages)", () => {
     const c = make({ format: "anthropic", url: `${server.origin}/v1/messages`, model: "claude-x", generationMode: "centralized", maxConcurrency: 1 });
     const [set] = await c.sample([ITEMS[1]!], [PROMPTS[1]!], 3);
     expect(server.requests).toHaveLength(3);
-    for (const r of server.requests) expect(r.body).toEqual({ model: "claude-x", max_tokens: 64, messages: [{ role: "user", content: adapter.buildPrompt(ITEMS[1]!, PROMPTS[1]!) }], temperature: 0.7, top_p: 0.9 });
-    expect(set).toEqual({ texts: [["A", "", "A"], ["B", "", "B"]], stopped: [[true, false, true], [true, false, true]], valid: [true, false, true] });
+    for (const r of server.requests)
+      expect(r.body).toEqual({
+        model: "claude-x",
+        max_tokens: 64,
+        messages: [{ role: "user", content: adapter.buildPrompt(ITEMS[1]!, PROMPTS[1]!) }],
+        temperature: 0.7,
+        top_p: 0.9,
+      });
+    expect(set).toEqual({
+      texts: [
+        ["A", "", "A"],
+        ["B", "", "B"],
+      ],
+      stopped: [
+        [true, false, true],
+        [true, false, true],
+      ],
+      valid: [true, false, true],
+    });
   });
 });
 
@@ -213,16 +408,49 @@ describe("openai_responses format (Responses API; aliases responses, codex)", ()
     expect(r.headers["authorization"]).toBe(`Bearer ${KEY}`);
     expect(r.headers["content-type"]).toBe("application/json");
     expect(r.body).toEqual({ model: "gpt-5.1-codex", input: "a0 item0", max_output_tokens: 64, temperature: 0.7, top_p: 0.9 });
-    expect(sets[0]).toEqual({ texts: [["a0 item0!", "a0 item0!"], ["a1 item0!", "a1 item0!"]], stopped: [[true, true], [false, false]], valid: [true, true] });
+    expect(sets[0]).toEqual({
+      texts: [
+        ["a0 item0!", "a0 item0!"],
+        ["a1 item0!", "a1 item0!"],
+      ],
+      stopped: [
+        [true, true],
+        [false, false],
+      ],
+      valid: [true, true],
+    });
   });
 
   it("centralized, and a reasoning model without temperature / top_p through extra body nulls", async () => {
-    server = await startServer((req, res) => sendJson(res, 200, { status: "completed", output: [{ type: "message", content: [{ type: "text", text: tagged("L", "R") }] }] }));
+    server = await startServer((req, res) =>
+      sendJson(res, 200, { status: "completed", output: [{ type: "message", content: [{ type: "text", text: tagged("L", "R") }] }] }),
+    );
     const adapter = new TaggedCentralizedAdapter();
-    const c = make({ format: "responses", url: `${server.origin}/v1/responses`, model: "gpt-5", generationMode: "centralized", extraBody: { temperature: null, top_p: null, reasoning: { effort: "low" } } });
+    const c = make({
+      format: "responses",
+      url: `${server.origin}/v1/responses`,
+      model: "gpt-5",
+      generationMode: "centralized",
+      extraBody: { temperature: null, top_p: null, reasoning: { effort: "low" } },
+    });
     const [set] = await c.sample([ITEMS[0]!], [PROMPTS[0]!], 2);
     expect(server.requests).toHaveLength(2);
-    expect(server.requests[0]!.body).toEqual({ model: "gpt-5", input: adapter.buildPrompt(ITEMS[0]!, PROMPTS[0]!), max_output_tokens: 64, reasoning: { effort: "low" } });
-    expect(set).toEqual({ texts: [["L", "L"], ["R", "R"]], stopped: [[true, true], [true, true]], valid: [true, true] });
+    expect(server.requests[0]!.body).toEqual({
+      model: "gpt-5",
+      input: adapter.buildPrompt(ITEMS[0]!, PROMPTS[0]!),
+      max_output_tokens: 64,
+      reasoning: { effort: "low" },
+    });
+    expect(set).toEqual({
+      texts: [
+        ["L", "L"],
+        ["R", "R"],
+      ],
+      stopped: [
+        [true, true],
+        [true, true],
+      ],
+      valid: [true, true],
+    });
   });
 });

@@ -33,7 +33,15 @@ afterEach(async () => {
 const logs: string[] = [];
 
 function make(o: Partial<ApiComparatorOptions> & Pick<ApiComparatorOptions, "format" | "url">): ApiComparator {
-  return new ApiComparator({ generation: GEN, model: "m", env: { OPENAI_API_KEY: KEY, ANTHROPIC_API_KEY: KEY, MY_KEY: KEY }, maxRetries: 2, timeoutSeconds: 10, log: (line) => logs.push(line), ...o });
+  return new ApiComparator({
+    generation: GEN,
+    model: "m",
+    env: { OPENAI_API_KEY: KEY, ANTHROPIC_API_KEY: KEY, MY_KEY: KEY },
+    maxRetries: 2,
+    timeoutSeconds: 10,
+    log: (line) => logs.push(line),
+    ...o,
+  });
 }
 
 /** The error a call must fail with. */
@@ -60,7 +68,9 @@ describe("1. bounded responses (comparator_api_max_response_bytes)", () => {
     expect(e.limitBytes).toBe(8 * MiB);
     expect(e.declared).toBe(true);
     expect(e.receivedBytes).toBe(Buffer.byteLength(huge));
-    expect(e.message).toContain(`POST ${server.origin}/v1/chat/completions: response body larger than comparator_api_max_response_bytes=8388608 (its Content-Length is ${Buffer.byteLength(huge)} bytes); not retried`);
+    expect(e.message).toContain(
+      `POST ${server.origin}/v1/chat/completions: response body larger than comparator_api_max_response_bytes=8388608 (its Content-Length is ${Buffer.byteLength(huge)} bytes); not retried`,
+    );
     expect(e.message).toContain("raise comparator_api_max_response_bytes");
     expect(server.requests).toHaveLength(1);
   });
@@ -120,7 +130,9 @@ describe("1. bounded responses (comparator_api_max_response_bytes)", () => {
   });
 
   it("the limit is validated (comparator_api_max_response_bytes)", () => {
-    expect(() => make({ format: "generic", url: "http://127.0.0.1:9/g", maxResponseBytes: 1000 })).toThrow(/comparator_api_max_response_bytes must be an integer from 1024 to 268435456 \(256 MiB\), got 1000/);
+    expect(() => make({ format: "generic", url: "http://127.0.0.1:9/g", maxResponseBytes: 1000 })).toThrow(
+      /comparator_api_max_response_bytes must be an integer from 1024 to 268435456 \(256 MiB\), got 1000/,
+    );
   });
 });
 
@@ -139,7 +151,9 @@ describe("2. completions held to max_new_tokens of the agent's tokenizer", () =>
     const long = corpus.slice(0, 4000);
     server = await startServer((req, res) => {
       const n = (req.body as { n: number }).n;
-      sendJson(res, 200, { choices: Array.from({ length: n }, (_, i) => ({ message: { content: i === 0 ? "Short." : long.slice(i * 10) }, finish_reason: "stop" })) });
+      sendJson(res, 200, {
+        choices: Array.from({ length: n }, (_, i) => ({ message: { content: i === 0 ? "Short." : long.slice(i * 10) }, finish_reason: "stop" })),
+      });
     });
     const log: string[] = [];
     const c = createComparator({
@@ -150,7 +164,14 @@ describe("2. completions held to max_new_tokens of the agent's tokenizer", () =>
       api: { format: "openai", url: chatUrl(server), model: "m", env: { OPENAI_API_KEY: KEY }, log: (l) => log.push(l) },
     }) as ApiComparator;
     await c.beginRound(1);
-    const first = await c.sample([{}, {}], [["p0", "q0"], ["p1", "q1"]], 3);
+    const first = await c.sample(
+      [{}, {}],
+      [
+        ["p0", "q0"],
+        ["p1", "q1"],
+      ],
+      3,
+    );
     const second = await c.sample([{}], [["p2", "q2"]], 3);
     await c.endRound();
     for (const set of [...first, ...second]) {
@@ -168,7 +189,9 @@ describe("2. completions held to max_new_tokens of the agent's tokenizer", () =>
       ]);
     }
     expect(c.stats.truncated).toBe(12);
-    expect(log).toEqual([`pbrl: comparator API (openai, ${chatUrl(server)}): 12 of 18 completions this round were longer than max_new_tokens=8 tokens and were cut to it (counted as not stopped)`]);
+    expect(log).toEqual([
+      `pbrl: comparator API (openai, ${chatUrl(server)}): 12 of 18 completions this round were longer than max_new_tokens=8 tokens and were cut to it (counted as not stopped)`,
+    ]);
 
     await c.beginRound(2);
     server.handler = (req, res) => sendJson(res, 200, reply.openai(req));
@@ -180,7 +203,15 @@ describe("2. completions held to max_new_tokens of the agent's tokenizer", () =>
   it("centralized: the joint completion is cut with the centralized agent's tokenizer (a cut one no longer splits into roles)", async () => {
     const joint = (a: string, b: string): string => `<agent_0>${a}</agent_0><agent_1>${b}</agent_1>`;
     server = await startServer((req, res) => sendJson(res, 200, reply.anthropic(req, req.index === 0 ? joint("a", "b") : joint(corpus.slice(0, 500), "b"))));
-    const c = make({ format: "anthropic", url: `${server.origin}/v1/messages`, generationMode: "centralized", centralizedAgentIndex: 1, maxConcurrency: 1, generation: { ...GEN, maxNewTokens: 64 }, tokenizers: agents.map((a) => a.tokenizer) });
+    const c = make({
+      format: "anthropic",
+      url: `${server.origin}/v1/messages`,
+      generationMode: "centralized",
+      centralizedAgentIndex: 1,
+      maxConcurrency: 1,
+      generation: { ...GEN, maxNewTokens: 64 },
+      tokenizers: agents.map((a) => a.tokenizer),
+    });
     const [set] = await c.sample([{}], [["p", "q"]], 2);
     expect(set!.valid).toEqual([true, false]);
     expect(set!.texts).toEqual([
@@ -206,9 +237,19 @@ describe("3. non-string completions are a typed error", () => {
     { format: "generic" as const, body: { completions: ["fine", 42] }, path: "$.completions[1]", type: "number" },
     { format: "generic" as const, body: { completions: [null] }, path: "$.completions[0]", type: "null" },
     { format: "generic" as const, body: { completions: [{ text: { nested: "x" } }] }, path: "$.completions[0].text", type: "object" },
-    { format: "openai" as const, body: { choices: [{ message: { content: ["a", "b"] }, finish_reason: "stop" }] }, path: "$.choices[0].message.content", type: "array" },
+    {
+      format: "openai" as const,
+      body: { choices: [{ message: { content: ["a", "b"] }, finish_reason: "stop" }] },
+      path: "$.choices[0].message.content",
+      type: "array",
+    },
     { format: "anthropic" as const, body: { content: [{ type: "text", text: 7 }], stop_reason: "end_turn" }, path: "$.content[0].text", type: "number" },
-    { format: "openai_responses" as const, body: { status: "completed", output: [{ type: "message", content: [{ type: "output_text", text: false }] }] }, path: "$.output[0].content[0].text", type: "boolean" },
+    {
+      format: "openai_responses" as const,
+      body: { status: "completed", output: [{ type: "message", content: [{ type: "output_text", text: false }] }] },
+      path: "$.output[0].content[0].text",
+      type: "boolean",
+    },
   ])("$format: $type at $path", async ({ format, body, path: where, type }) => {
     server = await startServer((_req, res) => sendJson(res, 200, body));
     const err = await failure(make({ format, url: `${server.origin}/x`, maxRetries: 3 }).sample([{}], [["p"]], 1));
@@ -224,12 +265,16 @@ describe("3. non-string completions are a typed error", () => {
 
 describe("4. more completions than requested is an error, never silently dropped", () => {
   it("openai: n = 2, three choices back", async () => {
-    server = await startServer((_req, res) => sendJson(res, 200, { choices: ["a", "b", "c"].map((t) => ({ message: { content: t }, finish_reason: "stop" })) }));
+    server = await startServer((_req, res) =>
+      sendJson(res, 200, { choices: ["a", "b", "c"].map((t) => ({ message: { content: t }, finish_reason: "stop" })) }),
+    );
     const err = await failure(make({ format: "openai", url: chatUrl(server) }).sample([{}], [["p"]], 2));
     expect(err).toBeInstanceOf(ApiTooManyCompletionsError);
     expect((err as ApiTooManyCompletionsError).requested).toBe(2);
     expect((err as ApiTooManyCompletionsError).received).toBe(3);
-    expect(err.message).toContain("too many completions for agent 0 of item 0: requested 2, received 3; the server must return exactly the number asked for (n)");
+    expect(err.message).toContain(
+      "too many completions for agent 0 of item 0: requested 2, received 3; the server must return exactly the number asked for (n)",
+    );
   });
 
   it("generic: num_return_sequences = 2, four back, also with allowPartial", async () => {
@@ -247,11 +292,23 @@ describe("5. credentials echoed inside completions are scrubbed", () => {
     const urlKey = "url-secret-99887766";
     server = await startServer((req, res) =>
       sendJson(res, 200, {
-        completions: [`the key is ${KEY}!`, `x-auth: ${headerToken}`, `Authorization: Bearer ${userBearer}`, `query ${encodeURIComponent(urlKey)} ${urlKey}`, `clean ${req.index}`],
+        completions: [
+          `the key is ${KEY}!`,
+          `x-auth: ${headerToken}`,
+          `Authorization: Bearer ${userBearer}`,
+          `query ${encodeURIComponent(urlKey)} ${urlKey}`,
+          `clean ${req.index}`,
+        ],
       }),
     );
     logs.length = 0;
-    const c = make({ format: "generic", url: `${server.origin}/g?api_key=${urlKey}`, keyEnv: "MY_KEY", keyHeader: "X-Key", headers: { "X-Auth-Token": headerToken, Authorization: `Bearer ${userBearer}` } });
+    const c = make({
+      format: "generic",
+      url: `${server.origin}/g?api_key=${urlKey}`,
+      keyEnv: "MY_KEY",
+      keyHeader: "X-Key",
+      headers: { "X-Auth-Token": headerToken, Authorization: `Bearer ${userBearer}` },
+    });
     const [set] = await c.sample([{}], [["p"]], 5);
     expect(set!.texts[0]).toEqual(["the key is [REDACTED]!", "x-auth: [REDACTED]", "Authorization: [REDACTED]", "query [REDACTED] [REDACTED]", "clean 0"]);
     await c.sample([{}], [["p"]], 5);
@@ -272,14 +329,18 @@ describe("6. redacting the URL and headers before they are saved (config.json)",
     server = await startServer((req, res) => sendJson(res, 200, reply.generic(req)));
     const url = `${server.origin}/g?key=k1&api_key=k2&token=t3&sig=s4&X-Amz-Signature=s5&access_token=t6&model=m&v=2`;
     const safe = redactUrlSecrets(url);
-    expect(safe).toBe(`${server.origin}/g?key=REDACTED&api_key=REDACTED&token=REDACTED&sig=REDACTED&X-Amz-Signature=REDACTED&access_token=REDACTED&model=m&v=2`);
+    expect(safe).toBe(
+      `${server.origin}/g?key=REDACTED&api_key=REDACTED&token=REDACTED&sig=REDACTED&X-Amz-Signature=REDACTED&access_token=REDACTED&model=m&v=2`,
+    );
     const c = make({ format: "generic", url });
     await c.sample([{}], [["p"]], 1);
     expect(server.requests[0]!.path).toBe("/g?key=k1&api_key=k2&token=t3&sig=s4&X-Amz-Signature=s5&access_token=t6&model=m&v=2");
     expect(c.displayUrl).toBe(safe);
     expect(redactUrlSecrets("https://user:pw@api.example.com/v1?token=abc")).toBe("https://api.example.com/v1?token=REDACTED");
     expect(redactUrlSecrets("not a url?token=abc&x=1")).toBe("not a url?token=REDACTED&x=1");
-    expect(redactHeaderSecrets({ Authorization: "Bearer abc", "x-api-key": "k", "X-Trace": "t1", "X-Forward": "Basic dXNlcjpwdw==", "anthropic-beta": "b1" })).toEqual({
+    expect(
+      redactHeaderSecrets({ Authorization: "Bearer abc", "x-api-key": "k", "X-Trace": "t1", "X-Forward": "Basic dXNlcjpwdw==", "anthropic-beta": "b1" }),
+    ).toEqual({
       Authorization: "[REDACTED]",
       "x-api-key": "[REDACTED]",
       "X-Trace": "t1",

@@ -27,7 +27,9 @@ function thrown(fn: () => unknown): Error {
 describe("construction", () => {
   it("a missing key variable is a clear error naming the variable, never a value", () => {
     const e1 = thrown(() => make({ format: "anthropic", env: {} }));
-    expect(e1.message).toContain("the environment variable ANTHROPIC_API_KEY is not set or is empty (the anthropic format reads its API key from ANTHROPIC_API_KEY by default)");
+    expect(e1.message).toContain(
+      "the environment variable ANTHROPIC_API_KEY is not set or is empty (the anthropic format reads its API key from ANTHROPIC_API_KEY by default)",
+    );
     expect(thrown(() => make({ format: "openai", env: { OPENAI_API_KEY: "  " } })).message).toContain("OPENAI_API_KEY is not set or is empty");
     expect(thrown(() => make({ format: "responses", env: {} })).message).toContain("OPENAI_API_KEY");
     const e2 = thrown(() => make({ format: "generic", keyEnv: "MY_SERVICE_KEY", env: { OTHER: KEY } }));
@@ -54,9 +56,15 @@ describe("construction", () => {
   });
 
   it("a user header named like the key header is an error; without a key it is the user's", () => {
-    expect(thrown(() => make({ headers: { authorization: "Bearer other" } })).message).toMatch(/comparator_api_headers sets authorization, which carries the API key/);
-    expect(thrown(() => make({ format: "anthropic", headers: { "X-Api-Key": "k" } })).message).toMatch(/comparator_api_headers sets X-Api-Key, which carries the API key/);
-    expect(thrown(() => make({ format: "generic", keyEnv: "K", keyHeader: "X-Token", env: { K: KEY }, headers: { "x-token": "t" } })).message).toMatch(/sets x-token/);
+    expect(thrown(() => make({ headers: { authorization: "Bearer other" } })).message).toMatch(
+      /comparator_api_headers sets authorization, which carries the API key/,
+    );
+    expect(thrown(() => make({ format: "anthropic", headers: { "X-Api-Key": "k" } })).message).toMatch(
+      /comparator_api_headers sets X-Api-Key, which carries the API key/,
+    );
+    expect(thrown(() => make({ format: "generic", keyEnv: "K", keyHeader: "X-Token", env: { K: KEY }, headers: { "x-token": "t" } })).message).toMatch(
+      /sets x-token/,
+    );
     expect(() => make({ format: "generic", headers: { Authorization: "Basic abc" } })).not.toThrow();
     expect(() => make({ format: "anthropic", headers: { Authorization: "Bearer proxy" } })).not.toThrow();
     expect(thrown(() => make({ headers: { "Content-Type": "text/plain" } })).message).toMatch(/Content-Type must be application\/json/);
@@ -67,8 +75,24 @@ describe("construction", () => {
 
   it("validates the format name and accepts the aliases", () => {
     const e = thrown(() => make({ format: "openia" as never }));
-    expect(e.message).toBe('comparator_api_format: unknown format "openia"; expected one of generic; openai (aliases: openai_chat, chat); anthropic (aliases: anthropic_messages, messages); openai_responses (aliases: responses, codex)');
-    expect(["generic", "openai", "openai_chat", "chat", " OpenAI_Chat ", "anthropic", "anthropic_messages", "messages", "openai_responses", "responses", "CODEX"].map(normalizeApiFormat)).toEqual([
+    expect(e.message).toBe(
+      'comparator_api_format: unknown format "openia"; expected one of generic; openai (aliases: openai_chat, chat); anthropic (aliases: anthropic_messages, messages); openai_responses (aliases: responses, codex)',
+    );
+    expect(
+      [
+        "generic",
+        "openai",
+        "openai_chat",
+        "chat",
+        " OpenAI_Chat ",
+        "anthropic",
+        "anthropic_messages",
+        "messages",
+        "openai_responses",
+        "responses",
+        "CODEX",
+      ].map(normalizeApiFormat),
+    ).toEqual([
       "generic",
       "openai",
       "openai",
@@ -84,7 +108,9 @@ describe("construction", () => {
   });
 
   it("native formats need a model; URLs must be http(s) without credentials; numbers are checked", () => {
-    expect(thrown(() => make({ format: "anthropic", model: null })).message).toBe('comparator_api_model is required with comparator_api_format="anthropic" (e.g. claude-sonnet-4-20250514)');
+    expect(thrown(() => make({ format: "anthropic", model: null })).message).toBe(
+      'comparator_api_model is required with comparator_api_format="anthropic" (e.g. claude-sonnet-4-20250514)',
+    );
     expect(() => make({ format: "generic", model: undefined })).not.toThrow();
     const cred = thrown(() => make({ url: `https://user:${KEY}@api.example.com/v1` }));
     expect(cred.message).toContain("must not contain credentials");
@@ -100,7 +126,9 @@ describe("construction", () => {
   it("description, JSON and inspect output carry no key", () => {
     const c = make({ format: "anthropic", model: "claude-sonnet-4-20250514", url: `https://api.anthropic.com/v1/messages?api_key=${KEY}` });
     expect(c.description).toBe("api (anthropic, claude-sonnet-4-20250514, https://api.anthropic.com/v1/messages?api_key=REDACTED)");
-    expect(JSON.stringify(c)).toBe('{"description":"api (anthropic, claude-sonnet-4-20250514, https://api.anthropic.com/v1/messages?api_key=REDACTED)","format":"anthropic","url":"https://api.anthropic.com/v1/messages?api_key=REDACTED","model":"claude-sonnet-4-20250514","generationMode":"decentralized","allowPartial":false}');
+    expect(JSON.stringify(c)).toBe(
+      '{"description":"api (anthropic, claude-sonnet-4-20250514, https://api.anthropic.com/v1/messages?api_key=REDACTED)","format":"anthropic","url":"https://api.anthropic.com/v1/messages?api_key=REDACTED","model":"claude-sonnet-4-20250514","generationMode":"decentralized","allowPartial":false}',
+    );
     expect(inspect(c, { showHidden: true, depth: 10 })).not.toContain(KEY);
     expect(Object.values(c).map(String).join(" ")).not.toContain(KEY);
   });
@@ -158,7 +186,9 @@ describe("helpers", () => {
   });
 
   it("display URLs drop userinfo and key-like query values", () => {
-    expect(displayUrl("https://u:p@h.example/v1?key=a&api_key=b&access_token=c&x-api-key=d&model=e&monkey=f")).toBe("https://h.example/v1?key=REDACTED&api_key=REDACTED&access_token=REDACTED&x-api-key=REDACTED&model=e&monkey=f");
+    expect(displayUrl("https://u:p@h.example/v1?key=a&api_key=b&access_token=c&x-api-key=d&model=e&monkey=f")).toBe(
+      "https://h.example/v1?key=REDACTED&api_key=REDACTED&access_token=REDACTED&x-api-key=REDACTED&model=e&monkey=f",
+    );
   });
 });
 
@@ -179,8 +209,16 @@ describe("factory", () => {
     const c = createComparator({ ...base, policy: "api", api: { ...settings, env: { ANTHROPIC_API_KEY: KEY } } });
     expect(c).toBeInstanceOf(ApiComparator);
     expect(c.description).toBe("api (anthropic, claude-sonnet-4-20250514, https://api.anthropic.com/v1/messages)");
-    const cc = createComparator({ ...base, policy: "api", generationMode: "centralized", centralizedAgentIndex: 1, api: { ...settings, env: { ANTHROPIC_API_KEY: KEY } } });
+    const cc = createComparator({
+      ...base,
+      policy: "api",
+      generationMode: "centralized",
+      centralizedAgentIndex: 1,
+      api: { ...settings, env: { ANTHROPIC_API_KEY: KEY } },
+    });
     expect((cc as ApiComparator).generationMode).toBe("centralized");
-    expect(() => createComparator({ ...base, policy: "api" })).toThrow(/comparator_policy="api" is not available in @pbrl\/comparators without ComparatorOptions.api/);
+    expect(() => createComparator({ ...base, policy: "api" })).toThrow(
+      /comparator_policy="api" is not available in @pbrl\/comparators without ComparatorOptions.api/,
+    );
   });
 });

@@ -57,16 +57,76 @@ const responseField = fc.oneof(fc.constant("completions"), fc.constant("data.0.o
 const shaped: Record<ApiFormat, fc.Arbitrary<unknown>> = {
   generic: fc.oneof(
     fc.record({ completions: fc.oneof(leaf, fc.array(leaf, { maxLength: 6 })) }),
-    fc.array(fc.oneof(leaf, fc.record({ text: leaf, content: leaf, completion: leaf, response: leaf, message: fc.oneof(leaf, fc.record({ content: leaf })), finish_reason: leaf, stopped: leaf }, { requiredKeys: [] })), { maxLength: 6 }),
+    fc.array(
+      fc.oneof(
+        leaf,
+        fc.record(
+          {
+            text: leaf,
+            content: leaf,
+            completion: leaf,
+            response: leaf,
+            message: fc.oneof(leaf, fc.record({ content: leaf })),
+            finish_reason: leaf,
+            stopped: leaf,
+          },
+          { requiredKeys: [] },
+        ),
+      ),
+      { maxLength: 6 },
+    ),
     fc.record({ data: fc.array(fc.record({ outputs: fc.array(leaf, { maxLength: 4 }) }), { maxLength: 2 }) }),
     fc.record({ responses: fc.array(leaf, { maxLength: 4 }), outputs: leaf, choices: leaf }, { requiredKeys: [] }),
   ),
-  openai: fc.record({ choices: fc.oneof(leaf, fc.array(fc.oneof(leaf, fc.record({ message: fc.oneof(leaf, fc.record({ content: leaf }, { requiredKeys: [] })), text: leaf, finish_reason: leaf }, { requiredKeys: [] })), { maxLength: 6 })) }),
-  anthropic: fc.record({ content: fc.oneof(leaf, fc.array(fc.oneof(leaf, fc.record({ type: fc.oneof(fc.constant("text"), fc.constant("thinking"), leaf), text: leaf }, { requiredKeys: [] })), { maxLength: 4 })), stop_reason: leaf }, { requiredKeys: [] }),
+  openai: fc.record({
+    choices: fc.oneof(
+      leaf,
+      fc.array(
+        fc.oneof(
+          leaf,
+          fc.record({ message: fc.oneof(leaf, fc.record({ content: leaf }, { requiredKeys: [] })), text: leaf, finish_reason: leaf }, { requiredKeys: [] }),
+        ),
+        { maxLength: 6 },
+      ),
+    ),
+  }),
+  anthropic: fc.record(
+    {
+      content: fc.oneof(
+        leaf,
+        fc.array(fc.oneof(leaf, fc.record({ type: fc.oneof(fc.constant("text"), fc.constant("thinking"), leaf), text: leaf }, { requiredKeys: [] })), {
+          maxLength: 4,
+        }),
+      ),
+      stop_reason: leaf,
+    },
+    { requiredKeys: [] },
+  ),
   openai_responses: fc.record(
     {
       status: leaf,
-      output: fc.oneof(leaf, fc.array(fc.oneof(leaf, fc.record({ type: leaf, content: fc.oneof(leaf, fc.array(fc.oneof(leaf, fc.record({ type: fc.oneof(fc.constant("output_text"), fc.constant("text"), leaf), text: leaf }, { requiredKeys: [] })), { maxLength: 3 })) }, { requiredKeys: [] })), { maxLength: 3 })),
+      output: fc.oneof(
+        leaf,
+        fc.array(
+          fc.oneof(
+            leaf,
+            fc.record(
+              {
+                type: leaf,
+                content: fc.oneof(
+                  leaf,
+                  fc.array(
+                    fc.oneof(leaf, fc.record({ type: fc.oneof(fc.constant("output_text"), fc.constant("text"), leaf), text: leaf }, { requiredKeys: [] })),
+                    { maxLength: 3 },
+                  ),
+                ),
+              },
+              { requiredKeys: [] },
+            ),
+          ),
+          { maxLength: 3 },
+        ),
+      ),
     },
     { requiredKeys: [] },
   ),
@@ -77,8 +137,10 @@ const malformedBody = fc.oneof(
   fc.string(),
   fc.string({ unit: "binary" }),
   fc.json().chain((j) => fc.nat({ max: Math.max(0, j.length - 1) }).map((cut) => j.slice(0, cut))),
-  fc.tuple(fc.json(), fc.nat(), fc.string({ minLength: 1, maxLength: 3 })).map(([j, at, junk]) => j.slice(0, at % (j.length + 1)) + junk + j.slice(at % (j.length + 1))),
-  fc.constantFrom("", " ", "null", "[", "{", '{"choices": [', "<html>502 Bad Gateway</html>", "data: {\"choices\": []}\n\n", "\uFEFF{}", "NaN", "1e999"),
+  fc
+    .tuple(fc.json(), fc.nat(), fc.string({ minLength: 1, maxLength: 3 }))
+    .map(([j, at, junk]) => j.slice(0, at % (j.length + 1)) + junk + j.slice(at % (j.length + 1))),
+  fc.constantFrom("", " ", "null", "[", "{", '{"choices": [', "<html>502 Bad Gateway</html>", 'data: {"choices": []}\n\n', "\uFEFF{}", "NaN", "1e999"),
 );
 
 describe.each(FORMATS)("%s parser", (format) => {
@@ -149,7 +211,10 @@ describe("well-formed responses still parse", () => {
         };
         for (const format of FORMATS) {
           const want = format === "generic" || format === "openai" ? texts : [texts[0]!];
-          expect(parseResponseBody(format, JSON.stringify(bodies[format]), "completions", SOURCE)).toEqual({ texts: want, stopped: want.map(() => format !== "generic") });
+          expect(parseResponseBody(format, JSON.stringify(bodies[format]), "completions", SOURCE)).toEqual({
+            texts: want,
+            stopped: want.map(() => format !== "generic"),
+          });
         }
         return true;
       }),

@@ -41,7 +41,15 @@ export async function startServer(handler: Handler): Promise<TestServer> {
     inFlight += 1;
     maxInFlight = Math.max(maxInFlight, inFlight);
     const chunks: Buffer[] = [];
-    const rec: Recorded = { method: req.method ?? "", path: req.url ?? "", headers: {}, body: undefined, rawBody: "", index: requests.length, start: Date.now() };
+    const rec: Recorded = {
+      method: req.method ?? "",
+      path: req.url ?? "",
+      headers: {},
+      body: undefined,
+      rawBody: "",
+      index: requests.length,
+      start: Date.now(),
+    };
     requests.push(rec);
     for (const [k, v] of Object.entries(req.headers)) rec.headers[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : (v ?? "");
     let done = false;
@@ -100,13 +108,25 @@ export const sleepMs = (ms: number): Promise<void> => new Promise((r) => setTime
 export const reply = {
   openai(req: Recorded, finish = "stop"): unknown {
     const n = (req.body as { n?: number }).n ?? 1;
-    return { id: "chatcmpl-1", object: "chat.completion", choices: Array.from({ length: n }, (_, i) => ({ index: i, message: { role: "assistant", content: `r${req.index}c${i}` }, finish_reason: finish })) };
+    return {
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      choices: Array.from({ length: n }, (_, i) => ({ index: i, message: { role: "assistant", content: `r${req.index}c${i}` }, finish_reason: finish })),
+    };
   },
   anthropic(req: Recorded, text = `r${req.index}`, stopReason = "end_turn"): unknown {
     return { id: "msg_1", type: "message", role: "assistant", content: [{ type: "text", text }], stop_reason: stopReason };
   },
   responses(req: Recorded, text = `r${req.index}`, status = "completed"): unknown {
-    return { id: "resp_1", object: "response", status, output: [{ type: "reasoning", summary: [] }, { type: "message", role: "assistant", content: [{ type: "output_text", text, annotations: [] }] }] };
+    return {
+      id: "resp_1",
+      object: "response",
+      status,
+      output: [
+        { type: "reasoning", summary: [] },
+        { type: "message", role: "assistant", content: [{ type: "output_text", text, annotations: [] }] },
+      ],
+    };
   },
   generic(req: Recorded): unknown {
     const n = (req.body as { num_return_sequences?: number }).num_return_sequences ?? 1;

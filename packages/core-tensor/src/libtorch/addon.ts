@@ -106,7 +106,18 @@ export interface LibtorchAddon {
   topk(x: number, k: number, sorted: boolean): TensorRef[];
 
   /** weightA/weightB: the operand is a weight; in bf16 such a product returns a bfloat16 activation. */
-  matmul(a: number, b: number, transposeA: boolean, transposeB: boolean, bias: number | null, activation?: string, alpha?: number, prelu?: number | null, weightA?: boolean, weightB?: boolean): TensorRef;
+  matmul(
+    a: number,
+    b: number,
+    transposeA: boolean,
+    transposeB: boolean,
+    bias: number | null,
+    activation?: string,
+    alpha?: number,
+    prelu?: number | null,
+    weightA?: boolean,
+    weightB?: boolean,
+  ): TensorRef;
 
   rmsnorm(x: number, weight: number, eps: number): TensorRef[];
   rmsnormGrad(x: number, weight: number, rstd: number, dy: number): TensorRef[];
@@ -117,7 +128,21 @@ export interface LibtorchAddon {
   logsoftmaxGrad(x: number, lse: number, targets: number, dy: number): TensorRef;
   scatterAddRows(dy: number, indices: number, rows: number): TensorRef;
   /** One AdamW step; with `mayOverwrite` (no other tfjs tensor shares p, m, v) the addon may update them in place. */
-  adamw(p: number, g: number, m: number, v: number, decay: number, b1: number, c1: number, b2: number, c2: number, bc2Sqrt: number, eps: number, stepSize: number, mayOverwrite: boolean): TensorRef[];
+  adamw(
+    p: number,
+    g: number,
+    m: number,
+    v: number,
+    decay: number,
+    b1: number,
+    c1: number,
+    b2: number,
+    c2: number,
+    bc2Sqrt: number,
+    eps: number,
+    stepSize: number,
+    mayOverwrite: boolean,
+  ): TensorRef[];
   attention(q: number, k: number, v: number, keyMask: number, scale: number): TensorRef[];
   attentionGrad(q: number, k: number, v: number, keyMask: number, probs: number, dy: number, scale: number): TensorRef[];
 }
@@ -128,7 +153,8 @@ export interface GemmChoice {
   reason: string;
 }
 
-export type LibtorchLoad = { ok: true; addon: LibtorchAddon; info: LibtorchInfo; path: string; gemm: GemmChoice } | { ok: false; reason: string; disabled: boolean };
+export type LibtorchLoad =
+  { ok: true; addon: LibtorchAddon; info: LibtorchInfo; path: string; gemm: GemmChoice } | { ok: false; reason: string; disabled: boolean };
 
 /**
  * Float32 CPU products through OpenBLAS or ATen (MKL): PBRL_LIBTORCH_GEMM=openblas|aten when set,
@@ -141,7 +167,15 @@ function chooseGemm(addon: LibtorchAddon, threads: number): GemmChoice {
   if (!blas.linked) return { library: "aten", reason: "this addon was built without OpenBLAS" };
   const forced = process.env["PBRL_LIBTORCH_GEMM"] ?? "";
   const override = blasCoreType(process.env);
-  const core = chooseAndApplyBlasCore({ cpuFeatures: () => addon.cpuFeatures(), blasCores: () => addon.blasCores(), setBlasCore: (n) => addon.setBlasCore(n), currentCore: () => addon.blasInfo().blasCore }, override);
+  const core = chooseAndApplyBlasCore(
+    {
+      cpuFeatures: () => addon.cpuFeatures(),
+      blasCores: () => addon.blasCores(),
+      setBlasCore: (n) => addon.setBlasCore(n),
+      currentCore: () => addon.blasInfo().blasCore,
+    },
+    override,
+  );
   const family = `OpenBLAS ${addon.blasInfo().blasCore} kernels (${core})`;
   if (forced === "openblas" || forced === "aten") {
     addon.useOpenBlas(forced === "openblas", threads);
@@ -166,12 +200,76 @@ export function libtorchAddonPath(): string {
 
 /** Every function of {@link LibtorchAddon}, checked when the addon loads (an addon built from older sources lacks some). */
 const REQUIRED = [
-  "init", "info", "write", "read", "free", "share", "live", "setDevice", "checkDevice", "defaultDevice", "deviceOf", "to", "setBf16", "bf16", "sampleRows", "decoderCreate", "decoderLoad", "decoderStep", "decoderFree", "blasInfo", "cpuFeatures", "blasCores", "setBlasCore", "useOpenBlas", "gemmBench",
-  "unary", "binary", "addN", "cast", "clip", "leakyRelu", "step", "select", "fill", "fillLike", "range", "oneHot",
-  "reshape", "transpose", "slice", "stridedSlice", "concat", "stack", "unstack", "splitV", "tile", "pad", "reverse", "broadcastTo",
-  "gather", "gatherNd", "scatterNd", "unsortedSegmentSum", "reduce", "argExtreme", "softmax", "cumulative", "topk",
-  "matmul", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "logsoftmaxSelect", "logsoftmaxGrad", "scatterAddRows",
-  "adamw", "attention", "attentionGrad",
+  "init",
+  "info",
+  "write",
+  "read",
+  "free",
+  "share",
+  "live",
+  "setDevice",
+  "checkDevice",
+  "defaultDevice",
+  "deviceOf",
+  "to",
+  "setBf16",
+  "bf16",
+  "sampleRows",
+  "decoderCreate",
+  "decoderLoad",
+  "decoderStep",
+  "decoderFree",
+  "blasInfo",
+  "cpuFeatures",
+  "blasCores",
+  "setBlasCore",
+  "useOpenBlas",
+  "gemmBench",
+  "unary",
+  "binary",
+  "addN",
+  "cast",
+  "clip",
+  "leakyRelu",
+  "step",
+  "select",
+  "fill",
+  "fillLike",
+  "range",
+  "oneHot",
+  "reshape",
+  "transpose",
+  "slice",
+  "stridedSlice",
+  "concat",
+  "stack",
+  "unstack",
+  "splitV",
+  "tile",
+  "pad",
+  "reverse",
+  "broadcastTo",
+  "gather",
+  "gatherNd",
+  "scatterNd",
+  "unsortedSegmentSum",
+  "reduce",
+  "argExtreme",
+  "softmax",
+  "cumulative",
+  "topk",
+  "matmul",
+  "rmsnorm",
+  "rmsnormGrad",
+  "swiglu",
+  "swigluGrad",
+  "rope",
+  "logsoftmaxSelect",
+  "logsoftmaxGrad",
+  "scatterAddRows",
+  "adamw",
+  "attention",
+  "attentionGrad",
 ] as const satisfies readonly (keyof LibtorchAddon)[];
 
 const loaded = new Map<string, LibtorchLoad>();

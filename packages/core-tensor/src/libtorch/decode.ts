@@ -22,12 +22,23 @@ export class LibtorchDecoder {
    * nativeDecodeStep's (undefined for an absent bias). With `bf16Weights` the projections
    * are read as bfloat16 copies (made once here); the norms, biases and cache stay float32.
    */
-  constructor(weights: readonly (tf.Tensor | undefined)[], dims: DecodeDims, readonly batch: number, readonly capacity: number, bf16Weights = false) {
+  constructor(
+    weights: readonly (tf.Tensor | undefined)[],
+    dims: DecodeDims,
+    readonly batch: number,
+    readonly capacity: number,
+    bf16Weights = false,
+  ) {
     if (tf.getBackend() !== LIBTORCH_BACKEND_NAME) throw new Error(`LibtorchDecoder runs on the libtorch backend only (active: ${tf.getBackend()})`);
     this.backend = tf.backend() as unknown as LibtorchBackend;
     const ids = weights.map((t) => (t === undefined ? -1 : this.backend.id(t)));
     const d = dims;
-    this.handle = this.backend.addon.decoderCreate(ids, [batch, d.hidden, d.heads, d.kvHeads, d.headDim, d.vocab, d.layers, capacity], d.rmsNormEps, bf16Weights);
+    this.handle = this.backend.addon.decoderCreate(
+      ids,
+      [batch, d.hidden, d.heads, d.kvHeads, d.headDim, d.vocab, d.layers, capacity],
+      d.rmsNormEps,
+      bf16Weights,
+    );
   }
 
   private live(): number {

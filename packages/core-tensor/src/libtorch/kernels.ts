@@ -6,7 +6,19 @@
  * backend 'libtorch'"), never a silent round trip through host memory.
  */
 import type { DataType, KernelFunc, NamedAttrMap, NamedTensorInfoMap, TensorInfo } from "@tensorflow/tfjs-core";
-import { PBRL_ADAMW, PBRL_ATTENTION, PBRL_ATTENTION_GRAD, PBRL_LOG_SOFTMAX_GRAD, PBRL_LOG_SOFTMAX_SELECT, PBRL_RMS_NORM, PBRL_RMS_NORM_GRAD, PBRL_ROPE, PBRL_SCATTER_ADD_ROWS, PBRL_SWIGLU, PBRL_SWIGLU_GRAD } from "../native-backend.js";
+import {
+  PBRL_ADAMW,
+  PBRL_ATTENTION,
+  PBRL_ATTENTION_GRAD,
+  PBRL_LOG_SOFTMAX_GRAD,
+  PBRL_LOG_SOFTMAX_SELECT,
+  PBRL_RMS_NORM,
+  PBRL_RMS_NORM_GRAD,
+  PBRL_ROPE,
+  PBRL_SCATTER_ADD_ROWS,
+  PBRL_SWIGLU,
+  PBRL_SWIGLU_GRAD,
+} from "../native-backend.js";
 import { tf } from "../tf.js";
 import { dtypeCode, type LibtorchBackend } from "./backend.js";
 
@@ -18,9 +30,43 @@ interface Args {
 type Kernel = (args: Args) => TensorInfo | TensorInfo[];
 
 const UNARY = [
-  "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos", "Cosh", "Elu", "Erf", "Exp", "Expm1", "Floor",
-  "IsFinite", "IsInf", "IsNan", "Log", "Log1p", "LogicalNot", "Neg", "Reciprocal", "Relu", "Relu6", "Round", "Rsqrt",
-  "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Sqrt", "Square", "Tan", "Tanh",
+  "Abs",
+  "Acos",
+  "Acosh",
+  "Asin",
+  "Asinh",
+  "Atan",
+  "Atanh",
+  "Ceil",
+  "Cos",
+  "Cosh",
+  "Elu",
+  "Erf",
+  "Exp",
+  "Expm1",
+  "Floor",
+  "IsFinite",
+  "IsInf",
+  "IsNan",
+  "Log",
+  "Log1p",
+  "LogicalNot",
+  "Neg",
+  "Reciprocal",
+  "Relu",
+  "Relu6",
+  "Round",
+  "Rsqrt",
+  "Selu",
+  "Sigmoid",
+  "Sign",
+  "Sin",
+  "Sinh",
+  "Softplus",
+  "Sqrt",
+  "Square",
+  "Tan",
+  "Tanh",
 ];
 const ARITHMETIC = ["Add", "Sub", "Multiply", "RealDiv", "FloorDiv", "Mod", "Maximum", "Minimum", "Pow", "SquaredDifference", "Atan2", "Prelu"];
 const COMPARISON = ["Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr", "LogicalXor"];
@@ -45,7 +91,8 @@ function binary(name: string, bool: boolean): Kernel {
 
 function reduction(name: string): Kernel {
   // Max names its axes `reductionIndices`, the others `axis`.
-  return (a) => a.backend.out(a.backend.addon.reduce(name, id(a, x(a)), axes(a.attrs["axis"] ?? a.attrs["reductionIndices"], x(a).shape), a.attrs["keepDims"] === true));
+  return (a) =>
+    a.backend.out(a.backend.addon.reduce(name, id(a, x(a)), axes(a.attrs["axis"] ?? a.attrs["reductionIndices"], x(a).shape), a.attrs["keepDims"] === true));
 }
 
 /** tfjs's Concat and Pack leave empty inputs out of the result. */
@@ -85,7 +132,16 @@ const matMul: Kernel = (a) => {
 
 const stridedSlice: Kernel = (a) => {
   const t = x(a);
-  const at = a.attrs as unknown as { begin: number[]; end: number[]; strides: number[]; beginMask: number; endMask: number; ellipsisMask: number; newAxisMask: number; shrinkAxisMask: number };
+  const at = a.attrs as unknown as {
+    begin: number[];
+    end: number[];
+    strides: number[];
+    beginMask: number;
+    endMask: number;
+    ellipsisMask: number;
+    newAxisMask: number;
+    shrinkAxisMask: number;
+  };
   const info = tf.slice_util.sliceInfo(t.shape, at.begin, at.end, at.strides, at.beginMask, at.endMask, at.ellipsisMask, at.newAxisMask, at.shrinkAxisMask);
   const addon = a.backend.addon;
   if (info.isIdentity) return a.backend.out(addon.reshape(id(a, t), info.finalShape));
@@ -122,12 +178,28 @@ const FUSED: Record<string, Kernel> = {
     // The addon may update p, m and v in place only when no other tfjs tensor shares their data.
     const mayOverwrite = [i["p"]!, i["m"]!, i["v"]!].every((t) => a.backend.refCount(t.dataId) === 1);
     return a.backend.addon
-      .adamw(id(a, i["p"]!), id(a, i["g"]!), id(a, i["m"]!), id(a, i["v"]!), k("decay"), k("b1"), k("c1"), k("b2"), k("c2"), k("bc2Sqrt"), k("eps"), k("stepSize"), mayOverwrite)
+      .adamw(
+        id(a, i["p"]!),
+        id(a, i["g"]!),
+        id(a, i["m"]!),
+        id(a, i["v"]!),
+        k("decay"),
+        k("b1"),
+        k("c1"),
+        k("b2"),
+        k("c2"),
+        k("bc2Sqrt"),
+        k("eps"),
+        k("stepSize"),
+        mayOverwrite,
+      )
       .map((r) => a.backend.out(r));
   },
   [PBRL_ATTENTION]: (a) => {
     const i = a.inputs;
-    return a.backend.addon.attention(id(a, i["q"]!), id(a, i["k"]!), id(a, i["v"]!), id(a, i["keyMask"]!), a.attrs["scale"] as number).map((r) => a.backend.out(r));
+    return a.backend.addon
+      .attention(id(a, i["q"]!), id(a, i["k"]!), id(a, i["v"]!), id(a, i["keyMask"]!), a.attrs["scale"] as number)
+      .map((r) => a.backend.out(r));
   },
   [PBRL_ATTENTION_GRAD]: (a) => {
     const i = a.inputs;
@@ -158,7 +230,8 @@ const KERNELS: Record<string, Kernel> = {
     return a.backend.out(a.backend.addon.oneHot(id(a, a.inputs["indices"]!), depth, onValue, offValue, dtypeCode(dtype)));
   },
 
-  Reshape: (a) => a.backend.out(a.backend.addon.reshape(id(a, x(a)), tf.util.inferFromImplicitShape(a.attrs["shape"] as number[], tf.util.sizeFromShape(x(a).shape)))),
+  Reshape: (a) =>
+    a.backend.out(a.backend.addon.reshape(id(a, x(a)), tf.util.inferFromImplicitShape(a.attrs["shape"] as number[], tf.util.sizeFromShape(x(a).shape)))),
   Transpose: (a) => a.backend.out(a.backend.addon.transpose(id(a, x(a)), a.attrs["perm"] as number[])),
   Slice: (a) => {
     const [begin, size] = tf.slice_util.parseSliceParams(x(a), a.attrs["begin"] as number[], a.attrs["size"] as number[]);
@@ -169,13 +242,29 @@ const KERNELS: Record<string, Kernel> = {
     const parts = nonEmpty(a);
     const all = Object.values(a.inputs) as TensorInfo[];
     const axis = tf.util.parseAxisParam(a.attrs["axis"] as number, all[0]!.shape)[0]!;
-    if (parts.length === 0) return a.backend.out(a.backend.addon.concat(all.map((t) => id(a, t)), axis));
-    return a.backend.out(a.backend.addon.concat(parts.map((t) => id(a, t)), axis));
+    if (parts.length === 0)
+      return a.backend.out(
+        a.backend.addon.concat(
+          all.map((t) => id(a, t)),
+          axis,
+        ),
+      );
+    return a.backend.out(
+      a.backend.addon.concat(
+        parts.map((t) => id(a, t)),
+        axis,
+      ),
+    );
   },
   Pack: (a) => {
     const all = Object.values(a.inputs) as TensorInfo[];
     const axis = tf.util.parseAxisParam(a.attrs["axis"] as number, [...all[0]!.shape, 1])[0]!;
-    return a.backend.out(a.backend.addon.stack(all.map((t) => id(a, t)), axis));
+    return a.backend.out(
+      a.backend.addon.stack(
+        all.map((t) => id(a, t)),
+        axis,
+      ),
+    );
   },
   Unpack: (a) => {
     const v = a.inputs["value"]!;
@@ -201,8 +290,10 @@ const KERNELS: Record<string, Kernel> = {
   ArgMax: (a) => a.backend.out(a.backend.addon.argExtreme(true, id(a, x(a)), axes(a.attrs["axis"], x(a).shape)[0]!)),
   ArgMin: (a) => a.backend.out(a.backend.addon.argExtreme(false, id(a, x(a)), axes(a.attrs["axis"], x(a).shape)[0]!)),
   Softmax: (a) => a.backend.out(a.backend.addon.softmax(id(a, a.inputs["logits"]!), a.attrs["dim"] as number)),
-  Cumsum: (a) => a.backend.out(a.backend.addon.cumulative(false, id(a, x(a)), a.attrs["axis"] as number, a.attrs["exclusive"] === true, a.attrs["reverse"] === true)),
-  Cumprod: (a) => a.backend.out(a.backend.addon.cumulative(true, id(a, x(a)), a.attrs["axis"] as number, a.attrs["exclusive"] === true, a.attrs["reverse"] === true)),
+  Cumsum: (a) =>
+    a.backend.out(a.backend.addon.cumulative(false, id(a, x(a)), a.attrs["axis"] as number, a.attrs["exclusive"] === true, a.attrs["reverse"] === true)),
+  Cumprod: (a) =>
+    a.backend.out(a.backend.addon.cumulative(true, id(a, x(a)), a.attrs["axis"] as number, a.attrs["exclusive"] === true, a.attrs["reverse"] === true)),
   TopK: (a) => a.backend.addon.topk(id(a, x(a)), a.attrs["k"] as number, a.attrs["sorted"] !== false).map((r) => a.backend.out(r)),
 
   BatchMatMul: matMul,

@@ -13,7 +13,16 @@ const logSoftmaxGrad = (args: KernelArgs): TensorInfo => {
   const [rows, cols] = x.shape as [number, number];
   const out = backend.makeOutput([rows, cols], "float32");
   if (rows * cols === 0) return out;
-  native().logsoftmaxGrad(heapOf(backend), offsetOf(backend, x), offsetOf(backend, lse), offsetOf(backend, targets), offsetOf(backend, dy), offsetOf(backend, out), rows, cols);
+  native().logsoftmaxGrad(
+    heapOf(backend),
+    offsetOf(backend, x),
+    offsetOf(backend, lse),
+    offsetOf(backend, targets),
+    offsetOf(backend, dy),
+    offsetOf(backend, out),
+    rows,
+    cols,
+  );
   return out;
 };
 
@@ -25,7 +34,8 @@ const logSoftmaxSelect = (args: KernelArgs): TensorInfo[] => {
   const [rows, cols] = x.shape as [number, number];
   const value = backend.makeOutput([rows], "float32");
   const lse = backend.makeOutput([rows, 1], "float32");
-  if (rows > 0) native().logsoftmaxSelect(heapOf(backend), offsetOf(backend, x), offsetOf(backend, targets), offsetOf(backend, value), offsetOf(backend, lse), rows, cols);
+  if (rows > 0)
+    native().logsoftmaxSelect(heapOf(backend), offsetOf(backend, x), offsetOf(backend, targets), offsetOf(backend, value), offsetOf(backend, lse), rows, cols);
   return [value, lse];
 };
 
@@ -53,7 +63,16 @@ const rmsNorm = (args: KernelArgs): TensorInfo[] => {
   const y = backend.makeOutput([rows, cols], "float32");
   const rstd = backend.makeOutput([rows], "float32");
   if (rows * cols === 0) return [y, rstd];
-  native().rmsnorm(heapOf(backend), offsetOf(backend, x), offsetOf(backend, weight), offsetOf(backend, y), offsetOf(backend, rstd), rows, cols, attrs["eps"] as number);
+  native().rmsnorm(
+    heapOf(backend),
+    offsetOf(backend, x),
+    offsetOf(backend, weight),
+    offsetOf(backend, y),
+    offsetOf(backend, rstd),
+    rows,
+    cols,
+    attrs["eps"] as number,
+  );
   return [y, rstd];
 };
 
@@ -65,7 +84,18 @@ const rmsNormGrad = (args: KernelArgs): TensorInfo[] => {
   const dw = backend.makeOutput([cols], "float32");
   const heap = heapOf(backend);
   if (rows === 0) new Float32Array(heap, offsetOf(backend, dw), cols).fill(0);
-  else native().rmsnormGrad(heap, offsetOf(backend, x), offsetOf(backend, weight), offsetOf(backend, rstd), offsetOf(backend, dy), offsetOf(backend, dx), offsetOf(backend, dw), rows, cols);
+  else
+    native().rmsnormGrad(
+      heap,
+      offsetOf(backend, x),
+      offsetOf(backend, weight),
+      offsetOf(backend, rstd),
+      offsetOf(backend, dy),
+      offsetOf(backend, dx),
+      offsetOf(backend, dw),
+      rows,
+      cols,
+    );
   return [dx, dw];
 };
 
@@ -84,7 +114,16 @@ const swigluGrad = (args: KernelArgs): TensorInfo[] => {
   const dg = backend.makeOutput(gate.shape, "float32");
   const du = backend.makeOutput(gate.shape, "float32");
   const n = sizeOf(gate.shape);
-  if (n > 0) native().swigluGrad(heapOf(backend), offsetOf(backend, gate), offsetOf(backend, up), offsetOf(backend, dy), offsetOf(backend, dg), offsetOf(backend, du), n);
+  if (n > 0)
+    native().swigluGrad(
+      heapOf(backend),
+      offsetOf(backend, gate),
+      offsetOf(backend, up),
+      offsetOf(backend, dy),
+      offsetOf(backend, dg),
+      offsetOf(backend, du),
+      n,
+    );
   return [dg, du];
 };
 
@@ -99,7 +138,18 @@ const rope = (args: KernelArgs): TensorInfo => {
   const [b, h, t, d] = x.shape as [number, number, number, number];
   const y = backend.makeOutput(x.shape, "float32");
   if (b * h * t * d > 0) {
-    native().rope(heapOf(backend), offsetOf(backend, x), offsetOf(backend, cos), offsetOf(backend, sin), offsetOf(backend, y), b, h, t, d, attrs["backward"] === 1);
+    native().rope(
+      heapOf(backend),
+      offsetOf(backend, x),
+      offsetOf(backend, cos),
+      offsetOf(backend, sin),
+      offsetOf(backend, y),
+      b,
+      h,
+      t,
+      d,
+      attrs["backward"] === 1,
+    );
   }
   return y;
 };
@@ -130,7 +180,25 @@ const attentionGrad = (args: KernelArgs): TensorInfo[] => {
   const grads = [backend.makeOutput(q.shape, "float32"), backend.makeOutput(k.shape, "float32"), backend.makeOutput(v.shape, "float32")] as const;
   const o = (x: TensorInfo) => offsetOf(backend, x);
   if (b * kv * s * d > 0) {
-    native().attentionGrad(heapOf(backend), o(q), o(k), o(v), o(keyMask), o(probs), o(dy), b, h, kv, t, s, d, attrs["scale"] as number, o(grads[0]), o(grads[1]), o(grads[2]));
+    native().attentionGrad(
+      heapOf(backend),
+      o(q),
+      o(k),
+      o(v),
+      o(keyMask),
+      o(probs),
+      o(dy),
+      b,
+      h,
+      kv,
+      t,
+      s,
+      d,
+      attrs["scale"] as number,
+      o(grads[0]),
+      o(grads[1]),
+      o(grads[2]),
+    );
   }
   return [...grads];
 };
@@ -143,7 +211,25 @@ const adamw = (args: KernelArgs): TensorInfo[] => {
   const k = (name: string) => attrs[name] as number;
   if (n > 0) {
     const o = (t: TensorInfo) => offsetOf(backend, t);
-    native().adamw(heapOf(backend), o(p), o(g), o(m), o(v), o(outs[0]), o(outs[1]), o(outs[2]), n, k("decay"), k("b1"), k("c1"), k("b2"), k("c2"), k("bc2Sqrt"), k("eps"), k("stepSize"));
+    native().adamw(
+      heapOf(backend),
+      o(p),
+      o(g),
+      o(m),
+      o(v),
+      o(outs[0]),
+      o(outs[1]),
+      o(outs[2]),
+      n,
+      k("decay"),
+      k("b1"),
+      k("c1"),
+      k("b2"),
+      k("c2"),
+      k("bc2Sqrt"),
+      k("eps"),
+      k("stepSize"),
+    );
   }
   return [...outs];
 };

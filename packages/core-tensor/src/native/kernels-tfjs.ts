@@ -142,7 +142,11 @@ function elementBytes(dtype: DataType): number | undefined {
  * A slice as one strided row copy, when it cuts a single axis `a` (every other axis whole):
  * rows = the product of the axes before `a`, each row a contiguous run. undefined otherwise.
  */
-function sliceAs2D(shape: readonly number[], begin: readonly number[], size: readonly number[]): { rows: number; srcRow: number; dstRow: number; offset: number } | undefined {
+function sliceAs2D(
+  shape: readonly number[],
+  begin: readonly number[],
+  size: readonly number[],
+): { rows: number; srcRow: number; dstRow: number; offset: number } | undefined {
   if (shape.length === 0) return undefined;
   let cut = -1;
   for (let i = 0; i < shape.length; i++) {
@@ -162,7 +166,15 @@ function sliceNative(backend: WasmHeapBackend, x: TensorInfo, begin: number[], s
   if (bytes === undefined || plan === undefined) return undefined;
   const out = backend.makeOutput(size.slice(), x.dtype);
   if (plan.rows * plan.dstRow === 0) return out;
-  native().copy2d(heapOf(backend), offsetOf(backend, x) + plan.offset * bytes, plan.srcRow * bytes, offsetOf(backend, out), plan.dstRow * bytes, plan.rows, plan.dstRow * bytes);
+  native().copy2d(
+    heapOf(backend),
+    offsetOf(backend, x) + plan.offset * bytes,
+    plan.srcRow * bytes,
+    offsetOf(backend, out),
+    plan.dstRow * bytes,
+    plan.rows,
+    plan.dstRow * bytes,
+  );
   return out;
 }
 
@@ -198,8 +210,14 @@ const concat: NativeKernel = (args, wasmKernel) => {
   const bytes = elementBytes(first.dtype);
   if (bytes === undefined || inputs.some((t) => t.dtype !== first.dtype)) return wasmKernel(args as never);
   const axis = tf.util.parseAxisParam(attrs["axis"] as number, first.shape)[0]!;
-  tf.backend_util.assertParamsConsistent(inputs.map((t) => t.shape), axis);
-  const outShape = tf.backend_util.computeOutShape(inputs.map((t) => t.shape), axis);
+  tf.backend_util.assertParamsConsistent(
+    inputs.map((t) => t.shape),
+    axis,
+  );
+  const outShape = tf.backend_util.computeOutShape(
+    inputs.map((t) => t.shape),
+    axis,
+  );
   const out = backend.makeOutput(outShape, first.dtype);
   const rows = sizeOf(outShape.slice(0, axis));
   const outRow = sizeOf(outShape.slice(axis));
@@ -208,7 +226,8 @@ const concat: NativeKernel = (args, wasmKernel) => {
   let at = 0;
   for (const t of inputs) {
     const inner = sizeOf(t.shape.slice(axis));
-    if (inner > 0) native().copy2d(heapOf(backend), offsetOf(backend, t), inner * bytes, offsetOf(backend, out) + at * bytes, outRow * bytes, rows, inner * bytes);
+    if (inner > 0)
+      native().copy2d(heapOf(backend), offsetOf(backend, t), inner * bytes, offsetOf(backend, out) + at * bytes, outRow * bytes, rows, inner * bytes);
     at += inner;
   }
   return out;
@@ -221,7 +240,10 @@ const sum: NativeKernel = (args, wasmKernel) => {
   const x = inputs["x"]!;
   if (x.dtype !== "float32") return wasmKernel(args as never);
   const r = x.shape.length;
-  const axes = tf.util.parseAxisParam(attrs["axis"] as number | number[], x.shape).slice().sort((p, q) => p - q);
+  const axes = tf.util
+    .parseAxisParam(attrs["axis"] as number | number[], x.shape)
+    .slice()
+    .sort((p, q) => p - q);
   if (new Set(axes).size !== axes.length) return wasmKernel(args as never);
   const k = axes.length;
   const leading = axes.every((a, i) => a === i);

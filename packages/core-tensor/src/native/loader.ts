@@ -75,12 +75,38 @@ export interface NativeAddon {
   /** The gradients of swiglu with respect to g and u, given the upstream dy. */
   swigluGrad(heap: ArrayBuffer, gOff: number, uOff: number, dyOff: number, dgOff: number, duOff: number, n: number): void;
   /** Rotary embedding of x [batch, heads, len, dim] with cos, sin [batch, 1, len, dim], or (backward) its transpose. */
-  rope(heap: ArrayBuffer, xOff: number, cosOff: number, sinOff: number, yOff: number, batch: number, heads: number, len: number, dim: number, backward: boolean): void;
+  rope(
+    heap: ArrayBuffer,
+    xOff: number,
+    cosOff: number,
+    sinOff: number,
+    yOff: number,
+    batch: number,
+    heads: number,
+    len: number,
+    dim: number,
+    backward: boolean,
+  ): void;
   /**
    * Causal attention of q [b, h, t, d] over k, v [b, kv, s, d] with a key mask [b, s] (int32): out
    * [b, t, h, d] and the probabilities [b, h, t, s].
    */
-  attention(heap: ArrayBuffer, qOff: number, kOff: number, vOff: number, maskOff: number, outOff: number, probsOff: number, b: number, h: number, kv: number, t: number, s: number, d: number, scale: number): void;
+  attention(
+    heap: ArrayBuffer,
+    qOff: number,
+    kOff: number,
+    vOff: number,
+    maskOff: number,
+    outOff: number,
+    probsOff: number,
+    b: number,
+    h: number,
+    kv: number,
+    t: number,
+    s: number,
+    d: number,
+    scale: number,
+  ): void;
   /** The gradients of {@link attention} with respect to q, k and v, given its probabilities and the upstream dy [b, t, h, d]. */
   attentionGrad(
     heap: ArrayBuffer,
@@ -169,12 +195,45 @@ export function nativeThreads(): number {
 
 /** Checks OpenBLAS's kernel family against the CPU's instruction sets (see blas-kernels.ts). */
 export function applyBlasCoreChoice(addon: NativeAddon, override: string | undefined): { info: NativeAddonInfo; reason: string } {
-  const reason = chooseAndApplyBlasCore({ cpuFeatures: () => addon.cpuFeatures(), blasCores: () => addon.blasCores(), setBlasCore: (n) => addon.setBlasCore(n), currentCore: () => addon.info().blasCore }, override);
+  const reason = chooseAndApplyBlasCore(
+    {
+      cpuFeatures: () => addon.cpuFeatures(),
+      blasCores: () => addon.blasCores(),
+      setBlasCore: (n) => addon.setBlasCore(n),
+      currentCore: () => addon.info().blasCore,
+    },
+    override,
+  );
   return { info: addon.info(), reason };
 }
 
 /** Every function of {@link NativeAddon}, checked when the addon loads. */
-const REQUIRED_ADDON_FUNCTIONS = ["init", "info", "cpuFeatures", "blasCores", "setBlasCore", "matmul", "transpose", "unary", "copy2d", "gather", "scatterAddRows", "sum", "logsoftmaxGrad", "logsoftmaxSelect", "rmsnorm", "rmsnormGrad", "swiglu", "swigluGrad", "rope", "attention", "attentionGrad", "decode", "sample", "adamw"] as const satisfies readonly (keyof NativeAddon)[];
+const REQUIRED_ADDON_FUNCTIONS = [
+  "init",
+  "info",
+  "cpuFeatures",
+  "blasCores",
+  "setBlasCore",
+  "matmul",
+  "transpose",
+  "unary",
+  "copy2d",
+  "gather",
+  "scatterAddRows",
+  "sum",
+  "logsoftmaxGrad",
+  "logsoftmaxSelect",
+  "rmsnorm",
+  "rmsnormGrad",
+  "swiglu",
+  "swigluGrad",
+  "rope",
+  "attention",
+  "attentionGrad",
+  "decode",
+  "sample",
+  "adamw",
+] as const satisfies readonly (keyof NativeAddon)[];
 
 const loaded = new Map<string, NativeLoad>();
 

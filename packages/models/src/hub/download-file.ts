@@ -57,7 +57,8 @@ export async function downloadFile(ctx: TransferContext, file: RemoteFile, snaps
 }
 
 async function fetchBlob(ctx: TransferContext, file: RemoteFile, blobs: string, partialName: string): Promise<string> {
-  const progress = (bytes: number, done: boolean) => ctx.silent || emitProgress({ direction: "download", repo: ctx.repo, file: file.path, bytes, total: file.size, done }, ctx.onProgress);
+  const progress = (bytes: number, done: boolean) =>
+    ctx.silent || emitProgress({ direction: "download", repo: ctx.repo, file: file.path, bytes, total: file.size, done }, ctx.onProgress);
   if (file.etag !== undefined && existsSync(path.join(blobs, file.etag))) {
     progress(file.size ?? (await fs.stat(path.join(blobs, file.etag))).size, true);
     return path.join(blobs, file.etag);
@@ -79,7 +80,10 @@ async function fetchBlob(ctx: TransferContext, file: RemoteFile, blobs: string, 
       });
       if (expectSha !== undefined && sha !== expectSha) {
         await fs.rm(incomplete, { force: true });
-        if (restartedForHash) throw new ModelSourceError(`${ctx.repo}: ${file.path} downloaded twice with sha256 ${sha}, not ${expectSha} as the hub says; the mirror or proxy at ${ctx.hubOrigin} may be serving other bytes`);
+        if (restartedForHash)
+          throw new ModelSourceError(
+            `${ctx.repo}: ${file.path} downloaded twice with sha256 ${sha}, not ${expectSha} as the hub says; the mirror or proxy at ${ctx.hubOrigin} may be serving other bytes`,
+          );
         restartedForHash = true; // a resumed prefix from another version of the file: start over once
         continue;
       }
@@ -116,7 +120,14 @@ async function sizeOf(file: string): Promise<number> {
  * One GET from `have` bytes on; returns the sha256 of the whole file when asked. Bytes written
  * before a failure stay in the .incomplete file for the next attempt.
  */
-async function attempt(ctx: TransferContext, file: RemoteFile, incomplete: string, have: number, wantSha: boolean, onBytes: (n: number) => void): Promise<string | undefined> {
+async function attempt(
+  ctx: TransferContext,
+  file: RemoteFile,
+  incomplete: string,
+  have: number,
+  wantSha: boolean,
+  onBytes: (n: number) => void,
+): Promise<string | undefined> {
   if (file.size !== undefined && have > file.size) {
     await fs.rm(incomplete, { force: true });
     have = 0;

@@ -26,14 +26,26 @@ export function modelCard(input: ModelCardInput): string {
   const arch = Array.isArray(input.config?.["architectures"]) ? String((input.config["architectures"] as unknown[])[0]) : undefined;
   const modelType = typeof input.config?.["model_type"] === "string" ? (input.config["model_type"] as string) : undefined;
   const agents = (input.files ?? []).filter((f) => /^[^/]+\/config\.json$/.test(f)).map((f) => f.split("/")[0]!);
-  const front = ["---", "library_name: transformers", "tags:", "- pbrl", "- preference-based-rl", "- multi-agent", ...(base !== undefined ? [`base_model: ${base}`] : []), "---", ""];
+  const front = [
+    "---",
+    "library_name: transformers",
+    "tags:",
+    "- pbrl",
+    "- preference-based-rl",
+    "- multi-agent",
+    ...(base !== undefined ? [`base_model: ${base}`] : []),
+    "---",
+    "",
+  ];
   const body = [
     `# ${input.repo}`,
     "",
     `This model was trained with pbrl, which trains teams of LLM agents from preferences (multi-agent DPO and RLHF, after CoMLRL).`,
     "",
     `- Base model: ${base !== undefined ? `[${base}](https://huggingface.co/${base})` : "not recorded"}`,
-    ...(arch !== undefined || modelType !== undefined ? [`- Architecture: ${[arch, modelType !== undefined ? `(${modelType})` : undefined].filter(Boolean).join(" ")}`] : []),
+    ...(arch !== undefined || modelType !== undefined
+      ? [`- Architecture: ${[arch, modelType !== undefined ? `(${modelType})` : undefined].filter(Boolean).join(" ")}`]
+      : []),
     ...(agents.length > 0 ? [`- Agents: ${agents.join(", ")} (one checkpoint folder each)`] : []),
     "",
     "## Use",

@@ -118,7 +118,12 @@ export async function pushToHub(options: PushOptions): Promise<PushResult> {
     try {
       if (!repoReady) {
         try {
-          await hub.createRepo({ repo: { type: "model", name: repo }, accessToken: token, hubUrl, ...(options.private ? { visibility: "private" as const } : {}) });
+          await hub.createRepo({
+            repo: { type: "model", name: repo },
+            accessToken: token,
+            hubUrl,
+            ...(options.private ? { visibility: "private" as const } : {}),
+          });
           createdRepo = true;
         } catch (err) {
           if ((err as HubApiErrorLike).statusCode !== 409) throw err; // 409: it exists already
@@ -149,7 +154,9 @@ export async function pushToHub(options: PushOptions): Promise<PushResult> {
     } catch (err) {
       const status = (err as HubApiErrorLike).statusCode;
       if (status === 401 || status === 403) {
-        throw new HubPushError(`the hub refused the upload to ${repo} (HTTP ${status}): ${options.token !== undefined ? "the token" : "HF_TOKEN"} must be a token with write access to ${repo.split("/")[0]}`);
+        throw new HubPushError(
+          `the hub refused the upload to ${repo} (HTTP ${status}): ${options.token !== undefined ? "the token" : "HF_TOKEN"} must be a token with write access to ${repo.split("/")[0]}`,
+        );
       }
       // A hub never reached (refused, no DNS) is not worth five tries: the machine is likely offline.
       const unreachable = !repoReady && err instanceof TypeError && describeNetworkError(err).unreachable;

@@ -121,7 +121,9 @@ async function download(id: string, revision: string, cacheDir: string, options:
     plan.push(index);
     let shards: string[];
     try {
-      shards = [...new Set(Object.values((JSON.parse(await fs.readFile(path.join(snapshot, INDEX), "utf8")) as { weight_map: Record<string, string> }).weight_map))];
+      shards = [
+        ...new Set(Object.values((JSON.parse(await fs.readFile(path.join(snapshot, INDEX), "utf8")) as { weight_map: Record<string, string> }).weight_map)),
+      ];
     } catch (err) {
       throw new ModelSourceError(`${id}: ${INDEX} is not a safetensors index (${(err as Error).message})`);
     }
@@ -140,7 +142,12 @@ async function download(id: string, revision: string, cacheDir: string, options:
   // Announce every file first, so progress shows the whole download's size.
   for (const f of plan) emitProgress({ direction: "download", repo: id, file: f.path, bytes: 0, total: f.size, done: false }, s.onProgress);
   if (index !== undefined) emitProgress({ direction: "download", repo: id, file: INDEX, bytes: index.size ?? 0, total: index.size, done: true }, s.onProgress);
-  await mapPool(plan.filter((f) => f !== index), width, (f) => downloadFile(s, f, snapshot, snapshotId), stopAll);
+  await mapPool(
+    plan.filter((f) => f !== index),
+    width,
+    (f) => downloadFile(s, f, snapshot, snapshotId),
+    stopAll,
+  );
   await writeRef(s.repoDir, revision, snapshotId);
   return snapshot;
 }
@@ -184,7 +191,14 @@ async function metaRequest(s: Session, url: string, method: "GET" | "HEAD"): Pro
   for (let failures = 0; ; failures++) {
     const stall = new StallTimer(s.stallMs, s.signal);
     try {
-      const res = await hubFetch(url, { method, token: s.token, hubOrigin: s.hubOrigin, headers: { "accept-encoding": "identity" }, followCrossOrigin: false, signal: stall.signal });
+      const res = await hubFetch(url, {
+        method,
+        token: s.token,
+        hubOrigin: s.hubOrigin,
+        headers: { "accept-encoding": "identity" },
+        followCrossOrigin: false,
+        signal: stall.signal,
+      });
       s.contacted = true;
       if (!isTransientStatus(res.status)) return res;
       await res.body?.cancel();

@@ -62,7 +62,9 @@ export function barChart(spec: BarChartSpec): string {
       const x = box.left + band * ci + band * 0.1 + slot * si;
       const top = Math.min(sy(v), sy(0));
       const h = Math.abs(sy(v) - sy(0));
-      parts.push(`<rect data-bar="" x="${px(x)}" y="${px(top)}" width="${px(Math.max(0.5, slot - (slot > 3 ? 1 : 0)))}" height="${px(h)}"><title>${name}, ${escapeHtml(spec.categories[ci]!)}: ${escapeHtml(formatNumber(v))}</title></rect>`);
+      parts.push(
+        `<rect data-bar="" x="${px(x)}" y="${px(top)}" width="${px(Math.max(0.5, slot - (slot > 3 ? 1 : 0)))}" height="${px(h)}"><title>${name}, ${escapeHtml(spec.categories[ci]!)}: ${escapeHtml(formatNumber(v))}</title></rect>`,
+      );
     });
     parts.push("</g>");
   });

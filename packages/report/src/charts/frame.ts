@@ -98,14 +98,18 @@ export function axes(box: Box, x: AxisSpec, y: AxisSpec): string {
   const parts: string[] = [`<g class="axes" stroke="#d0d0d0" stroke-width="1">`];
   for (const t of y.ticks.ticks) parts.push(`<line x1="${px(box.left)}" y1="${px(sy(t))}" x2="${px(box.right)}" y2="${px(sy(t))}"/>`);
   parts.push(`</g><g class="ticks" fill="#444444">`);
-  for (const t of y.ticks.ticks) parts.push(`<text x="${px(box.left - 5)}" y="${px(sy(t) + 4)}" text-anchor="end">${escapeHtml(tickLabel(t, y.ticks.decimals))}</text>`);
+  for (const t of y.ticks.ticks)
+    parts.push(`<text x="${px(box.left - 5)}" y="${px(sy(t) + 4)}" text-anchor="end">${escapeHtml(tickLabel(t, y.ticks.decimals))}</text>`);
   if (x.categories !== undefined) {
     for (const c of x.categories) parts.push(`<text x="${px(c.x)}" y="${px(box.bottom + 14)}" text-anchor="middle">${escapeHtml(c.label)}</text>`);
   } else {
-    for (const t of x.ticks.ticks) parts.push(`<text x="${px(sx(t))}" y="${px(box.bottom + 14)}" text-anchor="middle">${escapeHtml(tickLabel(t, x.ticks.decimals))}</text>`);
+    for (const t of x.ticks.ticks)
+      parts.push(`<text x="${px(sx(t))}" y="${px(box.bottom + 14)}" text-anchor="middle">${escapeHtml(tickLabel(t, x.ticks.decimals))}</text>`);
   }
   parts.push(`</g>`);
-  parts.push(`<g stroke="#888888" stroke-width="1"><line x1="${px(box.left)}" y1="${px(box.bottom)}" x2="${px(box.right)}" y2="${px(box.bottom)}"/><line x1="${px(box.left)}" y1="${px(box.top)}" x2="${px(box.left)}" y2="${px(box.bottom)}"/></g>`);
+  parts.push(
+    `<g stroke="#888888" stroke-width="1"><line x1="${px(box.left)}" y1="${px(box.bottom)}" x2="${px(box.right)}" y2="${px(box.bottom)}"/><line x1="${px(box.left)}" y1="${px(box.top)}" x2="${px(box.left)}" y2="${px(box.bottom)}"/></g>`,
+  );
   parts.push(`<text class="x-label" x="${px((box.left + box.right) / 2)}" y="${px(box.bottom + 32)}" text-anchor="middle">${escapeHtml(x.label)}</text>`);
   const cy = (box.top + box.bottom) / 2;
   parts.push(`<text class="y-label" x="14" y="${px(cy)}" text-anchor="middle" transform="rotate(-90 14 ${px(cy)})">${escapeHtml(y.label)}</text>`);

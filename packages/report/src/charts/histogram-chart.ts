@@ -63,7 +63,9 @@ export function histogramChart(spec: HistogramChartSpec): string {
       const w = Math.max(0.5, slot - (slot > 3 ? 1 : 0)); // a pixel between neighbours, when there is room
       const top = sy(count);
       const range = `[${formatNumber(edges[b]!)}, ${formatNumber(edges[b + 1]!)}${b === bins - 1 ? "]" : ")"}`;
-      parts.push(`<rect data-bar="" x="${px(x)}" y="${px(top)}" width="${px(w)}" height="${px(box.bottom - top)}"><title>${name} ${escapeHtml(range)}: ${escapeHtml(formatNumber(count))}</title></rect>`);
+      parts.push(
+        `<rect data-bar="" x="${px(x)}" y="${px(top)}" width="${px(w)}" height="${px(box.bottom - top)}"><title>${name} ${escapeHtml(range)}: ${escapeHtml(formatNumber(count))}</title></rect>`,
+      );
     }
     parts.push("</g>");
   });

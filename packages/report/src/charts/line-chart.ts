@@ -57,7 +57,9 @@ export function lineChart(spec: LineChartSpec): string {
   for (const m of spec.markers ?? []) {
     if (!(m.x >= xt.domain[0] && m.x <= xt.domain[1])) continue;
     const x = px(sx(m.x));
-    parts.push(`<g class="marker"><line x1="${x}" y1="${px(box.top)}" x2="${x}" y2="${px(box.bottom)}" stroke="#b0b0b0" stroke-dasharray="3 3"/><text x="${x}" y="${px(box.top + 10)}" dx="3" fill="#777777" font-size="10">${escapeHtml(m.label)}</text></g>`);
+    parts.push(
+      `<g class="marker"><line x1="${x}" y1="${px(box.top)}" x2="${x}" y2="${px(box.bottom)}" stroke="#b0b0b0" stroke-dasharray="3 3"/><text x="${x}" y="${px(box.top + 10)}" dx="3" fill="#777777" font-size="10">${escapeHtml(m.label)}</text></g>`,
+    );
   }
   spec.series.forEach((s, i) => {
     const color = colors[i]!;
@@ -72,7 +74,9 @@ export function lineChart(spec: LineChartSpec): string {
       }
       d += `${d === "" ? "" : " "}${penDown ? "L" : "M"}${px(sx(x))} ${px(sy(y))}`;
       penDown = true;
-      circles.push(`<circle data-point="" cx="${px(sx(x))}" cy="${px(sy(y))}" r="2.5" fill="${color}"><title>${name}: ${escapeHtml(formatNumber(x))}, ${escapeHtml(formatNumber(y))}</title></circle>`);
+      circles.push(
+        `<circle data-point="" cx="${px(sx(x))}" cy="${px(sy(y))}" r="2.5" fill="${color}"><title>${name}: ${escapeHtml(formatNumber(x))}, ${escapeHtml(formatNumber(y))}</title></circle>`,
+      );
     }
     parts.push(`<g class="series" data-series="${name}">`);
     if (d !== "") parts.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="1.5" stroke-linejoin="round"/>`);

@@ -30,12 +30,15 @@ export const RewardDistributionSchema = z
     selected: PairSchema.optional(),
   })
   .superRefine((f, ctx) => {
-    if (!(f.reward_min < f.reward_max)) ctx.addIssue({ code: "custom", path: ["reward_max"], message: `reward range [${f.reward_min}, ${f.reward_max}] is empty` });
-    if (f.bin_edges.length !== f.num_bins + 1) ctx.addIssue({ code: "custom", path: ["bin_edges"], message: `has ${f.bin_edges.length} edges for ${f.num_bins} bins` });
+    if (!(f.reward_min < f.reward_max))
+      ctx.addIssue({ code: "custom", path: ["reward_max"], message: `reward range [${f.reward_min}, ${f.reward_max}] is empty` });
+    if (f.bin_edges.length !== f.num_bins + 1)
+      ctx.addIssue({ code: "custom", path: ["bin_edges"], message: `has ${f.bin_edges.length} edges for ${f.num_bins} bins` });
     for (const group of ["candidate", "selected"] as const) {
       for (const side of ["target", "comparator"] as const) {
         const s = f[group]?.[side];
-        if (s !== undefined && s.counts.length !== f.num_bins) ctx.addIssue({ code: "custom", path: [group, side, "counts"], message: `has ${s.counts.length} counts for ${f.num_bins} bins` });
+        if (s !== undefined && s.counts.length !== f.num_bins)
+          ctx.addIssue({ code: "custom", path: [group, side, "counts"], message: `has ${s.counts.length} counts for ${f.num_bins} bins` });
       }
     }
   });

@@ -45,7 +45,8 @@ export function pairSetFromJson(json: unknown, file: string, iteration: number |
   }
   const body = json as { pairs: unknown[]; num_pairs?: unknown; iteration?: unknown; scorer?: unknown };
   if (typeof body.scorer === "string") set.scorer = body.scorer;
-  if (iteration !== null && body.iteration !== iteration) set.problems.push(`${file} says iteration ${JSON.stringify(body.iteration)}, its name says ${iteration}`);
+  if (iteration !== null && body.iteration !== iteration)
+    set.problems.push(`${file} says iteration ${JSON.stringify(body.iteration)}, its name says ${iteration}`);
   const valid: PairRecord[] = [];
   let invalid = 0;
   for (const p of body.pairs) {
@@ -54,7 +55,8 @@ export function pairSetFromJson(json: unknown, file: string, iteration: number |
     else invalid += 1;
   }
   if (invalid > 0) set.problems.push(`${file}: ${invalid} of ${body.pairs.length} pairs do not match the pair record schema and are left out`);
-  if (typeof body.num_pairs === "number" && body.num_pairs !== body.pairs.length) set.problems.push(`${file} says num_pairs ${body.num_pairs} but holds ${body.pairs.length} pairs`);
+  if (typeof body.num_pairs === "number" && body.num_pairs !== body.pairs.length)
+    set.problems.push(`${file} says num_pairs ${body.num_pairs} but holds ${body.pairs.length} pairs`);
   set.numPairs = valid.length;
   set.winnerRewards = valid.map((r) => r.winner_reward);
   set.loserRewards = valid.map((r) => r.loser_reward);
@@ -68,13 +70,31 @@ export async function readPairSet(file: string, iteration: number | null, sample
   try {
     text = await fs.readFile(file, "utf8");
   } catch (err) {
-    return { iteration, file, numPairs: 0, scorer: null, winnerRewards: [], loserRewards: [], samples: [], problems: [`cannot read ${file}: ${(err as Error).message}`] };
+    return {
+      iteration,
+      file,
+      numPairs: 0,
+      scorer: null,
+      winnerRewards: [],
+      loserRewards: [],
+      samples: [],
+      problems: [`cannot read ${file}: ${(err as Error).message}`],
+    };
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    return { iteration, file, numPairs: 0, scorer: null, winnerRewards: [], loserRewards: [], samples: [], problems: [`${file} is not valid JSON (truncated or corrupt?): ${(err as Error).message}`] };
+    return {
+      iteration,
+      file,
+      numPairs: 0,
+      scorer: null,
+      winnerRewards: [],
+      loserRewards: [],
+      samples: [],
+      problems: [`${file} is not valid JSON (truncated or corrupt?): ${(err as Error).message}`],
+    };
   }
   return pairSetFromJson(json, file, iteration, samplesPerSet);
 }

@@ -87,22 +87,35 @@ export async function readRun(dir: string, options: ReadRunOptions = {}): Promis
       problems.push(`config.json is not valid JSON: ${(err as Error).message}`);
     }
   }
-  files.push({ name: "config.json", found: configText !== undefined, detail: configText === undefined ? "missing: the config table is empty" : config === null ? "unreadable" : `${Object.keys(config).length} fields` });
+  files.push({
+    name: "config.json",
+    found: configText !== undefined,
+    detail: configText === undefined ? "missing: the config table is empty" : config === null ? "unreadable" : `${Object.keys(config).length} fields`,
+  });
 
   // metrics.jsonl
   const metricsText = await readText(path.join(dir, "metrics.jsonl"));
   const metrics = metricsText === undefined ? emptyMetrics() : parseMetrics(metricsText);
-  if (metrics.partialLastLine) problems.push("metrics.jsonl ends in a half-written line (the run is writing it, or was killed while writing it); it is left out");
+  if (metrics.partialLastLine)
+    problems.push("metrics.jsonl ends in a half-written line (the run is writing it, or was killed while writing it); it is left out");
   for (const s of metrics.skipped.slice(0, 10)) problems.push(`metrics.jsonl line ${s.line}: ${s.reason}; left out`);
   if (metrics.skipped.length > 10) problems.push(`metrics.jsonl: ${metrics.skipped.length - 10} more unreadable lines left out`);
-  files.push({ name: "metrics.jsonl", found: metricsText !== undefined, detail: metricsText === undefined ? "missing: no curves" : `${metrics.records.length} records` });
+  files.push({
+    name: "metrics.jsonl",
+    found: metricsText !== undefined,
+    detail: metricsText === undefined ? "missing: no curves" : `${metrics.records.length} records`,
+  });
 
   // round files (iterative trainers)
   const replayDir = configuredDir(dir, config?.["preference_replay_dir"], "preference_replay");
   const rounds: PairSet[] = [];
   for (const [iteration, file] of await roundFiles(replayDir)) rounds.push(await readPairSet(file, iteration, samples));
   for (const r of rounds) problems.push(...r.problems);
-  files.push({ name: path.relative(dir, replayDir) || replayDir, found: rounds.length > 0, detail: rounds.length === 0 ? "no round files" : `${rounds.length} round files` });
+  files.push({
+    name: path.relative(dir, replayDir) || replayDir,
+    found: rounds.length > 0,
+    detail: rounds.length === 0 ? "no round files" : `${rounds.length} round files`,
+  });
 
   // reward distributions
   const distributions: RewardDistribution[] = [];
@@ -115,7 +128,11 @@ export async function readRun(dir: string, options: ReadRunOptions = {}): Promis
       problems.push(`${file}: ${(err as Error).message}; its round has no histograms`);
     }
   }
-  files.push({ name: "reward_distributions", found: distributions.length > 0, detail: distributions.length === 0 ? "no distribution files" : `${distributions.length} rounds` });
+  files.push({
+    name: "reward_distributions",
+    found: distributions.length > 0,
+    detail: distributions.length === 0 ? "no distribution files" : `${distributions.length} rounds`,
+  });
 
   // preference_pairs.json (base trainers)
   const pairsFile = path.join(dir, "preference_pairs.json");
@@ -137,22 +154,52 @@ export async function readRun(dir: string, options: ReadRunOptions = {}): Promis
       problems.push(`${path.join(ckptDir, "latest.json")} is not valid JSON: ${(err as Error).message}`);
     }
   }
-  files.push({ name: `${path.relative(dir, ckptDir) || ckptDir}/latest.json`, found: latestText !== undefined, detail: checkpoint === null ? "no checkpoint" : `after round ${checkpoint.round} (${checkpoint.dir})` });
+  files.push({
+    name: `${path.relative(dir, ckptDir) || ckptDir}/latest.json`,
+    found: latestText !== undefined,
+    detail: checkpoint === null ? "no checkpoint" : `after round ${checkpoint.round} (${checkpoint.dir})`,
+  });
 
   const agentsSaved = existsSync(path.join(dir, "agents", "agent_0"));
   files.push({ name: "agents", found: agentsSaved, detail: agentsSaved ? "final agents saved" : "not saved (yet)" });
   const lock = await readRunLock(path.join(dir, "run.lock"));
 
   if (configText === undefined && metricsText === undefined && rounds.length === 0 && pairs === null && latestText === undefined && !agentsSaved) {
-    throw new ReportError(`${dir} holds no pbrl run: none of config.json, metrics.jsonl, preference_replay/, preference_pairs.json, checkpoints/ or agents/ is there`);
+    throw new ReportError(
+      `${dir} holds no pbrl run: none of config.json, metrics.jsonl, preference_replay/, preference_pairs.json, checkpoints/ or agents/ is there`,
+    );
   }
 
   const configured = config?.["trainer"];
   const known = typeof configured === "string" && (TRAINERS as readonly string[]).includes(configured) ? (configured as TrainerName) : null;
-  if (typeof configured === "string" && known === null) problems.push(`config.json names trainer ${JSON.stringify(configured)}, which this report does not know`);
+  if (typeof configured === "string" && known === null)
+    problems.push(`config.json names trainer ${JSON.stringify(configured)}, which this report does not know`);
   const iterative = rounds.length > 0 || checkpoint !== null || metrics.byKind.round.length > 0 || distributions.length > 0;
   const trainer = known ?? inferTrainer(metrics, iterative);
   const numIterations = positiveInt(config?.["num_iterations"]);
-  const status = runStatus({ trainer, numIterations, checkpointRound: checkpoint?.round ?? null, agentsSaved, lock, metrics, roundFiles: rounds.map((r) => r.iteration!) });
-  return { dir, trainer, trainerInferred: known === null && trainer !== null, config, metrics, rounds, pairs, distributions, checkpoint, agentsSaved, lock, status, files, problems };
+  const status = runStatus({
+    trainer,
+    numIterations,
+    checkpointRound: checkpoint?.round ?? null,
+    agentsSaved,
+    lock,
+    metrics,
+    roundFiles: rounds.map((r) => r.iteration!),
+  });
+  return {
+    dir,
+    trainer,
+    trainerInferred: known === null && trainer !== null,
+    config,
+    metrics,
+    rounds,
+    pairs,
+    distributions,
+    checkpoint,
+    agentsSaved,
+    lock,
+    status,
+    files,
+    problems,
+  };
 }

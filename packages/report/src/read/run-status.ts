@@ -36,7 +36,8 @@ function lockText(lock: LockInfo): string {
 const NOTHING_YET = "nothing logged: the run stopped or failed before its first metrics record";
 
 export function runStatus(f: StatusFacts): RunStatus {
-  const iterative = f.trainer === null ? f.checkpointRound !== null || f.roundFiles.length > 0 || f.metrics.byKind.round.length > 0 : f.trainer.endsWith("_iter");
+  const iterative =
+    f.trainer === null ? f.checkpointRound !== null || f.roundFiles.length > 0 || f.metrics.byKind.round.length > 0 : f.trainer.endsWith("_iter");
   const alive = f.lock?.alive;
   const somethingWritten = f.metrics.records.length > 0 || f.roundFiles.length > 0 || f.checkpointRound !== null || f.agentsSaved;
   const base = { completedRounds: null, numIterations: f.numIterations, unfinishedRound: null };
@@ -50,8 +51,18 @@ export function runStatus(f: StatusFacts): RunStatus {
     const progress = `${pairs === null || Number.isNaN(pairs) ? "no pairs collected yet" : `${pairs} pairs`}, ${updates ?? 0} updates`;
     if (alive === true && !f.agentsSaved) return { ...base, state: "running", summary: `running${lockText(f.lock!)}: ${progress} so far` };
     if (f.agentsSaved) return { ...base, state: "finished", summary: `finished: ${progress}, agents saved` };
-    if (pairs === 0) return { ...base, state: "finished", summary: "finished without training: no item produced a non-tied preference pair, so the policies were not updated" };
-    if (alive === null) return { ...base, state: "running", summary: `locked by a run${lockText(f.lock!)} that cannot be checked from this host: running, or stopped (${progress})` };
+    if (pairs === 0)
+      return {
+        ...base,
+        state: "finished",
+        summary: "finished without training: no item produced a non-tied preference pair, so the policies were not updated",
+      };
+    if (alive === null)
+      return {
+        ...base,
+        state: "running",
+        summary: `locked by a run${lockText(f.lock!)} that cannot be checked from this host: running, or stopped (${progress})`,
+      };
     if (!somethingWritten) return { ...base, state: "not started", summary: NOTHING_YET };
     return { ...base, state: "stopped", summary: `stopped before finishing${killed}: ${progress}` };
   }
@@ -67,10 +78,21 @@ export function runStatus(f: StatusFacts): RunStatus {
     return { ...status, state: "running", summary: `running${lockText(f.lock!)}: ${doing}, ${completed} round${completed === 1 ? "" : "s"} completed` };
   }
   if (f.agentsSaved && allDone) return { ...status, state: "finished", summary: `finished: ${completed}${of} rounds, agents saved` };
-  if (alive === null) return { ...status, state: "running", summary: `locked by a run${lockText(f.lock!)} that cannot be checked from this host: running, or stopped after round ${completed}${of}` };
+  if (alive === null)
+    return {
+      ...status,
+      state: "running",
+      summary: `locked by a run${lockText(f.lock!)} that cannot be checked from this host: running, or stopped after round ${completed}${of}`,
+    };
   if (!somethingWritten) return { ...status, state: "not started", summary: NOTHING_YET };
-  if (completed === 0) return { ...status, state: "stopped", summary: `stopped in round ${unfinished ?? 1}${of}${killed} before any round completed; a new run starts over` };
-  if (allDone && unfinished === null) return { ...status, state: "stopped", summary: `stopped after its last round (${completed}${of})${killed} before the final evaluation and saving the agents; resume_from_checkpoint=true finishes it` };
+  if (completed === 0)
+    return { ...status, state: "stopped", summary: `stopped in round ${unfinished ?? 1}${of}${killed} before any round completed; a new run starts over` };
+  if (allDone && unfinished === null)
+    return {
+      ...status,
+      state: "stopped",
+      summary: `stopped after its last round (${completed}${of})${killed} before the final evaluation and saving the agents; resume_from_checkpoint=true finishes it`,
+    };
   const left = unfinished === null ? "" : `; round ${unfinished} was left unfinished`;
   return { ...status, state: "stopped", summary: `stopped after round ${completed}${of}${killed}${left}; continue it with resume_from_checkpoint=true` };
 }

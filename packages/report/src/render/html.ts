@@ -36,11 +36,25 @@ export function table(header: readonly string[], rows: readonly (readonly Conten
   return el(
     "table",
     { class: cls },
-    el("thead", {}, el("tr", {}, header.map((h) => el("th", {}, h)))),
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        header.map((h) => el("th", {}, h)),
+      ),
+    ),
     el(
       "tbody",
       {},
-      rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, c)))),
+      rows.map((r) =>
+        el(
+          "tr",
+          {},
+          r.map((c) => el("td", {}, c)),
+        ),
+      ),
     ),
   );
 }

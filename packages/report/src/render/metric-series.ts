@@ -73,9 +73,11 @@ export function roundMarkers(train: readonly MetricsRecord[]): { x: number; labe
     const update = num(r, "update");
     if (Number.isFinite(round) && Number.isFinite(update) && !first.has(round)) first.set(round, update);
   }
-  return [...first.entries()]
-    .sort((a, b) => a[0] - b[0])
-    .slice(1)
-    // the update counter is bumped before the line is written, so round r starts just before its first logged update
-    .map(([round, update]) => ({ x: update - 0.5, label: `r${round}` }));
+  return (
+    [...first.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .slice(1)
+      // the update counter is bumped before the line is written, so round r starts just before its first logged update
+      .map(([round, update]) => ({ x: update - 0.5, label: `r${round}` }))
+  );
 }

@@ -10,9 +10,11 @@ import { roundHistograms, sharedBins } from "../shared-bins.js";
 import { chartGrid, el, note, section, table, type Html } from "./html.js";
 
 const SOURCE_TEXT = {
-  common: "Every round's file has this range (the reward function's declared reward_range, or rounds that saw the same range); values outside it are counted in the end bins.",
+  common:
+    "Every round's file has this range (the reward function's declared reward_range, or rounds that saw the same range); values outside it are counted in the end bins.",
   raw: "Rounds recorded different ranges (no declared reward_range), so every round is re-binned from its raw rewards on the range of all rounds' raw rewards.",
-  recorded: "Rounds recorded different ranges and some files hold no raw rewards: the range is the union of the recorded ranges, and counts of those files are moved by bin centre (approximate).",
+  recorded:
+    "Rounds recorded different ranges and some files hold no raw rewards: the range is the union of the recorded ranges, and counts of those files are moved by bin centre (approximate).",
 } as const;
 
 function stat(s: RewardSeries | undefined): string {
@@ -32,7 +34,13 @@ export function distributionsSection(run: RunData): Html {
   const bins = sharedBins(files)!;
   const lo = bins.edges[0]!;
   const hi = bins.edges[bins.edges.length - 1]!;
-  const rows = files.map((f) => [String(f.iteration), stat(f.candidate.target), stat(f.candidate.comparator), stat(f.selected?.target), stat(f.selected?.comparator)]);
+  const rows = files.map((f) => [
+    String(f.iteration),
+    stat(f.candidate.target),
+    stat(f.candidate.comparator),
+    stat(f.selected?.target),
+    stat(f.selected?.comparator),
+  ]);
   const perRound = files.map((f) => {
     const h = roundHistograms(f, bins.edges);
     return el(
@@ -46,8 +54,14 @@ export function distributionsSection(run: RunData): Html {
   return section(
     "distributions",
     title,
-    note(`Raw task rewards of the current agents (target, orange) and the comparator (grey): all scored candidates of the round, and the pairs the replay selected for training. ${bins.edges.length - 1} bins on [${formatNumber(lo)}, ${formatNumber(hi)}]. ${SOURCE_TEXT[bins.source]}`),
-    table(["round", "candidates: target n (mean)", "candidates: comparator n (mean)", "selected: target n (mean)", "selected: comparator n (mean)"], rows, "numbers"),
+    note(
+      `Raw task rewards of the current agents (target, orange) and the comparator (grey): all scored candidates of the round, and the pairs the replay selected for training. ${bins.edges.length - 1} bins on [${formatNumber(lo)}, ${formatNumber(hi)}]. ${SOURCE_TEXT[bins.source]}`,
+    ),
+    table(
+      ["round", "candidates: target n (mean)", "candidates: comparator n (mean)", "selected: target n (mean)", "selected: comparator n (mean)"],
+      rows,
+      "numbers",
+    ),
     ...perRound,
   );
 }

@@ -12,7 +12,11 @@ const RETURN = "eval/turn_1/expected_return";
 export function evalSection(run: RunData): Html {
   const records = run.metrics.byKind.eval;
   if (records.length === 0) {
-    return section("eval", "Evaluation reward", note("No evaluation in metrics.jsonl yet: the run has no eval_dataset, eval_interval is 0, or it has not evaluated so far."));
+    return section(
+      "eval",
+      "Evaluation reward",
+      note("No evaluation in metrics.jsonl yet: the run has no eval_dataset, eval_interval is 0, or it has not evaluated so far."),
+    );
   }
   const keys = numericKeys(records);
   const series = [{ name: "reward mean", points: points(records, MAIN, "update") }];
@@ -22,7 +26,16 @@ export function evalSection(run: RunData): Html {
   const markers = roundMarkers(run.metrics.byKind.train);
   const charts = [lineChart({ title: "Evaluation reward (task reward)", xLabel: "update", yLabel: "reward", series, integerX: true, markers })];
   for (const key of keys.filter((k) => k !== MAIN && k !== RETURN)) {
-    charts.push(lineChart({ title: key, xLabel: "update", yLabel: key, series: [{ name: key, points: points(records, key, "update") }], yRange: unitRange(key), integerX: true }));
+    charts.push(
+      lineChart({
+        title: key,
+        xLabel: "update",
+        yLabel: key,
+        series: [{ name: key, points: points(records, key, "update") }],
+        yRange: unitRange(key),
+        integerX: true,
+      }),
+    );
   }
   const withMain = records.filter((r) => Number.isFinite(num(r, MAIN)));
   const first = withMain[0];
@@ -37,5 +50,11 @@ export function evalSection(run: RunData): Html {
               (first !== last ? ` (${num(last, MAIN) >= num(first, MAIN) ? "+" : ""}${formatNumber(num(last, MAIN) - num(first, MAIN))}).` : "."),
           ),
         ];
-  return section("eval", "Evaluation reward", ...summary, note(`${records.length} evaluations with the task reward, on the eval dataset. The x-axis counts optimizer updates over the whole run.`), chartGrid(charts));
+  return section(
+    "eval",
+    "Evaluation reward",
+    ...summary,
+    note(`${records.length} evaluations with the task reward, on the eval dataset. The x-axis counts optimizer updates over the whole run.`),
+    chartGrid(charts),
+  );
 }

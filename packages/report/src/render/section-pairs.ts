@@ -14,7 +14,13 @@ export function pairsSection(run: RunData): Html {
   }
   const collect = run.metrics.byKind.collect;
   const body = [];
-  if (collect.length > 0) body.push(table(["metric", "value"], numericKeys(collect).map((k) => [k, formatNumber(num(collect[collect.length - 1]!, k))])));
+  if (collect.length > 0)
+    body.push(
+      table(
+        ["metric", "value"],
+        numericKeys(collect).map((k) => [k, formatNumber(num(collect[collect.length - 1]!, k))]),
+      ),
+    );
   else body.push(note("No collect record in metrics.jsonl (the run has not finished collecting, or the file is missing)."));
   const pairs = run.pairs;
   if (pairs === null) body.push(note("preference_pairs.json is missing: the run has not finished collecting."));
@@ -27,7 +33,13 @@ export function pairsSection(run: RunData): Html {
       chartGrid([
         histogramChart({
           title: "Rewards of the pairs",
-          bins: { edges, series: [{ name: "winner", counts: histogram(pairs.winnerRewards, edges) }, { name: "loser", counts: histogram(pairs.loserRewards, edges) }] },
+          bins: {
+            edges,
+            series: [
+              { name: "winner", counts: histogram(pairs.winnerRewards, edges) },
+              { name: "loser", counts: histogram(pairs.loserRewards, edges) },
+            ],
+          },
         }),
       ]),
     );

@@ -15,15 +15,26 @@ const HELDOUT = "reward/heldout_accuracy";
 
 export function rewardModelSection(run: RunData): Html {
   const title = "Reward model";
-  if (run.trainer === "madpo" || run.trainer === "madpo_iter") return section("reward-model", title, note("MADPO learns from the pairs directly: there is no reward model."));
+  if (run.trainer === "madpo" || run.trainer === "madpo_iter")
+    return section("reward-model", title, note("MADPO learns from the pairs directly: there is no reward model."));
   const records = run.metrics.byKind.reward;
-  if (records.length === 0) return section("reward-model", title, note("No reward-model records in metrics.jsonl yet (the first fit logs one line per epoch)."));
+  if (records.length === 0)
+    return section("reward-model", title, note("No reward-model records in metrics.jsonl yet (the first fit logs one line per epoch)."));
   const fits = records.filter((r) => Number.isFinite(num(r, EPOCH)));
   const heldout = records.filter((r) => HELDOUT in r);
   const charts: string[] = [];
   // Fit epochs in order over the whole run: x = 1, 2, … across rounds.
   for (const key of numericKeys(fits).filter((k) => k !== EPOCH)) {
-    charts.push(lineChart({ title: key, xLabel: "reward-model epoch (all fits in order)", yLabel: key, series: [{ name: key, points: fits.map((r, i) => [i + 1, num(r, key)] as const) }], yRange: unitRange(key), integerX: true }));
+    charts.push(
+      lineChart({
+        title: key,
+        xLabel: "reward-model epoch (all fits in order)",
+        yLabel: key,
+        series: [{ name: key, points: fits.map((r, i) => [i + 1, num(r, key)] as const) }],
+        yRange: unitRange(key),
+        integerX: true,
+      }),
+    );
   }
   const iterative = run.trainer === "marlhf_iter" || fits.some((r) => "round" in r);
   const body: (Html | Html[])[] = [];
@@ -43,13 +54,24 @@ export function rewardModelSection(run: RunData): Html {
           yRange: [0, 1],
           integerX: true,
           series: [
-            { name: "training pairs (last epoch)", points: rounds.map((r) => [r, lastFit.has(r) ? num(lastFit.get(r)!, "reward/accuracy") : Number.NaN] as const) },
+            {
+              name: "training pairs (last epoch)",
+              points: rounds.map((r) => [r, lastFit.has(r) ? num(lastFit.get(r)!, "reward/accuracy") : Number.NaN] as const),
+            },
             { name: "held out: next round's new pairs", points: rounds.map((r) => [r, held.has(r) ? num(held.get(r)!, HELDOUT) : Number.NaN] as const) },
           ],
         }),
       );
       for (const key of numericKeys(heldout).filter((k) => k !== HELDOUT)) {
-        charts.push(lineChart({ title: key, xLabel: "round the model was fitted in", yLabel: key, series: [{ name: key, points: rounds.map((r) => [r, held.has(r) ? num(held.get(r)!, key) : Number.NaN] as const) }], integerX: true }));
+        charts.push(
+          lineChart({
+            title: key,
+            xLabel: "round the model was fitted in",
+            yLabel: key,
+            series: [{ name: key, points: rounds.map((r) => [r, held.has(r) ? num(held.get(r)!, key) : Number.NaN] as const) }],
+            integerX: true,
+          }),
+        );
       }
       body.push(
         table(
@@ -57,7 +79,14 @@ export function rewardModelSection(run: RunData): Html {
           rounds.map((r) => {
             const f = lastFit.get(r);
             const h = held.get(r);
-            return [String(r), formatNumber(f && num(f, "reward/num_pairs")), formatNumber(f && num(f, "reward/loss")), formatPercent(f && num(f, "reward/accuracy")), formatPercent(h && num(h, HELDOUT)), formatNumber(h && num(h, "reward/heldout_pairs"))];
+            return [
+              String(r),
+              formatNumber(f && num(f, "reward/num_pairs")),
+              formatNumber(f && num(f, "reward/loss")),
+              formatPercent(f && num(f, "reward/accuracy")),
+              formatPercent(h && num(h, HELDOUT)),
+              formatNumber(h && num(h, "reward/heldout_pairs")),
+            ];
           }),
           "numbers",
         ),
@@ -67,7 +96,9 @@ export function rewardModelSection(run: RunData): Html {
   return section(
     "reward-model",
     title,
-    note(`A fresh joint reward model is fitted with the Bradley–Terry loss${iterative ? " every round" : ""}; accuracy is the share of pairs it ranks correctly.${iterative ? " Held-out accuracy: the model scored on the next round's new pairs before it is replaced (absent when those pairs were labelled by the reward model itself)." : ""}`),
+    note(
+      `A fresh joint reward model is fitted with the Bradley–Terry loss${iterative ? " every round" : ""}; accuracy is the share of pairs it ranks correctly.${iterative ? " Held-out accuracy: the model scored on the next round's new pairs before it is replaced (absent when those pairs were labelled by the reward model itself)." : ""}`,
+    ),
     ...body,
     chartGrid(charts),
   );

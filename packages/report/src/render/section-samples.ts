@@ -27,8 +27,17 @@ function sampleView(s: PairSample, max: number): Html {
   return el(
     "div",
     { class: "pair" },
-    el("p", { class: "pair-head" }, `pair ${s.index + 1}: winner reward ${formatNumber(s.winnerReward)}, loser reward ${formatNumber(s.loserReward)}${side}${raw}`),
-    el("table", { class: "completions" }, el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "prompt"), el("th", {}, "winner"), el("th", {}, "loser"))), el("tbody", {}, rows)),
+    el(
+      "p",
+      { class: "pair-head" },
+      `pair ${s.index + 1}: winner reward ${formatNumber(s.winnerReward)}, loser reward ${formatNumber(s.loserReward)}${side}${raw}`,
+    ),
+    el(
+      "table",
+      { class: "completions" },
+      el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", {}, "prompt"), el("th", {}, "winner"), el("th", {}, "loser"))),
+      el("tbody", {}, rows),
+    ),
   );
 }
 

@@ -22,9 +22,11 @@ export interface FieldMeta {
 }
 
 /** Registers what a field accepts; `.describe(…)` on the result adds what it does (zod keeps both). */
-export const accepting = <T extends z.ZodType>(schema: T, accepts: string, typeLabel: string, extra: Pick<FieldMeta, "choices" | "aliases"> = {}): T => schema.meta({ accepts, typeLabel, ...extra });
+export const accepting = <T extends z.ZodType>(schema: T, accepts: string, typeLabel: string, extra: Pick<FieldMeta, "choices" | "aliases"> = {}): T =>
+  schema.meta({ accepts, typeLabel, ...extra });
 
-const isStringRecord = (v: unknown): v is Record<string, string> => typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string");
+const isStringRecord = (v: unknown): v is Record<string, string> =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string");
 
 /** The metadata of a field (inherited through zod's clones, so `.describe` keeps `accepts`). */
 export function fieldMeta(schema: z.ZodType): FieldMeta {
@@ -56,12 +58,15 @@ export function problemOf(key: string, schema: z.ZodType, value: unknown, shown:
 }
 
 export const int = (min: number, def: number) => accepting(z.number().int().min(min).default(def), `an integer ≥ ${min}`, `int ≥ ${min}`);
-export const intOrNull = (min: number, def: number | null) => accepting(z.number().int().min(min).nullable().default(def), `an integer ≥ ${min}, or null`, `int ≥ ${min} | null`);
+export const intOrNull = (min: number, def: number | null) =>
+  accepting(z.number().int().min(min).nullable().default(def), `an integer ≥ ${min}, or null`, `int ≥ ${min} | null`);
 export const positive = (def: number) => accepting(z.number().gt(0).refine(Number.isFinite).default(def), "a finite number > 0", "number > 0");
-export const positiveOrNull = (def: number | null) => accepting(z.number().gt(0).refine(Number.isFinite).nullable().default(def), "a finite number > 0, or null", "number > 0 | null");
+export const positiveOrNull = (def: number | null) =>
+  accepting(z.number().gt(0).refine(Number.isFinite).nullable().default(def), "a finite number > 0, or null", "number > 0 | null");
 export const nonNegative = (def: number) => accepting(z.number().min(0).refine(Number.isFinite).default(def), "a finite number ≥ 0", "number ≥ 0");
 export const finite = (def: number) => accepting(z.number().refine(Number.isFinite).default(def), "a finite number", "number");
-export const finiteOrNull = (def: number | null) => accepting(z.number().refine(Number.isFinite).nullable().default(def), "a finite number, or null", "number | null");
+export const finiteOrNull = (def: number | null) =>
+  accepting(z.number().refine(Number.isFinite).nullable().default(def), "a finite number, or null", "number | null");
 export const unitInterval = (def: number) => accepting(z.number().gt(0).max(1).default(def), "a number in (0, 1]", "number in (0, 1]");
 export const bool = (def: boolean) => accepting(z.boolean().default(def), "true or false", "bool");
 export const text = (def: string) => accepting(z.string().min(1).default(def), "a non-empty string", "string");
@@ -86,4 +91,11 @@ export function choice<const T extends readonly [string, ...string[]]>(values: T
 
 /** Devices: null (the backend's device), one name, or one per agent. */
 export const devices = () =>
-  accepting(z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).nullable().default(null), "null, a device name, or a non-empty list of device names", "string | string[] | null");
+  accepting(
+    z
+      .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+      .nullable()
+      .default(null),
+    "null, a device name, or a non-empty list of device names",
+    "string | string[] | null",
+  );

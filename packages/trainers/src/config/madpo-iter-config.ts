@@ -19,15 +19,23 @@ export const ITERATIVE_FIELDS = {
     lambda: "lambda_decay",
     td_lambda: "lambda_decay",
     "td-lambda": "lambda_decay",
-  }).describe("Which rounds' pairs train each round: current (this round's), nearest_k (the k latest rounds), all_history, or lambda_decay (older rounds weighted down by λ)."),
-  preference_replay_k: intOrNull(1, null).describe("Number of latest non-empty rounds replayed with nearest_k (required there); current accepts only null or 1."),
+  }).describe(
+    "Which rounds' pairs train each round: current (this round's), nearest_k (the k latest rounds), all_history, or lambda_decay (older rounds weighted down by λ).",
+  ),
+  preference_replay_k: intOrNull(1, null).describe(
+    "Number of latest non-empty rounds replayed with nearest_k (required there); current accepts only null or 1.",
+  ),
   preference_replay_lambda: accepting(z.number().min(0).max(1).nullable().default(null), "a number in [0, 1], or null", "number in [0, 1] | null").describe(
     "λ of lambda_decay (required there): a round a rounds older than the newest is drawn with weight ∝ (1−λ)·λ^a; 1: all rounds alike, 0: the newest only.",
   ),
-  preference_replay_sample_size: intOrNull(1, null).describe("Pairs drawn from the replayed rounds each round (not with current); null: this round's pair count, else the latest non-empty round's."),
+  preference_replay_sample_size: intOrNull(1, null).describe(
+    "Pairs drawn from the replayed rounds each round (not with current); null: this round's pair count, else the latest non-empty round's.",
+  ),
   preference_replay_dir: textOrNull(null).describe("Folder of the per-round preference-pair files; null: output_dir/preference_replay."),
   log_reward_distribution: bool(false).describe("Write per-round histograms of agent and comparator rewards (reward_func needs a reward_range)."),
-  policy_checkpoint_dir: textOrNull(null).describe("Folder of the per-round policy checkpoints (comparator_policy=history reads them); null: output_dir/checkpoints."),
+  policy_checkpoint_dir: textOrNull(null).describe(
+    "Folder of the per-round policy checkpoints (comparator_policy=history reads them); null: output_dir/checkpoints.",
+  ),
   comparator_policy: choice(["current", "current_copy", "model", "history", "api"], "current", {
     self: "current",
     online: "current",
@@ -44,7 +52,9 @@ export const ITERATIVE_FIELDS = {
     previous_iteration: "history",
     http: "api",
     endpoint: "api",
-  }).describe("What the agents are compared against: current (their own samples), current_copy (a frozen copy of the round's start), model, history (an earlier round's checkpoint) or api."),
+  }).describe(
+    "What the agents are compared against: current (their own samples), current_copy (a frozen copy of the round's start), model, history (an earlier round's checkpoint) or api.",
+  ),
   comparator_generation_mode: choice(["decentralized", "centralized"], "decentralized", {
     decentralised: "decentralized",
     multi_agent: "decentralized",
@@ -55,12 +65,18 @@ export const ITERATIVE_FIELDS = {
   }).describe("decentralized: the comparator answers each agent's own prompt; centralized: one model answers all roles in one joint completion."),
   comparator_centralized_agent_index: int(0, 0).describe("The agent whose model and tokenizer generate for a centralized comparator."),
   comparator_model_name: textOrNull(null).describe("Checkpoint folder or hub id of the comparator model for every agent (comparator_policy=model)."),
-  comparator_agents: accepting(z.array(z.string().min(1)).min(1).nullable().default(null), "null, or a non-empty list of checkpoint folders or hub ids", "string[] | null").describe(
-    "One comparator checkpoint folder or hub id per agent (comparator_policy=model).",
-  ),
+  comparator_agents: accepting(
+    z.array(z.string().min(1)).min(1).nullable().default(null),
+    "null, or a non-empty list of checkpoint folders or hub ids",
+    "string[] | null",
+  ).describe("One comparator checkpoint folder or hub id per agent (comparator_policy=model)."),
   comparator_devices: devices().describe("Device of the comparator models: null (the agents' devices), one for all, or one per agent."),
-  comparator_num_candidates: intOrNull(1, null).describe("Comparator candidates per item (compared index by index with the agents'); null: preference_num_candidates."),
-  comparator_history_k: intOrNull(1, null).describe("comparator_policy=history: compare with the weights the round k rounds back started from (1: the previous round's); null: 1."),
+  comparator_num_candidates: intOrNull(1, null).describe(
+    "Comparator candidates per item (compared index by index with the agents'); null: preference_num_candidates.",
+  ),
+  comparator_history_k: intOrNull(1, null).describe(
+    "comparator_policy=history: compare with the weights the round k rounds back started from (1: the previous round's); null: 1.",
+  ),
   comparator_api_url: textOrNull(null).describe("Full endpoint URL of the API comparator (required with comparator_policy=api)."),
   comparator_api_format: choice(["generic", "openai", "anthropic", "openai_responses"], "generic", {
     openai_chat: "openai",
@@ -69,32 +85,51 @@ export const ITERATIVE_FIELDS = {
     messages: "anthropic",
     responses: "openai_responses",
     codex: "openai_responses",
-  }).describe("API request and response format: generic (your service), openai (Chat Completions), anthropic (Messages) or openai_responses (docs/api-comparators.md)."),
+  }).describe(
+    "API request and response format: generic (your service), openai (Chat Completions), anthropic (Messages) or openai_responses (docs/api-comparators.md).",
+  ),
   comparator_api_model: textOrNull(null).describe("Model name sent to the API (required by openai, anthropic and openai_responses)."),
-  comparator_api_max_n_per_request: intOrNull(1, null).describe("Most completions asked for in one request (openai's n, generic's num_return_sequences); null: known provider limits only."),
+  comparator_api_max_n_per_request: intOrNull(1, null).describe(
+    "Most completions asked for in one request (openai's n, generic's num_return_sequences); null: known provider limits only.",
+  ),
   comparator_api_timeout: positive(120).describe("Seconds one HTTP request may take."),
-  comparator_api_headers: accepting(z.record(z.string(), z.string()).nullable().default(null), "null, or a mapping of header names to string values", "{string: string} | null").describe(
-    "Extra HTTP headers sent with every request.",
-  ),
+  comparator_api_headers: accepting(
+    z.record(z.string(), z.string()).nullable().default(null),
+    "null, or a mapping of header names to string values",
+    "{string: string} | null",
+  ).describe("Extra HTTP headers sent with every request."),
   // A key written into a config ends up in config.json, logs and shell history: pbrl takes keys only from the environment.
-  comparator_api_key: accepting(z.null().default(null), "null: pbrl reads API keys only from the environment variable named by comparator_api_key_env", "null").describe(
-    "Must stay null: name the environment variable that holds the key in comparator_api_key_env instead.",
+  comparator_api_key: accepting(
+    z.null().default(null),
+    "null: pbrl reads API keys only from the environment variable named by comparator_api_key_env",
+    "null",
+  ).describe("Must stay null: name the environment variable that holds the key in comparator_api_key_env instead."),
+  comparator_api_key_env: textOrNull(null).describe(
+    "Name of the environment variable holding the API key; null: OPENAI_API_KEY or ANTHROPIC_API_KEY for those formats, no key for generic.",
   ),
-  comparator_api_key_env: textOrNull(null).describe("Name of the environment variable holding the API key; null: OPENAI_API_KEY or ANTHROPIC_API_KEY for those formats, no key for generic."),
   comparator_api_key_header: text("Authorization").describe("HTTP header that carries the key."),
-  comparator_api_key_prefix: accepting(z.string().default("Bearer"), "a string (may be empty)", "string").describe("Text before the key in its header; empty: the bare key."),
-  comparator_api_response_field: text("completions").describe("Dotted path of the completions in a generic-format response (e.g. data.0.outputs)."),
-  comparator_api_extra_body: accepting(z.record(z.string(), z.unknown()).nullable().default(null), "null, or a JSON object merged into every request body", "object | null").describe(
-    "JSON object merged into every request body (a null value removes that field).",
+  comparator_api_key_prefix: accepting(z.string().default("Bearer"), "a string (may be empty)", "string").describe(
+    "Text before the key in its header; empty: the bare key.",
   ),
+  comparator_api_response_field: text("completions").describe("Dotted path of the completions in a generic-format response (e.g. data.0.outputs)."),
+  comparator_api_extra_body: accepting(
+    z.record(z.string(), z.unknown()).nullable().default(null),
+    "null, or a JSON object merged into every request body",
+    "object | null",
+  ).describe("JSON object merged into every request body (a null value removes that field)."),
   comparator_api_max_concurrency: int(1, 4).describe("API requests in flight at once."),
   comparator_api_max_retries: int(0, 5).describe("Retries of a failed API request after its first attempt."),
   comparator_api_allow_partial: bool(false).describe("Accept fewer completions than asked for instead of stopping with an error."),
   // A larger body is an error, never buffered whole: a misbehaving server cannot exhaust memory.
   comparator_api_max_response_bytes: int(1024, 8 * 1024 * 1024).describe("Largest API response body read, in bytes; a larger one is an error."),
-  resume_from_checkpoint: accepting(z.union([z.string().min(1), z.boolean()]).nullable().default(null), "null, true (the latest checkpoint of output_dir), or a checkpoint path", "bool | string | null").describe(
-    "Resume a stopped run: true (the latest checkpoint in output_dir) or a checkpoint path; null or false: a fresh run.",
-  ),
+  resume_from_checkpoint: accepting(
+    z
+      .union([z.string().min(1), z.boolean()])
+      .nullable()
+      .default(null),
+    "null, true (the latest checkpoint of output_dir), or a checkpoint path",
+    "bool | string | null",
+  ).describe("Resume a stopped run: true (the latest checkpoint in output_dir) or a checkpoint path; null or false: a fresh run."),
 };
 
 /** The API comparator's fields: set only with comparator_policy="api". */
@@ -133,7 +168,8 @@ export function iterativeRules<C extends Fields>(): ConfigRule<C>[] {
     }),
     rule("preference_replay_lambda", ["preference_replay_mode"], (c) => {
       const l = c.preference_replay_lambda;
-      if (c.preference_replay_mode === "lambda_decay") return l === null ? 'is required with preference_replay_mode="lambda_decay" (a number in [0, 1])' : undefined;
+      if (c.preference_replay_mode === "lambda_decay")
+        return l === null ? 'is required with preference_replay_mode="lambda_decay" (a number in [0, 1])' : undefined;
       return l !== null ? `got ${l}; preference_replay_lambda ${onlyWith('preference_replay_mode="lambda_decay"')}` : undefined;
     }),
     rule("preference_replay_sample_size", ["preference_replay_mode"], (c) =>
@@ -144,7 +180,8 @@ export function iterativeRules<C extends Fields>(): ConfigRule<C>[] {
     rule("comparator_centralized_agent_index", ["comparator_generation_mode", "num_agents", "collaboration_mode"], (c) => {
       const i = c.comparator_centralized_agent_index;
       if (c.collaboration_mode === "centralized" && i !== 0) return `got ${i}; collaboration_mode="centralized" has one actor, index 0`;
-      if (c.comparator_generation_mode === "centralized" && i >= c.num_agents) return `got ${i}; it must name one of the ${c.num_agents} agents (0 … ${c.num_agents - 1})`;
+      if (c.comparator_generation_mode === "centralized" && i >= c.num_agents)
+        return `got ${i}; it must name one of the ${c.num_agents} agents (0 … ${c.num_agents - 1})`;
       return undefined;
     }),
     rule("comparator_model_name", ["comparator_policy"], (c) =>
@@ -163,25 +200,35 @@ export function iterativeRules<C extends Fields>(): ConfigRule<C>[] {
       return ok ? undefined : `has ${a.length} entries; give one per agent (${c.num_agents})${c.comparator_generation_mode === "centralized" ? " or one" : ""}`;
     }),
     rule("comparator_history_k", ["comparator_policy"], (c) =>
-      c.comparator_policy !== "history" && c.comparator_history_k !== null ? `got ${c.comparator_history_k}; comparator_history_k is only valid with comparator_policy="history"` : undefined,
+      c.comparator_policy !== "history" && c.comparator_history_k !== null
+        ? `got ${c.comparator_history_k}; comparator_history_k is only valid with comparator_policy="history"`
+        : undefined,
     ),
-    rule("comparator_api_url", ["comparator_policy"], (c) => (c.comparator_policy === "api" && c.comparator_api_url === null ? 'is required with comparator_policy="api"' : undefined)),
+    rule("comparator_api_url", ["comparator_policy"], (c) =>
+      c.comparator_policy === "api" && c.comparator_api_url === null ? 'is required with comparator_policy="api"' : undefined,
+    ),
     ...API_FIELDS.map((field) =>
       rule(field as keyof C & string, ["comparator_policy"], (c) => {
         const v = (c as Record<string, unknown>)[field];
         const def = (ITERATIVE_FIELDS as Record<string, z.ZodType>)[field]!.parse(undefined);
-        return c.comparator_policy !== "api" && JSON.stringify(v) !== JSON.stringify(def) ? `is only valid with comparator_policy="api" (got comparator_policy="${c.comparator_policy}")` : undefined;
+        return c.comparator_policy !== "api" && JSON.stringify(v) !== JSON.stringify(def)
+          ? `is only valid with comparator_policy="api" (got comparator_policy="${c.comparator_policy}")`
+          : undefined;
       }),
     ),
     rule("comparator_devices", ["num_agents"], (c) => {
       const d = c.comparator_devices;
-      return Array.isArray(d) && d.length !== 1 && d.length !== c.num_agents ? `has ${d.length} entries; give one device or ${c.num_agents} (one per agent)` : undefined;
+      return Array.isArray(d) && d.length !== 1 && d.length !== c.num_agents
+        ? `has ${d.length} entries; give one device or ${c.num_agents} (one per agent)`
+        : undefined;
     }),
   ];
 }
 
 /** A validated MADPOIter configuration. */
-export type MADPOIterConfig = Readonly<Omit<Fields, "train_batch_size" | "comparator_history_k"> & { train_batch_size: number; comparator_history_k: number | null }>;
+export type MADPOIterConfig = Readonly<
+  Omit<Fields, "train_batch_size" | "comparator_history_k"> & { train_batch_size: number; comparator_history_k: number | null }
+>;
 export type MADPOIterConfigInput = ConfigInputOf<typeof MADPO_ITER_FIELDS>;
 
 /** Defaults filled in after validation: train_batch_size, history k = 1, centralized comparator generation. */

@@ -10,11 +10,12 @@ import { accepting, bool, choice, devices, int, intOrNull, positive, textOrNull 
 import { finishIterative, iterativeRules, MADPO_ITER_FIELDS } from "./madpo-iter-config.js";
 import { MADPO_FIELDS, madpoRules } from "./madpo-config.js";
 
-
 const REWARD_EPOCHS = "Passes of reward-model fitting over the preference pairs (iterative: each round's).";
 
 export const MARLHF_ONLY_FIELDS = {
-  rl_algorithm: choice(RL_ALGORITHMS, "magrpo", RL_ALGORITHM_ALIASES).describe("RL algorithm trained against the learned reward: magrpo, mareinforce, maremax, marloo (REINFORCE family) or maac, iac (actor-critic)."),
+  rl_algorithm: choice(RL_ALGORITHMS, "magrpo", RL_ALGORITHM_ALIASES).describe(
+    "RL algorithm trained against the learned reward: magrpo, mareinforce, maremax, marloo (REINFORCE family) or maac, iac (actor-critic).",
+  ),
   num_generations: int(1, 4).describe("Samples per agent per item in the RL stage (≥ 2 for the REINFORCE family, which compares them)."),
   reward_model_name: textOrNull(null).describe("Checkpoint folder or hub id of the joint reward model's backbone and tokenizer; null: the agents' model."),
   reward_model_device: textOrNull(null).describe("Device of the reward model; null: agent 0's device."),
@@ -24,9 +25,11 @@ export const MARLHF_ONLY_FIELDS = {
   reward_max_length: intOrNull(1, null).describe("Tokens of a joint text the reward model reads (longer ones are truncated); null: the model's context."),
   reward_freeze_backbone: bool(false).describe("Train only the reward model's head; its backbone stays frozen."),
   critic_model_name: textOrNull(null).describe("Checkpoint folder or hub id of the critics (maac, iac with use_separate_critic); null: the agents' model."),
-  critic_learning_rate: accepting(z.number().gt(0).refine(Number.isFinite).nullable().default(null), "a finite number > 0, or null (the agent learning rate)", "number > 0 | null").describe(
-    "AdamW learning rate of the critics; null: agent_learning_rate.",
-  ),
+  critic_learning_rate: accepting(
+    z.number().gt(0).refine(Number.isFinite).nullable().default(null),
+    "a finite number > 0, or null (the agent learning rate)",
+    "number > 0 | null",
+  ).describe("AdamW learning rate of the critics; null: agent_learning_rate."),
   critic_devices: devices().describe("Device of the critics: null (the agents' devices), one for all, or one per agent."),
   use_separate_critic: bool(true).describe("iac: each agent gets a critic model of its own; false: a value head on the agent's own model."),
   critic_type: choice(["v", "q"], "v").describe("What the critic estimates: v, the value of the prompt; q, the value of the prompt with the response."),
@@ -45,7 +48,13 @@ export const MARLHF_ITER_FIELDS = {
   ...MARLHF_ONLY_FIELDS,
   num_train_epochs: int(1, 2).describe(MADPO_FIELDS.num_train_epochs.description!),
   reward_num_train_epochs: int(1, 2).describe(REWARD_EPOCHS),
-  preference_scoring_reward: choice(["task", "reward_model"], "task", { oracle: "task", environment: "task", env: "task", model: "reward_model", learned: "reward_model" }).describe(
+  preference_scoring_reward: choice(["task", "reward_model"], "task", {
+    oracle: "task",
+    environment: "task",
+    env: "task",
+    model: "reward_model",
+    learned: "reward_model",
+  }).describe(
     "What scores each round's candidates into preference pairs: task (reward_func) or reward_model (the previous round's reward model; reward_func in round 1).",
   ),
 };
@@ -67,7 +76,9 @@ function marlhfRules<C extends MarlhfFields>(): ConfigRule<C>[] {
       uses: ["num_agents"],
       check: (c) => {
         const d = c.critic_devices;
-        return Array.isArray(d) && d.length !== 1 && d.length !== c.num_agents ? `has ${d.length} entries; give one device or ${c.num_agents} (one per agent)` : undefined;
+        return Array.isArray(d) && d.length !== 1 && d.length !== c.num_agents
+          ? `has ${d.length} entries; give one device or ${c.num_agents} (one per agent)`
+          : undefined;
       },
     },
   ];
@@ -91,6 +102,11 @@ export type MARLHFIterConfig = Readonly<Omit<IterFields, "train_batch_size"> & {
 export type MARLHFIterConfigInput = ConfigInputOf<typeof MARLHF_ITER_FIELDS>;
 
 export function MARLHFIterConfig(input: MARLHFIterConfigInput = {}): MARLHFIterConfig {
-  const c = buildConfig("MARLHFIterConfig", MARLHF_ITER_FIELDS, [...madpoRules<IterFields>(), ...iterativeRules<IterFields>(), ...marlhfRules<IterFields>()], input);
+  const c = buildConfig(
+    "MARLHFIterConfig",
+    MARLHF_ITER_FIELDS,
+    [...madpoRules<IterFields>(), ...iterativeRules<IterFields>(), ...marlhfRules<IterFields>()],
+    input,
+  );
   return Object.freeze(finishMarlhf(finishIterative(c)));
 }

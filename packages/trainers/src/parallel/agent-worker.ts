@@ -44,7 +44,13 @@ async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: A
     }
     case "generate": {
       const a = held();
-      const rows = sampleAgentRows({ model: a.model, eosTokenIds: req.eosTokenIds, padTokenId: a.padTokenId }, req.promptIds, req.n, req.settings, RngStream.fromState(req.rng));
+      const rows = sampleAgentRows(
+        { model: a.model, eosTokenIds: req.eosTokenIds, padTokenId: a.padTokenId },
+        req.promptIds,
+        req.n,
+        req.settings,
+        RngStream.fromState(req.rng),
+      );
       return { value: rows, transfer: [] };
     }
     case "margins":

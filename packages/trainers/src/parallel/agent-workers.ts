@@ -13,7 +13,15 @@ import { Worker } from "node:worker_threads";
 import { computePrecision, nativeThreads, type AdamW, type BackendName, type RngStream } from "@pbrl/core-tensor";
 import type { MadpoUpdateOptions } from "@pbrl/dpo";
 import type { ScoringItem } from "@pbrl/models";
-import { NonFiniteError, ParallelPolicySampler, type AgentPairTokens, type CandidateSampler, type GenerationSettings, type Policy, type TrainableAgent } from "@pbrl/preference-data";
+import {
+  NonFiniteError,
+  ParallelPolicySampler,
+  type AgentPairTokens,
+  type CandidateSampler,
+  type GenerationSettings,
+  type Policy,
+  type TrainableAgent,
+} from "@pbrl/preference-data";
 import type { PolicyStepJob, PolicyStepResult } from "@pbrl/rl-backends";
 import type { AgentTeam } from "./agent-execution.js";
 import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
@@ -111,7 +119,10 @@ export class AgentWorkers implements AgentTeam {
 
   /** Hands every agent's weights and optimizer state to its worker, to train. */
   load(agents: readonly TrainableAgent[]): Promise<void> {
-    return this.send(agents, agents.map((a) => a.optimizer));
+    return this.send(
+      agents,
+      agents.map((a) => a.optimizer),
+    );
   }
 
   /** Hands every agent's weights to its worker, to generate. */
@@ -126,7 +137,16 @@ export class AgentWorkers implements AgentTeam {
         const weights = a.model.hostWeights();
         const optimizer = optimizers?.[i]!.getState();
         // The worker computes as this thread does: same backend and precision, the agent's device.
-        const req: WorkerRequest = { kind: "load", backend: this.backend, precision: computePrecision(), device: a.model.device(), config: a.model.config, weights, optimizer, padTokenId: a.padTokenId };
+        const req: WorkerRequest = {
+          kind: "load",
+          backend: this.backend,
+          precision: computePrecision(),
+          device: a.model.device(),
+          config: a.model.config,
+          weights,
+          optimizer,
+          padTokenId: a.padTokenId,
+        };
         return this.workers[i]!.request(req, transferables(weights, optimizer));
       }),
     );
@@ -160,7 +180,9 @@ export class AgentWorkers implements AgentTeam {
 
   /** A sampler of the workers' agents as they are now (weights loaded by `load` or `loadWeights`, and trained since). */
   sampler(policies: readonly Policy[], settings: GenerationSettings, rng: RngStream): CandidateSampler {
-    return new ParallelPolicySampler(policies, settings, rng, (agent, promptIds, n, s, stream) => this.generate(agent, promptIds, n, s, policies[agent]!.eosTokenIds, stream));
+    return new ParallelPolicySampler(policies, settings, rng, (agent, promptIds, n, s, stream) =>
+      this.generate(agent, promptIds, n, s, policies[agent]!.eosTokenIds, stream),
+    );
   }
 
   /** Copies the workers' weights (and, with `optimizer`, their optimizer state) into the trainer's agents. */

@@ -10,7 +10,16 @@ import type { PolicyStepJob } from "@pbrl/rl-backends";
 
 export type WorkerRequest =
   /** Takes the agent's weights (and optimizer state, to train), replacing what the worker held. */
-  | { kind: "load"; backend: BackendName; precision: ComputePrecision; device: string; config: CausalLMConfig; weights: Map<string, HostTensor>; optimizer: AdamWState | undefined; padTokenId: number }
+  | {
+      kind: "load";
+      backend: BackendName;
+      precision: ComputePrecision;
+      device: string;
+      config: CausalLMConfig;
+      weights: Map<string, HostTensor>;
+      optimizer: AdamWState | undefined;
+      padTokenId: number;
+    }
   /** The agent's candidates, as sampleAgentRows gives them here, from the given stream state (→ number[][]). */
   | { kind: "generate"; promptIds: number[][]; n: number; settings: GenerationSettings; eosTokenIds: number[]; rng: RngState }
   /** The agent's margins on its pairs without gradients (→ number[]). */
@@ -29,7 +38,8 @@ export interface AgentSnapshot {
   optimizer: AdamWState | undefined;
 }
 
-export type WorkerReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { name: string; message: string; stack: string | undefined } };
+export type WorkerReply =
+  { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { name: string; message: string; stack: string | undefined } };
 
 /** Buffers a message can hand over instead of copying (the sender never reads them again). */
 export function transferables(weights: ReadonlyMap<string, HostTensor>, optimizer: AdamWState | undefined): ArrayBuffer[] {

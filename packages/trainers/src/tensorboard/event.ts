@@ -92,7 +92,14 @@ export function encodeFileVersionEvent(wallTime: number, writer = "pbrl"): Uint8
 
 /** An Event holding one Summary with the given values, all at `step`. */
 export function encodeSummaryEvent(wallTime: number, step: number, values: readonly SummaryValue[]): Uint8Array {
-  return concat([...optionalDouble(1, wallTime), ...optionalStep(step), fieldMessage(5, values.map((v) => fieldBytes(1, encodeSummaryValue(v))))]);
+  return concat([
+    ...optionalDouble(1, wallTime),
+    ...optionalStep(step),
+    fieldMessage(
+      5,
+      values.map((v) => fieldBytes(1, encodeSummaryValue(v))),
+    ),
+  ]);
 }
 
 /**

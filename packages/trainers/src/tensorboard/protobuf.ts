@@ -81,7 +81,8 @@ export function fieldPackedDoubles(field: number, values: readonly number[]): Ui
 }
 
 /** One decoded field: a varint's value, or the raw bytes of a fixed-width or length-delimited field. */
-export type ProtoField = { field: number; wire: typeof WIRE_VARINT; value: bigint } | { field: number; wire: typeof WIRE_I64 | typeof WIRE_I32 | typeof WIRE_LEN; bytes: Uint8Array };
+export type ProtoField =
+  { field: number; wire: typeof WIRE_VARINT; value: bigint } | { field: number; wire: typeof WIRE_I64 | typeof WIRE_I32 | typeof WIRE_LEN; bytes: Uint8Array };
 
 function readVarint(buf: Uint8Array, at: number): [bigint, number] {
   let v = 0n;

@@ -126,6 +126,6 @@ export class TensorBoardWriter {
     if (this.fd === undefined) throw new Error(`TensorBoardWriter: ${this.file} is closed`);
     const rec = frameRecord(event);
     // writeSync may write less than asked (rare, for regular files); loop until the record is out.
-    for (let off = 0; off < rec.length; ) off += writeSync(this.fd, rec, off, rec.length - off);
+    for (let off = 0; off < rec.length;) off += writeSync(this.fd, rec, off, rec.length - off);
   }
 }

@@ -16,8 +16,16 @@ it("runs", async () => {
     log: (line: string) => process.stdout.write(`PBRL ${line}\n`),
     handleSignals: false,
   };
-  const args = { ...ITERATIVE_RUN.args, output_dir: out, resume_from_checkpoint: process.env["PBRL_TEST_RESUME"] === "1" ? true : null, ...(process.env["PBRL_TEST_ROUNDS"] && { num_iterations: Number(process.env["PBRL_TEST_ROUNDS"]) }) };
-  const t = process.env["PBRL_TEST_TRAINER"] === "marlhf_iter" ? new MARLHFIterTrainer({ ...common, args: { ...args, ...MARLHF_ITER_ARGS } }) : new MADPOIterTrainer({ ...common, args });
+  const args = {
+    ...ITERATIVE_RUN.args,
+    output_dir: out,
+    resume_from_checkpoint: process.env["PBRL_TEST_RESUME"] === "1" ? true : null,
+    ...(process.env["PBRL_TEST_ROUNDS"] && { num_iterations: Number(process.env["PBRL_TEST_ROUNDS"]) }),
+  };
+  const t =
+    process.env["PBRL_TEST_TRAINER"] === "marlhf_iter"
+      ? new MARLHFIterTrainer({ ...common, args: { ...args, ...MARLHF_ITER_ARGS } })
+      : new MADPOIterTrainer({ ...common, args });
   await t.train();
   process.stdout.write(`PBRL done ${path.basename(out)}\n`);
   t.dispose();
