@@ -40,6 +40,9 @@ export interface LearnContext {
   initialPoliciesDir: string | undefined;
 }
 
+/** The part of a learning context that stays the same for a whole run. */
+export type LearnSession = Pick<LearnContext, "agents" | "optimizers" | "counters" | "streams" | "metrics" | "evaluate" | "progress" | "log">;
+
 /** A round's learning step: the shared context plus the round number. */
 export interface RoundContext extends LearnContext {
   round: number;

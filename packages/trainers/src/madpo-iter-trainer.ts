@@ -7,7 +7,7 @@ import { buildComparator } from "./comparator-factory.js";
 import { ConfigError } from "./config/define-config.js";
 import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-config.js";
 import type { EvalResult } from "./evaluation.js";
-import type { Learner, PreferenceScoring, RoundContext } from "./learner.js";
+import type { Learner, LearnSession, PreferenceScoring, RoundContext } from "./learner.js";
 import { madpoLearner } from "./madpo-learner.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
@@ -206,6 +206,7 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
       result.evalBefore ??= r;
     };
     const progress = ProgressBar.enabledFor(a.verbose);
+    const session: LearnSession = { agents, optimizers, counters, streams, metrics, evaluate, progress, log: this.log };
     const signals =
       this.options.handleSignals === false
         ? undefined
@@ -275,19 +276,12 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
         } else {
           const label = `round ${round}/${a.num_iterations}, `;
           const ctx: RoundContext = {
+            ...session,
             round,
             newPairs: collected.pairs,
             scorer: scoring.scorer,
             initialPoliciesDir: policiesAtStartOf(ckptRoot, 1),
             label,
-            agents,
-            optimizers,
-            counters,
-            streams,
-            metrics,
-            evaluate,
-            progress,
-            log: this.log,
             extra: { round },
           };
           await this.learner.learn(train, ctx);

@@ -5,6 +5,7 @@ import type { ResolvedAgent } from "./agents.js";
 import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import type { EvalResult } from "./evaluation.js";
 import { madpoLearner } from "./madpo-learner.js";
+import type { LearnSession } from "./learner.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 import { runConfigRecord } from "./run-config-record.js";
@@ -135,21 +136,8 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
       result.evalBefore ??= r;
     };
     const optimizers = this.startOptimizers(agents);
-    await this.learner.learn(pairs, {
-      label: "",
-      agents,
-      optimizers,
-      counters,
-      streams,
-      metrics,
-      evaluate,
-      progress,
-      log: this.log,
-      extra: {},
-      newPairs: pairs,
-      scorer: "task",
-      initialPoliciesDir: undefined,
-    });
+    const session: LearnSession = { agents, optimizers, counters, streams, metrics, evaluate, progress, log: this.log };
+    await this.learner.learn(pairs, { ...session, label: "", extra: {}, newPairs: pairs, scorer: "task", initialPoliciesDir: undefined });
     await this.learner.saveState(a.output_dir);
     Object.assign(result, { updates: counters.updates, envStep: counters.envStep, trained: true });
 

@@ -1,6 +1,6 @@
 import { MARLHFIterConfig, type MARLHFIterConfigInput } from "./config/marlhf-config.js";
 import { IterativeTrainer, type MADPOIterTrainerOptions } from "./madpo-iter-trainer.js";
-import { MarlhfLearner, type MarlhfOptions } from "./marlhf-learner.js";
+import { marlhfLearnerFor, type MarlhfOptions } from "./marlhf-learner.js";
 import { configFrom } from "./trainer-core.js";
 
 export interface MARLHFIterTrainerOptions extends Omit<MADPOIterTrainerOptions, "args">, MarlhfOptions {
@@ -19,11 +19,6 @@ export interface MARLHFIterTrainerOptions extends Omit<MADPOIterTrainerOptions, 
 export class MARLHFIterTrainer extends IterativeTrainer<MARLHFIterConfig> {
   constructor(options: MARLHFIterTrainerOptions) {
     const args = configFrom(options.args, MARLHFIterConfig, "preference_scoring_reward");
-    super(
-      options,
-      { trainerName: "marlhf_iter", configName: "MARLHFIterConfig" },
-      args,
-      (parts) => new MarlhfLearner({ args, parts, items: options.trainDataset, critics: options.critics }),
-    );
+    super(options, { trainerName: "marlhf_iter", configName: "MARLHFIterConfig" }, args, marlhfLearnerFor(args, options));
   }
 }

@@ -33,6 +33,14 @@ export interface MarlhfOptions {
   critics?: CriticObjects;
 }
 
+/** How both MARLHF trainers make their learner from the trainer's parts. */
+export function marlhfLearnerFor(
+  args: MARLHFConfig | MARLHFIterConfig,
+  o: MarlhfOptions & { trainDataset: readonly TaskItem[] },
+): (parts: LearnerParts) => MarlhfLearner {
+  return (parts) => new MarlhfLearner({ args, parts, items: o.trainDataset, critics: o.critics });
+}
+
 export class MarlhfLearner implements Learner {
   /** The latest fitted reward model, until the next learning step or dispose. */
   rewardModel: JointRewardModel | undefined;

@@ -1,6 +1,6 @@
 import { MARLHFConfig, type MARLHFConfigInput } from "./config/marlhf-config.js";
 import { BaseTrainer } from "./madpo-trainer.js";
-import { MarlhfLearner, type MarlhfOptions } from "./marlhf-learner.js";
+import { marlhfLearnerFor, type MarlhfOptions } from "./marlhf-learner.js";
 import { configFrom, type TrainerOptions } from "./trainer-core.js";
 
 export interface MARLHFTrainerOptions extends TrainerOptions, MarlhfOptions {
@@ -16,11 +16,6 @@ export interface MARLHFTrainerOptions extends TrainerOptions, MarlhfOptions {
 export class MARLHFTrainer extends BaseTrainer<MARLHFConfig> {
   constructor(options: MARLHFTrainerOptions) {
     const args = configFrom(options.args, MARLHFConfig, "rl_algorithm");
-    super(
-      options,
-      { trainerName: "marlhf", configName: "MARLHFConfig" },
-      args,
-      (parts) => new MarlhfLearner({ args, parts, items: options.trainDataset, critics: options.critics }),
-    );
+    super(options, { trainerName: "marlhf", configName: "MARLHFConfig" }, args, marlhfLearnerFor(args, options));
   }
 }
