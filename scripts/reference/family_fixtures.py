@@ -37,7 +37,7 @@ from transformers import (
 )
 
 # Model init seeds: the first seeds (scanning upward from 0) whose greedy generations keep every
-# top-1/top-2 logit gap above make_model_fixtures.MIN_MARGIN.
+# top-1/top-2 logit gap above model_fixtures_reference.MIN_MARGIN.
 QWEN3_SEED = 0
 MISTRAL_SEED = 0
 GEMMA3_SEED = 0
