@@ -6,6 +6,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadLibtorchAddon } from "@pbrl/core-tensor";
 import { parameterSpecs, parseModelConfig } from "@pbrl/models";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
 import { describe, expect, it } from "vitest";
 import { fastInitValues, fastRandomModel } from "../src/bench/fast-init.js";
 import { CPU_FLAGS, parseCpuFlags } from "../src/bench/machine.js";
@@ -19,7 +20,7 @@ type Json = Record<string, unknown>;
 type Report = { model: Json; machine: Json; workloads: Record<string, Json>; results: Record<string, Json>; ratios: Record<string, Json> };
 
 const repo = fileURLToPath(new URL("../../../", import.meta.url));
-const fixture = path.join(repo, "packages", "models", "test", "fixtures", "tiny-llama");
+const fixture = TINY_LLAMA;
 const venvPython = path.join(repo, ".venv-ref", "bin", "python");
 const libtorchBuilt = loadLibtorchAddon(1).ok;
 
