@@ -45,6 +45,11 @@ export interface RunMemoryPlan {
   kernels: KernelFamily;
   /** The native backend's decoder keeps the KV cache in host memory. */
   nativeDecode: boolean;
+  /**
+   * bf16 on libtorch: every model that multiplies keeps a bfloat16 copy of its weights (2 bytes a
+   * parameter) beside the float32 ones for as long as they live (libtorch's Bf16Copy).
+   */
+  bf16: boolean;
 }
 
 const prefixed = (e: MemoryEstimate, prefix: string): MemoryItem[] => e.items.map((i) => ({ ...i, label: `${prefix}${i.label}` }));
@@ -94,14 +99,24 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
 export function runMemoryEstimate(p: RunMemoryPlan): { estimate: MemoryEstimate; largestPhase: string } {
   if (p.agents.length === 0) throw new RangeError("a run needs at least one agent");
   const resident: MemoryItem[] = [];
+  const bf16Copies = (what: string, float32Bytes: number): void => {
+    if (p.bf16) resident.push({ label: `${what}: bfloat16 copy of the weights (bf16)`, bytes: float32Bytes / 2, pool: "tensors" });
+  };
   p.agents.forEach((c, i) => {
     const bytes = modelSizes(c).parameters * 4;
     resident.push({ label: `agent ${i} weights`, bytes, pool: "tensors" });
     resident.push({ label: `agent ${i} AdamW moments`, bytes: 2 * bytes, pool: "tensors" });
-    if (p.referenceCopies > 0) resident.push({ label: `agent ${i} frozen reference`, bytes: bytes * p.referenceCopies, pool: "tensors" });
+    bf16Copies(`agent ${i}`, bytes);
+    if (p.referenceCopies > 0) {
+      resident.push({ label: `agent ${i} frozen reference`, bytes: bytes * p.referenceCopies, pool: "tensors" });
+      bf16Copies(`agent ${i} frozen reference`, bytes * p.referenceCopies);
+    }
   });
   const backbone = modelSizes(p.agents[0]!).parameters * 4;
-  for (let k = 0; k < p.critics; k++) resident.push({ label: `critic ${k}: weights and AdamW moments`, bytes: 3 * backbone, pool: "tensors" });
+  for (let k = 0; k < p.critics; k++) {
+    resident.push({ label: `critic ${k}: weights and AdamW moments`, bytes: 3 * backbone, pool: "tensors" });
+    bf16Copies(`critic ${k}`, backbone);
+  }
   const all = phases(p);
   const top = all.reduce((a, b) => (b.estimate.tensorBytes > a.estimate.tensorBytes ? b : a));
   return { estimate: sumEstimates([memoryEstimate(resident), memoryEstimate(prefixed(top.estimate, `${top.name}: `))]), largestPhase: top.name };
@@ -121,6 +136,7 @@ export interface RunMemoryArgs {
   reward_train_batch_size?: number;
   reward_max_length?: number | null;
   use_separate_critic?: boolean;
+  bf16?: boolean;
 }
 
 /** Rows of one generate call: as many prompts as fit in generation_batch_size (and the data set has), each with n candidates. */
@@ -163,6 +179,7 @@ export function runMemoryPlan(trainer: string, a: RunMemoryArgs, ctx: RunMemoryC
         : 0,
     kernels,
     nativeDecode,
+    bf16: a.bf16 === true,
   };
   // The reward model reads every agent's prompt and completion joined into one text.
   if (marlhf) plan.rewardModel = { sequences: 2 * (a.reward_train_batch_size ?? 1), seqLen: a.reward_max_length ?? completions * agents.length };

@@ -74,6 +74,22 @@ describe("runMemoryEstimate", () => {
     expect(estimate.items.slice(4).every((i) => i.label.startsWith(`${largestPhase}: `))).toBe(true);
   });
 
+  it("bf16 adds a bfloat16 copy of every multiplying model's weights: agents, frozen references, critics", () => {
+    const a = MARLHFConfig({ rl_algorithm: "maac", reference_kl_enabled: true, reward_max_length: 64 });
+    const f32 = runMemoryEstimate(runMemoryPlan("marlhf", a, ctx())).estimate;
+    const bf16 = runMemoryEstimate(runMemoryPlan("marlhf", { ...a, bf16: true }, ctx())).estimate;
+    const params = modelSizes(model).parameters;
+    // 2 agents + 2 frozen references + 1 critic, 2 bytes a parameter each.
+    expect(bf16.tensorBytes - f32.tensorBytes).toBe(5 * 2 * params);
+    expect(bf16.items.filter((i) => i.label.endsWith("bfloat16 copy of the weights (bf16)")).map((i) => i.label.split(":")[0])).toEqual([
+      "agent 0",
+      "agent 0 frozen reference",
+      "agent 1",
+      "agent 1 frozen reference",
+      "critic 0",
+    ]);
+  });
+
   it("needs an agent", () => {
     expect(() => runMemoryEstimate({ ...runMemoryPlan("madpo", MADPOConfig({}), ctx()), agents: [] })).toThrow(/at least one agent/);
   });
