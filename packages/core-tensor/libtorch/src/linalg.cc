@@ -38,9 +38,9 @@ at::Tensor Operand(const Args& a, size_t i) {
 
 // matmul(a, b, transposeA, transposeB, bias | null, activation, alpha, prelu weights | null,
 // weightA, weightB): batch axes broadcast. In bf16, a product with a weight operand (a linear
-// layer's output, or its input gradient) stays bfloat16, as under torch.autocast: its consumers
-// (attention, the MLP's activation, other products, the residual sum) take it as it is, and no
-// float32 copy is written and read back. A weight gradient (no weight operand) is float32, the
+// layer's output, or its input gradient) stays bfloat16, as under torch.autocast: attention, the
+// MLP's activation and other products take it as it is (elementwise ops widen it), and no float32
+// copy is written and read back. A weight gradient (no weight operand) is float32, the
 // optimizer's dtype (its values rounded to bfloat16, as torch.autocast's are).
 napi_value MatMul(const Args& a) {
   const bool weightA = a.size() > 8 && a.Bool(8), weightB = a.size() > 9 && a.Bool(9);
