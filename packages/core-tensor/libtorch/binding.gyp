@@ -3,7 +3,8 @@
     "libtorch": "<!(node -p \"process.env.PBRL_LIBTORCH_DIR || ''\")",
     "cuda_libs": "<!(node -p \"process.env.PBRL_LIBTORCH_CUDA === '1' ? '-ltorch_cuda -lc10_cuda' : ''\")",
     "openblas": "<!(node -p \"process.env.PBRL_LIBTORCH_OPENBLAS === '1' ? '1' : '0'\")",
-    "openblas_libs": "<!(node -p \"process.env.PBRL_LIBTORCH_OPENBLAS === '1' ? '-lopenblas' : ''\")"
+    "openblas_libs": "<!(node -p \"process.env.PBRL_LIBTORCH_OPENBLAS === '1' ? '-lopenblas' : ''\")",
+    "openmp_lib": "<!(node -p \"process.env.PBRL_LIBTORCH_OPENMP || ''\")"
   },
   "targets": [
     {
@@ -14,7 +15,8 @@
       "cflags_cc!": ["-std=gnu++17", "-std=gnu++20", "-fno-exceptions", "-fno-rtti"],
       "ldflags": ["-Wl,-rpath,<(libtorch)/lib", "-Wl,--no-as-needed"],
       "libraries": ["-L<(libtorch)/lib", "-ltorch", "-ltorch_cpu", "-lc10", "<@(cuda_libs)", "<@(openblas_libs)"],
-      "defines": ["NAPI_VERSION=8", "PBRL_WITH_OPENBLAS=<(openblas)"]
+      "defines": ["NAPI_VERSION=8", "PBRL_WITH_OPENBLAS=<(openblas)"],
+      "conditions": [["openmp_lib!=''", { "cflags_cc": ["-fopenmp"], "libraries": ["-l:<(openmp_lib)"] }]]
     }
   ]
 }

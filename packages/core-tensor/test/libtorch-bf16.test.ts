@@ -8,6 +8,14 @@ import { logSoftmaxSelect, logSoftmaxSelectGrad } from "../src/fused-ops.js";
 const load = loadLibtorchAddon(nativeThreads());
 const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
 
+/** The values rounded to bfloat16 (to nearest, ties to even), as float32. */
+function toBf16(values: Float32Array): Float32Array {
+  const out = Float32Array.from(values);
+  const bits = new Uint32Array(out.buffer);
+  for (let i = 0; i < bits.length; i++) bits[i] = ((bits[i]! + 0x7fff + ((bits[i]! >>> 16) & 1)) & 0xffff0000) >>> 0;
+  return out;
+}
+
 /** How many of the values are exactly representable in bfloat16. */
 function bf16Exact(values: Float32Array): number {
   const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
@@ -88,11 +96,55 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
     tf.dispose([w, h]);
   });
 
+  it("a clone or reshape of a product operand shares its bfloat16 copy (tfjs clones the tensors it saves for the backward pass)", async () => {
+    await useBackend("libtorch");
+    setComputePrecision("bf16");
+    const addon = (load as { addon: { info(): { bf16Casts: number } } }).addon;
+    const w = tf.variable(tf.randomNormal([64, 32], 0, 1, "float32", 1));
+    const x = tf.randomNormal([2, 8, 32], 0, 1, "float32", 2);
+    const flat = x.reshape([16, 32]);
+    const y = tf.matMul(flat, w, false, true).dataSync();
+    const casts = addon.info().bf16Casts;
+    const again = tf.matMul(tf.clone(flat), tf.clone(w), false, true).dataSync();
+    const viaReshape = tf.matMul(flat.reshape([2, 8, 32]).reshape([16, 32]), w, false, true).dataSync();
+    expect(addon.info().bf16Casts).toBe(casts);
+    expect(Array.from(again)).toEqual(Array.from(y));
+    expect(Array.from(viaReshape)).toEqual(Array.from(y));
+    // A tensor of new values is cast once.
+    tf.matMul(tf.add(flat, 1), w, false, true).dispose();
+    expect(addon.info().bf16Casts).toBe(casts + 1);
+    tf.dispose([w, x, flat]);
+  });
+
+  it("a large float32 result (a tied embedding's weight gradient), made a block of rows at a time, equals the whole product widened", async () => {
+    await useBackend("libtorch");
+    setComputePrecision("bf16");
+    // [4200, 96] · [96, 1024]: 4.3M elements, past the size where the result is made in blocks.
+    const a = tf.randomNormal([96, 4200], 0, 1, "float32", 6);
+    const b = tf.randomNormal([96, 1024], 0, 1, "float32", 7);
+    const blocks = tf.matMul(a, b, true, false).dataSync() as Float32Array; // no weight operand: float32 out
+    expect(blocks.length).toBe(4200 * 1024);
+    expect(bf16Exact(blocks)).toBe(blocks.length); // bfloat16 products, widened
+    // The reference: the float32 product of the operands rounded to bfloat16, as oneDNN reads them.
+    setComputePrecision("float32");
+    const round = (t: tf.Tensor): tf.Tensor => tf.tensor(toBf16(t.dataSync() as Float32Array), t.shape);
+    const exact = tf.matMul(round(a), round(b), true, false).dataSync() as Float32Array;
+    for (let i = 0; i < exact.length; i += 37) expect(Math.abs(blocks[i]! - exact[i]!)).toBeLessThanOrEqual(Math.abs(exact[i]!) / 128 + 1e-6);
+    tf.dispose([a, b]);
+  });
+
   it("float32 keeps every result in float32", async () => {
     await useBackend("libtorch");
     const w = tf.variable(tf.randomNormal([64, 32], 0, 1, "float32", 1));
     const y = tf.matMul(tf.randomNormal([16, 32], 0, 1, "float32", 2), w, false, true).dataSync() as Float32Array;
     expect(bf16Exact(y)).toBeLessThan(y.length / 4);
     w.dispose();
+  });
+});
+
+describe.skipIf(missing !== undefined)(`the libtorch addon's own parallel loops${missing !== undefined ? ` (skipped: ${missing})` : ""}`, () => {
+  it("are compiled with OpenMP when ATen parallelises with OpenMP (one thread pool with ATen's; else they run on one thread)", () => {
+    const info = (load as { info: { openmp: boolean; atenOpenmp: boolean } }).info;
+    expect(info.openmp).toBe(info.atenOpenmp);
   });
 });

@@ -20,7 +20,22 @@ uint32_t TensorTable::Put(at::Tensor t, at::Tensor bf16) {
 
 const at::Tensor& TensorTable::Bf16Copy(int64_t id) {
   const at::Tensor& t = Get(id);
-  if (!bf16_[id].defined()) bf16_[id] = t.to(at::kBFloat16);
+  if (!bf16_[id].defined()) {
+    bf16_[id] = t.to(at::kBFloat16);
+    casts_++;
+  }
+  return bf16_[id];
+}
+
+at::Tensor TensorTable::TakeBf16(int64_t id) {
+  Get(id);  // checks it
+  at::Tensor& copy = bf16_[id];
+  if (!copy.defined() || copy.use_count() != 1 || copy.storage().use_count() != 1) return at::Tensor();
+  return std::move(copy);
+}
+
+const at::Tensor& TensorTable::Bf16If(int64_t id) const {
+  Get(id);  // checks it
   return bf16_[id];
 }
 

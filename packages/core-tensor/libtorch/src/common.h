@@ -35,11 +35,20 @@ class TensorTable {
   // cast once per training step (its id changes with every update) instead of at every product,
   // an activation once for all the products it meets.
   const at::Tensor& Bf16Copy(int64_t id);
+  // Tensor `id`'s bfloat16 copy, handed over (the id keeps none) when nothing else holds it, for a
+  // kernel that overwrites the tensor in place to write the new copy into; else undefined.
+  at::Tensor TakeBf16(int64_t id);
+  // Tensor `id`'s bfloat16 copy if it has one (else undefined): a tensor that shares id's data
+  // under another id (tfjs's clone of a tensor saved for the backward pass, a reshape) shares it.
+  const at::Tensor& Bf16If(int64_t id) const;
+  // How many copies Bf16Copy has made.
+  uint64_t Bf16Casts() const { return casts_; }
 
  private:
   std::vector<at::Tensor> slots_;
   std::vector<at::Tensor> bf16_;
   std::vector<uint32_t> free_;
+  uint64_t casts_ = 0;
 };
 
 TensorTable& Table();

@@ -90,7 +90,7 @@ napi_value Free(const Args& a) {
 }
 
 // share(id): a second id for the same tensor (tfjs's Identity; no copy, tensors are never mutated).
-napi_value Share(const Args& a) { return Ref(a.env(), a.T(0)); }
+napi_value Share(const Args& a) { return Ref(a.env(), a.T(0), Table().Bf16If(a.Int(0))); }
 
 napi_value Live(const Args& a) {
   napi_value v;
@@ -124,6 +124,16 @@ napi_value Info(const Args& a) {
   napi_set_named_property(env, obj, "mkldnn", v);
   napi_create_double(env, static_cast<double>(CpuCacheBytes()) / (1 << 20), &v);
   napi_set_named_property(env, obj, "cpuCacheMB", v);
+#ifdef _OPENMP
+  napi_get_boolean(env, true, &v);
+#else
+  napi_get_boolean(env, false, &v);
+#endif
+  napi_set_named_property(env, obj, "openmp", v);
+  napi_get_boolean(env, AT_PARALLEL_OPENMP == 1, &v);
+  napi_set_named_property(env, obj, "atenOpenmp", v);
+  napi_create_double(env, static_cast<double>(Table().Bf16Casts()), &v);
+  napi_set_named_property(env, obj, "bf16Casts", v);
   const std::string cpu = at::get_cpu_capability();
   napi_create_string_utf8(env, cpu.c_str(), cpu.size(), &v);
   napi_set_named_property(env, obj, "cpuCapability", v);

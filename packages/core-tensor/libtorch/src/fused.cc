@@ -241,7 +241,9 @@ napi_value AdamW(const Args& a) {
     const float *pi = pc.data_ptr<float>(), *gi = g.data_ptr<float>(), *mi = mc.data_ptr<float>(), *vi = vc.data_ptr<float>();
     float *po = p2.data_ptr<float>(), *mo = m2.data_ptr<float>(), *vo = v2.data_ptr<float>();
     const AdamWScalars k{static_cast<float>(decay), static_cast<float>(c1), static_cast<float>(b2), static_cast<float>(c2), static_cast<float>(bc2Sqrt), static_cast<float>(eps), static_cast<float>(stepSize)};
-    const at::Tensor half = Bf16Compute() && p.dim() >= 2 ? at::empty(p.sizes(), p.options().dtype(at::kBFloat16)) : at::Tensor();
+    // In place, p's old copy is stale once p changes: the new one is written over it.
+    at::Tensor half = Bf16Compute() && p.dim() >= 2 && inPlace ? Table().TakeBf16(a.Int(0)) : at::Tensor();
+    if (Bf16Compute() && p.dim() >= 2 && !half.defined()) half = at::empty(p.sizes(), p.options().dtype(at::kBFloat16));
     c10::BFloat16* ho = half.defined() ? half.data_ptr<c10::BFloat16>() : nullptr;
     at::parallel_for(0, p.numel(), 1 << 14, [&](int64_t lo, int64_t hi) {
       if (inPlace) AdamWInPlace(po, gi, mo, vo, lo, hi, k);

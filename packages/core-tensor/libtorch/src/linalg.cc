@@ -5,11 +5,31 @@
 
 namespace pbrl {
 
+namespace {
+
+// The float32 result of a product of bfloat16 matrices. ATen's CPU product writes bfloat16; a large
+// result (the vocabulary-sized weight gradient of a tied embedding, 28M elements for SmolLM2) is
+// made a block of rows at a time and each block widened while it is in cache, instead of writing
+// the whole bfloat16 result to memory and reading it back.
+at::Tensor WideProduct(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t m = x.dim() == 2 && w.dim() == 2 && x.device().is_cpu() ? x.size(0) : 0, n = w.size(-1);
+  if (m * n < (int64_t{1} << 22)) return at::matmul(x, w).to(at::kFloat);
+  at::Tensor out = at::empty({m, n}, x.options().dtype(at::kFloat));
+  const int64_t rows = std::max<int64_t>(256, (int64_t{1} << 20) / n);
+  for (int64_t r = 0; r < m; r += rows) {
+    const int64_t end = std::min(m, r + rows);
+    out.slice(0, r, end).copy_(at::mm(x.slice(0, r, end), w));
+  }
+  return out;
+}
+
+}  // namespace
+
 at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b, bool halfOut) {
   const auto half = [](const at::Tensor& t) { return t.scalar_type() == at::kBFloat16; };
   if (Bf16Compute() && (a.scalar_type() == at::kFloat || half(a)) && (b.scalar_type() == at::kFloat || half(b))) {
-    at::Tensor y = at::matmul(half(a) ? a : a.to(at::kBFloat16), half(b) ? b : b.to(at::kBFloat16));
-    return halfOut ? y : y.to(at::kFloat);
+    const at::Tensor x = half(a) ? a : a.to(at::kBFloat16), w = half(b) ? b : b.to(at::kBFloat16);
+    return halfOut ? at::matmul(x, w) : WideProduct(x, w);
   }
   return CpuFloatMatmul(half(a) ? a.to(at::kFloat) : a, half(b) ? b.to(at::kFloat) : b);
 }

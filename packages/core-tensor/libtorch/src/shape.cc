@@ -5,7 +5,11 @@
 namespace pbrl {
 namespace {
 
-napi_value Reshape(const Args& a) { return Ref(a.env(), a.T(0).reshape(a.Ints(1))); }
+napi_value Reshape(const Args& a) {
+  const std::vector<int64_t> shape = a.Ints(1);
+  const at::Tensor& bf16 = Table().Bf16If(a.Int(0));
+  return Ref(a.env(), a.T(0).reshape(shape), bf16.defined() ? bf16.reshape(shape) : at::Tensor());
+}
 
 napi_value Transpose(const Args& a) { return Ref(a.env(), a.T(0).permute(a.Ints(1))); }
 

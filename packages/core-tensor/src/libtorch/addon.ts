@@ -34,6 +34,12 @@ export interface LibtorchInfo {
   cpuCapability: string;
   /** Freed large CPU blocks the addon's allocator keeps for reuse (libtorch/src/allocator.cc), MB. */
   cpuCacheMB: number;
+  /** Whether pbrl's own parallel loops (AdamW, the fused loss) share ATen's OpenMP threads; false: one thread (libtorch/build.mjs). */
+  openmp: boolean;
+  /** Whether ATen's own intra-op parallelism is OpenMP (AT_PARALLEL_OPENMP of the libtorch built against). */
+  atenOpenmp: boolean;
+  /** bfloat16 copies of float32 product operands made so far in bf16 (TensorTable::Bf16Copy), on this thread. */
+  bf16Casts: number;
 }
 
 /** The addon's functions (libtorch/src/*.cc). Tensors are passed by id. */
