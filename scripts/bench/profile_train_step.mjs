@@ -3,15 +3,19 @@
 //
 //   pnpm build && node scripts/bench/profile_train_step.mjs [--backend native|wasm|cpu|libtorch]
 //                                                          [--preset default|tiny|smollm2-135m|qwen2.5-0.5b]
-//                                                          [--batch 8] [--seq 128] [--top 15] [--bf16]
+//                                                          [--batch 8] [--seq 128] [--top 15] [--bf16] [--steps N]
 //
 // Same model and step as `pbrl bench` (random init, mean next-token NLL via completionLogProbs,
 // tf.variableGrads, AdamW). After one warm-up step it times the phases of a step separately
 // (forward only; forward + backward; AdamW update) and then profiles one full step with
 // tf.profile, summing kernel time per kernel name and per (kernel, input shapes). A custom-gradient
 // op shows as "unnamed scope", and its time includes the kernels inside it, which are also listed
-// on their own: the per-kernel times add up to more than the step.
-/* global console, performance */
+// on their own: the per-kernel times add up to more than the step. `--steps N` first times N whole
+// steps after the warm-up one, each with its CPU time (user, system) and minor page faults (Linux):
+// on a shared machine one step drifts by tens of percent, and system time that rises with the
+// faults is memory touched anew.
+/* global console, performance, process */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { AdamW, RngStream, setComputePrecision, tf, useBackend } from "../../packages/core-tensor/dist/index.js";
 import { buildScoringBatch, CausalLM, completionLogProbs, parseModelConfig } from "../../packages/models/dist/index.js";
@@ -26,6 +30,7 @@ const { values } = parseArgs({
     seq: { type: "string", default: "128" },
     top: { type: "string", default: "15" },
     bf16: { type: "boolean", default: false },
+    steps: { type: "string", default: "0" },
   },
 });
 const B = Number(values.batch);
@@ -70,6 +75,24 @@ const time = (fn) => {
 };
 
 console.log(`warm-up step: ${time(() => step(makeBatch())).toFixed(2)} s`);
+
+/** Minor page faults of this process so far (0 where /proc is missing). */
+function minorFaults() {
+  try {
+    return Number(readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ")[7]);
+  } catch {
+    return 0;
+  }
+}
+for (let i = 1; i <= Number(values.steps); i++) {
+  const b = makeBatch();
+  const [cpu, faults] = [process.cpuUsage(), minorFaults()];
+  const wall = time(() => step(b));
+  const used = process.cpuUsage(cpu);
+  console.log(
+    `step ${i}: ${wall.toFixed(3)} s, CPU user ${(used.user / 1e6).toFixed(2)} s, system ${(used.system / 1e6).toFixed(2)} s, ${minorFaults() - faults} minor page faults`,
+  );
+}
 
 // Phases.
 const batch = makeBatch();

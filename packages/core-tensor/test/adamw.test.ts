@@ -99,6 +99,37 @@ describe.each<BackendName>(["wasm", "cpu"])("AdamW on %s", (backend) => {
   });
 });
 
+describe("AdamW moments", () => {
+  it("are made with the optimizer for trainable weights, and saved only once a weight has had a gradient (as PyTorch's state)", () => {
+    const w = tf.variable(tf.ones([3]));
+    const b = tf.variable(tf.ones([2]));
+    const frozen = tf.variable(tf.ones([4]), false);
+    const before = tf.memory().numTensors;
+    const opt = new AdamW(
+      new Map([
+        ["w", w],
+        ["b", b],
+        ["frozen", frozen],
+      ]),
+      { lr: 0.1 },
+    );
+    expect(tf.memory().numTensors).toBe(before + 4); // m and v of w and b
+    expect(opt.getState().steps).toEqual({});
+    const g = tf.ones([3]);
+    opt.step(new Map([["w", g]]));
+    const state = opt.getState();
+    expect(state.steps).toEqual({ w: 1 });
+    expect([...state.expAvg.keys()]).toEqual(["w"]);
+    opt.setState(state);
+    expect(tf.memory().numTensors).toBe(before + 5); // the restored moments of w, fresh ones for b, and g
+    opt.step(new Map([["w", g]]));
+    expect(opt.getState().steps).toEqual({ w: 2 });
+    opt.dispose();
+    expect(tf.memory().numTensors).toBe(before + 1);
+    tf.dispose([w, b, frozen, g]);
+  });
+});
+
 describe("AdamW validation", () => {
   it("rejects bad hyper-parameters and unknown gradients", () => {
     const p = new Map([["w", tf.variable(tf.zeros([2]))]]);
