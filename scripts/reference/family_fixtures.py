@@ -1,9 +1,10 @@
 """Tiny checkpoints of the model families beyond Llama/Qwen2: Qwen3, Mistral, Gemma 3 (text) and Phi-3.
 
 Imported by make_model_fixtures.py, which trains the tokenizers, saves the checkpoints and
-computes the reference JSON. Each builder returns a randomly initialised model in eval mode whose
-config uses the family's real config fields, chosen so the tests exercise what makes the family
-differ from Llama:
+computes the reference JSON. Each builder returns a randomly initialised model in eval mode
+(model_fixtures_models.build_tiny, which holds the size, weight init and token ids all fixtures
+share) whose config uses the family's real config fields, chosen so the tests exercise what makes
+the family differ from Llama:
 
 * qwen3: per-head q/k RMSNorm, head_dim 32 independent of hidden_size/heads (16), GQA, tied.
 * mistral: sliding_window 8, shorter than most test prompts (up to 20 tokens) and every
@@ -24,17 +25,9 @@ differ from Llama:
 from __future__ import annotations
 
 import torch
-from transformers import (
-    Gemma3ForCausalLM,
-    Gemma3TextConfig,
-    GenerationConfig,
-    MistralConfig,
-    MistralForCausalLM,
-    Phi3Config,
-    Phi3ForCausalLM,
-    Qwen3Config,
-    Qwen3ForCausalLM,
-)
+from transformers import Gemma3ForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen3ForCausalLM
+
+from model_fixtures_models import LLAMA_IDS, build_tiny, llama_ids_generation, qwen_ids, qwen_ids_generation
 
 # Model init seeds: the first seeds (scanning upward from 0) whose greedy generations keep every
 # top-1/top-2 logit gap above model_fixtures_reference.MIN_MARGIN.
@@ -43,108 +36,49 @@ MISTRAL_SEED = 0
 GEMMA3_SEED = 0
 PHI3_SEED = 0
 
-INIT_STD = 0.2
-EMBED_STD = 0.5
-
 MISTRAL_WINDOW = 8
 GEMMA3_WINDOW = 6
 PHI3_WINDOW = 10
 PHI3_ORIGINAL_MAX = 16
 
 
-def randomise_(model: torch.nn.Module, seed: int, norm_center: float) -> None:
-    """Every parameter drawn from a seeded generator, with much larger spreads than HF's init.
-
-    Norm weights are norm_center + N(0, 0.2^2): 1 for weight-style RMSNorms, 0 for Gemma's
-    (1 + weight) RMSNorm, so that both scale hidden states by about 1.
-    """
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
-            if name.endswith("norm.weight") or "layernorm" in name:
-                p.copy_(norm_center + 0.2 * torch.randn(p.shape, generator=g))
-            elif "embed_tokens" in name or "lm_head" in name:
-                p.copy_(EMBED_STD * torch.randn(p.shape, generator=g))
-            elif name.endswith(".bias"):
-                p.copy_(0.2 * torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(INIT_STD * torch.randn(p.shape, generator=g))
-
-
-def _finish(model, seed: int, norm_center: float, gen: GenerationConfig):
-    model.config._attn_implementation = "eager"
-    randomise_(model, seed, norm_center)
-    model.generation_config = gen
-    return model.eval()
-
-
-def llama_ids_generation() -> GenerationConfig:
-    return GenerationConfig(bos_token_id=1, eos_token_id=2, pad_token_id=0)
-
-
 def build_qwen3(vocab: int, seed: int, endoftext: int, im_end: int) -> Qwen3ForCausalLM:
-    cfg = Qwen3Config(
-        vocab_size=vocab,
-        hidden_size=64,
+    return build_tiny(
+        Qwen3ForCausalLM, vocab, seed, qwen_ids_generation(endoftext, im_end),
         intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         head_dim=32,
         hidden_act="silu",
-        max_position_embeddings=256,
-        initializer_range=INIT_STD,
         rms_norm_eps=1e-6,
         tie_word_embeddings=True,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
         attention_bias=False,
         use_sliding_window=False,
-        bos_token_id=endoftext,
-        eos_token_id=endoftext,
-        pad_token_id=endoftext,
+        **qwen_ids(endoftext),
     )
-    cfg._attn_implementation = "eager"
-    torch.manual_seed(seed)
-    gen = GenerationConfig(bos_token_id=endoftext, eos_token_id=[im_end, endoftext], pad_token_id=endoftext)
-    return _finish(Qwen3ForCausalLM(cfg), seed, 1.0, gen)
 
 
 def build_mistral(vocab: int, seed: int) -> MistralForCausalLM:
-    cfg = MistralConfig(
-        vocab_size=vocab,
-        hidden_size=64,
+    return build_tiny(
+        MistralForCausalLM, vocab, seed, llama_ids_generation(),
         intermediate_size=160,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         hidden_act="silu",
-        max_position_embeddings=256,
-        initializer_range=INIT_STD,
         rms_norm_eps=1e-5,
         tie_word_embeddings=False,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         sliding_window=MISTRAL_WINDOW,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
+        **LLAMA_IDS,
     )
-    cfg._attn_implementation = "eager"
-    torch.manual_seed(seed)
-    return _finish(MistralForCausalLM(cfg), seed, 1.0, llama_ids_generation())
 
 
 def build_gemma3(vocab: int, seed: int) -> Gemma3ForCausalLM:
-    cfg = Gemma3TextConfig(
-        vocab_size=vocab,
+    return build_tiny(
+        Gemma3ForCausalLM, vocab, seed, llama_ids_generation(),
+        norm_center=0.0,  # Gemma's RMSNorm scales by (1 + weight)
         hidden_size=48,
         intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
         num_key_value_heads=1,
         head_dim=32,
         hidden_activation="gelu_pytorch_tanh",
-        max_position_embeddings=256,
-        initializer_range=INIT_STD,
         rms_norm_eps=1e-6,
         tie_word_embeddings=True,
         query_pre_attn_scalar=24,
@@ -157,13 +91,8 @@ def build_gemma3(vocab: int, seed: int) -> Gemma3ForCausalLM:
         attn_logit_softcapping=10.0,
         final_logit_softcapping=15.0,
         attention_bias=False,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
+        **LLAMA_IDS,
     )
-    cfg._attn_implementation = "eager"
-    torch.manual_seed(seed)
-    return _finish(Gemma3ForCausalLM(cfg), seed, 0.0, llama_ids_generation())
 
 
 def phi3_factors(n: int, seed: int) -> tuple[list[float], list[float]]:
@@ -178,17 +107,12 @@ def build_phi3(vocab: int, seed: int) -> Phi3ForCausalLM:
     head_dim = 64 // 4
     rotary = int(head_dim * 0.75)
     short, long = phi3_factors(rotary // 2, seed + 1000)
-    cfg = Phi3Config(
-        vocab_size=vocab,
-        hidden_size=64,
+    return build_tiny(
+        Phi3ForCausalLM, vocab, seed, llama_ids_generation(),
         intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         hidden_act="silu",
         max_position_embeddings=64,
         original_max_position_embeddings=PHI3_ORIGINAL_MAX,
-        initializer_range=INIT_STD,
         rms_norm_eps=1e-5,
         tie_word_embeddings=False,
         rope_parameters={
@@ -202,14 +126,8 @@ def build_phi3(vocab: int, seed: int) -> Phi3ForCausalLM:
         resid_pdrop=0.0,
         embd_pdrop=0.0,
         attention_dropout=0.0,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
+        **LLAMA_IDS,
     )
-    cfg._attn_implementation = "eager"
-    torch.manual_seed(seed)
-    return _finish(Phi3ForCausalLM(cfg), seed, 1.0, llama_ids_generation())
-
 
 
 PHI3_GENERATE_NOTE = (

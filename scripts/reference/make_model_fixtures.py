@@ -35,7 +35,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 # The work is split by responsibility into modules next to this script:
 #   model_fixtures_tokenizers.py  corpus, BPE tokenizer training, chat templates
-#   model_fixtures_models.py      tiny Llama / Qwen2 configs and weight init, load_model
+#   model_fixtures_models.py      tiny Llama / Qwen2 configs, build_tiny (shared size and weight init), load_model
 #   family_fixtures.py            tiny Qwen3 / Mistral / Gemma 3 / Phi-3
 #   model_fixtures_json.py        the reference JSON writer (float32 as shortest round-trip decimal)
 #   model_fixtures_reference.py   reference inputs and outputs (logits, greedy, log-probs, tokenizer, chat)
@@ -103,6 +103,17 @@ def assert_tokenizer_json_agrees(path: Path, tok) -> None:
             assert raw.decode(a, skip_special_tokens=True) == tok.decode(b, skip_special_tokens=True), (path.name, t)
 
 
+def save_checkpoint(d: Path, model, tok: PreTrainedTokenizerFast, template_in_config: bool):
+    """Saves model and tokenizer to d; returns both as they load back from d, which references must use."""
+    # The model goes first: transformers 5's AutoTokenizer picks the tokenizer class from config.json's
+    # model_type (qwen2 -> Qwen2Tokenizer), so a tokenizer loaded before it exists can differ.
+    model.save_pretrained(d)
+    save_tokenizer(tok, d, template_in_config=template_in_config)
+    tok = AutoTokenizer.from_pretrained(d)
+    assert_tokenizer_json_agrees(d, tok)
+    return load_model(d), tok
+
+
 FAMILY_FIXTURES = ["tiny-qwen3", "tiny-mistral", "tiny-gemma3", "tiny-phi3"]
 
 
@@ -121,12 +132,8 @@ def build_families(out: Path, corpus: list[str]) -> list[str]:
         made[name] = (builder(len(tok), seed), tok, True)
     assert list(made) == FAMILY_FIXTURES
     for name, (model, tok, template_in_config) in made.items():
-        d = out / name
-        model.save_pretrained(d)
-        save_tokenizer(tok, d, template_in_config=template_in_config)
-        tok = AutoTokenizer.from_pretrained(d)
-        assert_tokenizer_json_agrees(d, tok)
-        ref = reference_for(name, load_model(d), tok)
+        model, tok = save_checkpoint(out / name, model, tok, template_in_config)
+        ref = reference_for(name, model, tok)
         if name != "tiny-phi3":
             # Left padding shifts every row's cache indices alike, so sliding windows see the same
             # keys. (Not Phi-3: its padding counts towards longrope's switch to the long factors.)
@@ -145,20 +152,11 @@ def build(out: Path) -> None:
     corpus = make_corpus()
     (out / "corpus.txt").write_text("\n".join(corpus) + "\n", encoding="utf-8")
 
-    # Model files are written BEFORE the tokenizer is (re)loaded: transformers 5's AutoTokenizer picks
-    # the tokenizer class from config.json's model_type (qwen2 -> Qwen2Tokenizer), so references must
-    # be computed with the tokenizer as it loads from the finished checkpoint folder.
-
     # ---------------- tiny-llama ----------------
     llama_dir = out / "tiny-llama"
     tok_l = build_llama_tokenizer(corpus)
     assert len(tok_l) == VOCAB_SIZE, len(tok_l)
-    model_l = build_llama(len(tok_l), LLAMA_SEED)
-    model_l.save_pretrained(llama_dir)
-    save_tokenizer(tok_l, llama_dir, template_in_config=True)
-    tok_l = AutoTokenizer.from_pretrained(llama_dir)
-    assert_tokenizer_json_agrees(llama_dir, tok_l)
-    model_l = load_model(llama_dir)
+    model_l, tok_l = save_checkpoint(llama_dir, build_llama(len(tok_l), LLAMA_SEED), tok_l, template_in_config=True)
     write_json(out / "tiny-llama.reference.json", reference_for("tiny-llama", model_l, tok_l))
 
     # ---------------- tiny-llama-bf16 ----------------
@@ -177,13 +175,9 @@ def build(out: Path) -> None:
     tok_q = build_qwen2_tokenizer(corpus)
     assert len(tok_q) == VOCAB_SIZE, len(tok_q)
     eot, im_end = tok_q.convert_tokens_to_ids("<|endoftext|>"), tok_q.convert_tokens_to_ids("<|im_end|>")
-    model_q = build_qwen2(len(tok_q), QWEN2_SEED, eot, im_end)
-    model_q.save_pretrained(qwen_dir)
-    save_tokenizer(tok_q, qwen_dir, template_in_config=False)
-    tok_q = AutoTokenizer.from_pretrained(qwen_dir)
+    model_q, tok_q = save_checkpoint(qwen_dir, build_qwen2(len(tok_q), QWEN2_SEED, eot, im_end), tok_q,
+                                     template_in_config=False)
     assert type(tok_q).__name__ == "Qwen2Tokenizer", type(tok_q)
-    assert_tokenizer_json_agrees(qwen_dir, tok_q)
-    model_q = load_model(qwen_dir)
     write_json(out / "tiny-qwen2.reference.json", reference_for("tiny-qwen2", model_q, tok_q))
 
     # ---------------- tiny-qwen2-sharded ----------------
