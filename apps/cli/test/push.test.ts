@@ -4,26 +4,15 @@
 import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { hubProgressPrinter, onHubProgress } from "@pbrl/models";
 import { pushCommand } from "../src/commands/push.js";
 import type { CliIO } from "../src/io.js";
-import { type HubDouble, startHubDouble, TINY_LLAMA } from "@pbrl/test-fixtures";
+import { TINY_LLAMA, useHubDouble } from "@pbrl/test-fixtures";
 
 const TINY = TINY_LLAMA;
 const TOKEN = "hf_push_secret_9f3c2e";
-let hub: HubDouble;
-const saved = { ...process.env };
-
-beforeAll(async () => {
-  hub = await startHubDouble();
-  hub.token = TOKEN;
-});
-afterAll(() => hub.close());
-afterEach(() => {
-  process.env = { ...saved };
-  hub.requests.length = 0;
-});
+const hub = useHubDouble(TOKEN);
 
 async function push(argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = "";

@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   deviceOf,
   DeviceUnavailableError,
@@ -17,21 +17,13 @@ import {
   useBackend,
 } from "@pbrl/core-tensor";
 import { loadPretrained, savePretrained, type CausalLM } from "@pbrl/models";
+import { setUpDeviceTests } from "@pbrl/test-fixtures";
 import { comparatorDevices, HistoryComparator, ModelComparator, placement, RoundCopies } from "../src/index.js";
 import { GEN, ITEMS, LLAMA, loadAgent, PROMPTS } from "./agents.js";
 
 const load = loadLibtorchAddon(nativeThreads());
-const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
+const { missing, agentDevices: DEVICES } = setUpDeviceTests(load, (backend) => useBackend(parseBackendName(backend)));
 const info = load.ok ? load.info : undefined;
-const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu")
-  .split(",")
-  .map((d) => d.trim())
-  .filter((d) => d !== "");
-const DEVICES = [listed[0] ?? "cpu", listed[1] ?? listed[0] ?? "cpu"];
-
-afterEach(async () => {
-  await useBackend(parseBackendName(process.env["PBRL_BACKEND"] ?? "wasm"));
-});
 
 const devicesOf = (m: CausalLM) => new Set([...m.params.values()].map((v) => deviceOf(v)));
 

@@ -2,12 +2,12 @@
 // agents of different architectures and a fixed set of pairs.
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadLibtorchAddon, loadNativeAddon, nativeThreads, readSafetensors, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { loadLibtorchAddon, loadNativeAddon, nativeThreads, readSafetensors, tf, useBackend } from "@pbrl/core-tensor";
 import { loadPretrained, type CausalLM } from "@pbrl/models";
 import type { AgentPairTokens } from "@pbrl/preference-data";
 import { agentLoss, agentMargins, madpoLoss, jointMargins, othersSum } from "../src/index.js";
-import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
+import { describeEachBackend, expectCloseToReference, MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
 const FIX = path.join(import.meta.dirname, "fixtures");
 const MODELS = MODEL_FIXTURES;
@@ -28,32 +28,14 @@ function margins(models: CausalLM[], scoreLastToken: boolean): number[][] {
 }
 
 async function expectGradsClose(grads: Map<string, tf.Tensor>, file: string): Promise<void> {
-  const want = await readSafetensors(path.join(FIX, file));
-  expect([...grads.keys()].sort()).toEqual([...want.tensors.keys()].sort());
-  let worst = 0;
-  for (const [name, g] of grads) {
-    const a = g.dataSync();
-    const b = want.tensors.get(name)!.tensor.data;
-    for (let k = 0; k < b.length; k++) worst = Math.max(worst, Math.abs(a[k]! - b[k]!));
-  }
-  expect(worst).toBeLessThanOrEqual(1e-4);
+  expectCloseToReference(grads, (await readSafetensors(path.join(FIX, file))).tensors, 1e-4, { label: `${file}: largest gradient difference` });
 }
 
 // native and libtorch need the addons the install step builds; without one its cases skip, saying
 // why, unless PBRL_REQUIRE_NATIVE=1 / PBRL_REQUIRE_LIBTORCH=1 (CI where they build) makes them fail.
-const nativeLoad = loadNativeAddon();
-const libtorchLoad = loadLibtorchAddon(nativeThreads());
-const MISSING: Partial<Record<BackendName, string>> = {
-  ...(nativeLoad.ok || process.env["PBRL_REQUIRE_NATIVE"] === "1" ? {} : { native: nativeLoad.reason }),
-  ...(libtorchLoad.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? {} : { libtorch: libtorchLoad.reason }),
-};
-const BACKENDS = (["native", "libtorch", "wasm", "cpu"] as BackendName[]).map((backend) => ({ backend, skip: MISSING[backend] }));
+const ADDONS = { native: loadNativeAddon(), libtorch: loadLibtorchAddon(nativeThreads()) };
 
-describe.each(BACKENDS)("MADPO parity with PyTorch on $backend", ({ backend, skip }) => {
-  if (skip !== undefined) {
-    it.skip(`skipped: ${skip}`, () => undefined);
-    return;
-  }
+describeEachBackend("MADPO parity with PyTorch on $backend", ADDONS, (backend) => {
   let models: CausalLM[];
   beforeAll(async () => {
     await useBackend(backend);

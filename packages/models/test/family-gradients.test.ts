@@ -6,8 +6,9 @@
 // parity test checks its implementation against the same kind of fixture for llama and qwen2.
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadLibtorchAddon, loadNativeAddon, nativeThreads, readSafetensors, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { loadLibtorchAddon, loadNativeAddon, nativeThreads, readSafetensors, tf, useBackend } from "@pbrl/core-tensor";
+import { describeEachBackend, expectCloseToReference } from "@pbrl/test-fixtures";
 import { buildScoringBatch, completionLogProbs, loadPretrained, type CausalLM } from "../src/index.js";
 import { FIXTURES } from "./reference.js";
 
@@ -36,19 +37,9 @@ function madpoLoss(delta: tf.Tensor1D, others: Float32Array): tf.Scalar {
   return tf.mean(tf.softplus(tf.neg(tf.mul(tf.add(delta, tf.tensor1d(others)), ref.beta)))) as tf.Scalar;
 }
 
-const nativeLoad = loadNativeAddon();
-const libtorchLoad = loadLibtorchAddon(nativeThreads());
-const MISSING: Partial<Record<BackendName, string>> = {
-  ...(nativeLoad.ok || process.env["PBRL_REQUIRE_NATIVE"] === "1" ? {} : { native: nativeLoad.reason }),
-  ...(libtorchLoad.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? {} : { libtorch: libtorchLoad.reason }),
-};
-const BACKENDS = (["native", "libtorch", "wasm", "cpu"] as BackendName[]).map((backend) => ({ backend, skip: MISSING[backend] }));
+const ADDONS = { native: loadNativeAddon(), libtorch: loadLibtorchAddon(nativeThreads()) };
 
-describe.each(BACKENDS)("MADPO through gemma3_text and phi3 against PyTorch on $backend", ({ backend, skip }) => {
-  if (skip !== undefined) {
-    it.skip(`skipped: ${skip}`, () => undefined);
-    return;
-  }
+describeEachBackend("MADPO through gemma3_text and phi3 against PyTorch on $backend", ADDONS, (backend) => {
   let models: CausalLM[];
   beforeAll(async () => {
     await useBackend(backend);
@@ -67,14 +58,7 @@ describe.each(BACKENDS)("MADPO through gemma3_text and phi3 against PyTorch on $
       expect(Math.abs(value.dataSync()[0]! - ref.agent_losses[a]!)).toBeLessThanOrEqual(1e-5);
       const named = model.gradsByWeightName(grads);
       const want = await readSafetensors(path.join(FIX, `grads_agent${a}.safetensors`));
-      expect([...named.keys()].sort()).toEqual([...want.tensors.keys()].sort());
-      let worst = 0;
-      for (const [name, g] of named) {
-        const got = g.dataSync();
-        const exp = want.tensors.get(name)!.tensor.data;
-        for (let k = 0; k < exp.length; k++) worst = Math.max(worst, Math.abs(got[k]! - exp[k]!));
-      }
-      expect(worst, `${ref.agents[a]} largest gradient difference`).toBeLessThanOrEqual(1e-4);
+      expectCloseToReference(named, want.tensors, 1e-4, { label: `${ref.agents[a]} largest gradient difference` });
       tf.dispose([value, ...named.values()]);
     }
   });

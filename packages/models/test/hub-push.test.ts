@@ -6,24 +6,13 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HubPushError, modelCard, pushToHub, type HubProgress } from "../src/index.js";
-import { startHubDouble, type HubDouble } from "@pbrl/test-fixtures";
+import { useHubDouble } from "@pbrl/test-fixtures";
 import { FIXTURES } from "./reference.js";
 
 const TOKEN = "hf_models_push_77";
-let hub: HubDouble;
-const saved = { ...process.env };
-beforeAll(async () => {
-  hub = await startHubDouble();
-  hub.token = TOKEN;
-});
-afterAll(() => hub.close());
-afterEach(() => {
-  process.env = { ...saved };
-  hub.requests.length = 0;
-  hub.failOnce.clear();
-});
+const hub = useHubDouble(TOKEN);
 
 function runFolder(): string {
   const root = mkdtempSync(path.join(tmpdir(), "pbrl-pushlib-"));

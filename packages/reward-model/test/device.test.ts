@@ -6,7 +6,7 @@
 import { mkdtemp, rm as remove } from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   deviceOf,
   DeviceUnavailableError,
@@ -18,20 +18,13 @@ import {
   useBackend,
 } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
+import { setUpDeviceTests } from "@pbrl/test-fixtures";
 import { JointRewardModel } from "../src/index.js";
 import { MARKER, markerPairs, TINY_LLAMA } from "./helpers.js";
 
 const load = loadLibtorchAddon(nativeThreads());
-const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
-const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu")
-  .split(",")
-  .map((d) => d.trim())
-  .filter((d) => d !== "");
-const DEVICES = [...new Set(listed.length > 0 ? listed : ["cpu"])];
-
-afterEach(async () => {
-  await useBackend(parseBackendName(process.env["PBRL_BACKEND"] ?? "wasm"));
-});
+const { missing, devices } = setUpDeviceTests(load, (backend) => useBackend(parseBackendName(backend)));
+const DEVICES = [...new Set(devices)];
 
 /** Every device the reward model's weights are on. */
 const placed = (rm: JointRewardModel) => [...new Set([...rm.backbone.params.values(), ...rm.head.params.values()].map((v) => deviceOf(v)))];

@@ -2,8 +2,9 @@
 // tiny-llama backbone, the same head weights, the same pairs.
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadLibtorchAddon, loadNativeAddon, nativeThreads, readSafetensors, tf, useBackend, type BackendName } from "@pbrl/core-tensor";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { loadLibtorchAddon, loadNativeAddon, nativeThreads, readSafetensors, tf, useBackend } from "@pbrl/core-tensor";
+import { describeEachBackend, expectCloseToReference, maxAbsDifference } from "@pbrl/test-fixtures";
 import type { PairRecord } from "@pbrl/preference-data";
 import { JointRewardModel, jointText, padRows } from "../src/index.js";
 import { FIXTURES, TINY_LLAMA } from "./helpers.js";
@@ -22,27 +23,12 @@ interface Ref {
 }
 const ref = JSON.parse(readFileSync(path.join(FIXTURES, "reward_model_reference.json"), "utf8")) as Ref;
 const pairs: PairRecord[] = ref.pairs.map((p) => ({ ...p, winner_reward: 1, loser_reward: 0, candidate_reward_mean: 0.5 }));
-const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  let worst = 0;
-  for (let i = 0; i < b.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
-  return worst;
-};
 
 // native and libtorch need the addons the install step builds; without one its cases skip, saying
 // why, unless PBRL_REQUIRE_NATIVE=1 / PBRL_REQUIRE_LIBTORCH=1 (CI where they build) makes them fail.
-const nativeLoad = loadNativeAddon();
-const libtorchLoad = loadLibtorchAddon(nativeThreads());
-const MISSING: Partial<Record<BackendName, string>> = {
-  ...(nativeLoad.ok || process.env["PBRL_REQUIRE_NATIVE"] === "1" ? {} : { native: nativeLoad.reason }),
-  ...(libtorchLoad.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? {} : { libtorch: libtorchLoad.reason }),
-};
-const BACKENDS = (["native", "libtorch", "wasm", "cpu"] as BackendName[]).map((backend) => ({ backend, skip: MISSING[backend] }));
+const ADDONS = { native: loadNativeAddon(), libtorch: loadLibtorchAddon(nativeThreads()) };
 
-describe.each(BACKENDS)("joint reward model parity with PyTorch on $backend", ({ backend, skip }) => {
-  if (skip !== undefined) {
-    it.skip(`skipped: ${skip}`, () => undefined);
-    return;
-  }
+describeEachBackend("joint reward model parity with PyTorch on $backend", ADDONS, (backend) => {
   let rm: JointRewardModel;
   beforeAll(async () => {
     await useBackend(backend);
@@ -71,8 +57,8 @@ describe.each(BACKENDS)("joint reward model parity with PyTorch on $backend", ({
     ];
     const batched = rm.scores(inputs, { batchSize: inputs.length });
     const single = rm.scores(inputs, { batchSize: 1 });
-    const d1 = maxAbs(batched, ref.scores);
-    const d2 = maxAbs(single, ref.single_scores);
+    const d1 = maxAbsDifference(batched, ref.scores);
+    const d2 = maxAbsDifference(single, ref.single_scores);
     console.log(`[${backend}] score max |diff| batched ${d1.toExponential(2)}, single ${d2.toExponential(2)}`);
     expect(d1).toBeLessThanOrEqual(1e-4);
     expect(d2).toBeLessThanOrEqual(1e-4);
@@ -102,14 +88,7 @@ describe.each(BACKENDS)("joint reward model parity with PyTorch on $backend", ({
     const worst: Record<string, number> = {};
     for (const file of ["reward_grads_backbone.safetensors", "reward_grads_head.safetensors"]) {
       const want = await readSafetensors(path.join(FIXTURES, file));
-      let w = 0;
-      for (const [name, t] of want.tensors) {
-        const g = named.get(name);
-        expect(g, name).toBeDefined();
-        w = Math.max(w, maxAbs(g!.dataSync(), t.tensor.data));
-      }
-      worst[file] = w;
-      expect(w).toBeLessThanOrEqual(1e-4);
+      worst[file] = expectCloseToReference(named, want.tensors, 1e-4, { label: file, subset: true });
     }
     expect(named.size).toBe(rm.backbone.params.size + 2);
     console.log(

@@ -3,7 +3,7 @@
 // place is an error where the model is made, never ignored; on libtorch the models are on the
 // device named. PBRL_TEST_DEVICES (comma-separated, default "cpu") names the devices the libtorch
 // tests place on; scripts/gpu/check.sh passes CUDA devices.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   deviceOf,
   DeviceUnavailableError,
@@ -16,20 +16,12 @@ import {
   type tf,
 } from "@pbrl/core-tensor";
 import { loadPretrained, type CausalLM } from "@pbrl/models";
+import { setUpDeviceTests } from "@pbrl/test-fixtures";
 import { ActorValueHead, Critic, criticDevices, CriticSourceError, frozenReference, resolveCriticSources } from "../src/index.js";
 import { TINY_LLAMA } from "./helpers.js";
 
 const load = loadLibtorchAddon(nativeThreads());
-const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
-const listed = (process.env["PBRL_TEST_DEVICES"] ?? "cpu")
-  .split(",")
-  .map((d) => d.trim())
-  .filter((d) => d !== "");
-const DEVICES = [listed[0] ?? "cpu", listed[1] ?? listed[0] ?? "cpu"];
-
-afterEach(async () => {
-  await useBackend(parseBackendName(process.env["PBRL_BACKEND"] ?? "wasm"));
-});
+const { missing, agentDevices: DEVICES } = setUpDeviceTests(load, (backend) => useBackend(parseBackendName(backend)));
 
 const onlyDevice = (vars: Iterable<tf.Variable>) => [...new Set([...vars].map((v) => deviceOf(v)))];
 const ids = ["m", "m"];

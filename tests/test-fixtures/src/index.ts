@@ -2,7 +2,8 @@
  * The fixtures every package's tests share, imported as "@pbrl/test-fixtures" (tests resolve the
  * workspace's TypeScript sources): tiny Hugging Face checkpoints of each model family with
  * transformers' reference outputs, written by scripts/reference/make_model_fixtures.py into
- * `models/`, and a loopback double of the Hugging Face Hub.
+ * `models/`, and a loopback double of the Hugging Face Hub; and the test set-up and comparisons those tests share
+ * (vitest's hooks and expect: import this from test files only).
  */
 import * as path from "node:path";
 
@@ -12,3 +13,6 @@ export const MODEL_FIXTURES = path.join(import.meta.dirname, "..", "models");
 export const TINY_LLAMA = path.join(MODEL_FIXTURES, "tiny-llama");
 
 export { addRepo, newCommit, startHubDouble, type HubDouble, type HubRepo, type RecordedRequest } from "./hub-server.js";
+export { useHubDouble } from "./hub-hooks.js";
+export { addonSkipReason, describeEachBackend, setUpDeviceTests, type AddonLoad, type DeviceTests, type TestBackend } from "./backends.js";
+export { expectCloseToReference, maxAbsDifference, type HasData, type ReferenceTensor } from "./compare.js";
