@@ -3,7 +3,7 @@
 // float32 value is exactly a bfloat16 one when its low 16 bits are zero.
 import { afterEach, describe, expect, it } from "vitest";
 import { AdamW, loadLibtorchAddon, nativeThreads, setComputePrecision, tf, useBackend } from "../src/index.js";
-import { logSoftmaxSelect, logSoftmaxSelectGrad } from "../src/fused-ops.js";
+import { logSoftmaxSelect, logSoftmaxSelectGrad, swiglu } from "../src/fused-ops.js";
 
 const load = loadLibtorchAddon(nativeThreads());
 const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
@@ -131,6 +131,30 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
     const exact = tf.matMul(round(a), round(b), true, false).dataSync() as Float32Array;
     for (let i = 0; i < exact.length; i += 37) expect(Math.abs(blocks[i]! - exact[i]!)).toBeLessThanOrEqual(Math.abs(exact[i]!) / 128 + 1e-6);
     tf.dispose([a, b]);
+  });
+
+  it("SwiGLU's gradient of bfloat16 projections: bfloat16, each value the float32 one rounded once", async () => {
+    await useBackend("libtorch");
+    setComputePrecision("bf16");
+    const wg = tf.variable(tf.randomNormal([3000, 32], 0, 1, "float32", 8));
+    const wu = tf.variable(tf.randomNormal([3000, 32], 0, 1, "float32", 11));
+    const x = tf.randomNormal([8, 32], 0, 1, "float32", 9);
+    const dyOf = tf.variable(tf.randomNormal([3000, 32], 0, 1, "float32", 10));
+    // gate, up and dy as a bf16 step has them: outputs of products with a weight.
+    const [gate, up] = [tf.matMul(x, wg, false, true), tf.matMul(x, wu, false, true)];
+    const dy = tf.matMul(x, dyOf, false, true);
+    const grads = (g: tf.Tensor, u: tf.Tensor, d: tf.Tensor): Float32Array[] =>
+      tf
+        .grads((a: tf.Tensor, b: tf.Tensor) => swiglu(a, b))([g, u], d)
+        .map((t) => t.dataSync() as Float32Array);
+    const half = grads(gate, up, dy);
+    // The same values widened to float32 tensors (an elementwise op widens): the float32 loop.
+    const full = grads(tf.mul(gate, 1), tf.mul(up, 1), tf.mul(dy, 1));
+    for (const [h, f] of half.map((v, i) => [v, full[i]!] as const)) {
+      expect(bf16Exact(h)).toBe(h.length);
+      for (let i = 0; i < f.length; i++) expect(Math.abs(h[i]! - f[i]!)).toBeLessThanOrEqual(Math.abs(f[i]!) / 256 + 1e-30);
+    }
+    tf.dispose([wg, wu, x, dyOf]);
   });
 
   it("float32 keeps every result in float32", async () => {

@@ -3,6 +3,7 @@
 // backend's kernels (native/src/layers.cc, logsoftmax.cc, adamw.cc) and torch's own (RMSNorm, SiLU, AdamW).
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common.h"
@@ -17,6 +18,14 @@
 
 namespace pbrl {
 namespace {
+
+PBRL_CLONES void Widen(const c10::BFloat16* __restrict x, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = static_cast<float>(x[i]);
+}
+
+PBRL_CLONES void Narrow(const float* __restrict x, c10::BFloat16* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = c10::BFloat16(x[i]);
+}
 
 // rmsnorm(x [rows, cols], w [cols], eps) → [y, rstd [rows]]: y = w ⊙ x · rstd, rstd = 1/√(mean(x²) + eps).
 napi_value RmsNorm(const Args& a) {
@@ -44,10 +53,64 @@ napi_value Swiglu(const Args& a) {
   return Ref(a.env(), at::mul(at::silu(t[0]), t[1]));
 }
 
-// swigluGrad(gate, up, dy) → [dgate, dup]
+// dgate and dup of swiglu over a contiguous run, in float32: s = σ(g), du = dy·g·s,
+// dg = dy·u·s·(1 + g·(1 − s)).
+PBRL_CLONES void SwigluGradLoop(const float* __restrict g, const float* __restrict u, const float* __restrict dy, float* __restrict dg,
+                                float* __restrict du, int64_t n) {
+  for (int64_t i = 0; i < n; i++) dg[i] = pbrl_exp::ExpF(-g[i]);
+  for (int64_t i = 0; i < n; i++) {
+    const float s = 1.f / (1.f + dg[i]);
+    du[i] = dy[i] * g[i] * s;
+    dg[i] = dy[i] * u[i] * s * (1.f + g[i] * (1.f - s));
+  }
+}
+
+// Elements [lo, lo + n) of a contiguous float32 or bfloat16 tensor as float32: in place, or widened into buf.
+const float* RunOf(const at::Tensor& x, int64_t lo, int64_t n, float* buf) {
+  if (x.scalar_type() == at::kFloat) return x.data_ptr<float>() + lo;
+  Widen(x.data_ptr<c10::BFloat16>() + lo, buf, n);
+  return buf;
+}
+
+// Writes a float32 run into a float32 or bfloat16 tensor at lo (a float32 run already in place is left).
+void StoreRun(const float* run, const at::Tensor& out, int64_t lo, int64_t n) {
+  if (out.scalar_type() == at::kFloat) {
+    float* o = out.data_ptr<float>() + lo;
+    if (o != run) std::copy(run, run + n, o);
+  } else {
+    Narrow(run, out.data_ptr<c10::BFloat16>() + lo, n);
+  }
+}
+
+bool CpuFloatOrHalf(const at::Tensor& t) {
+  return t.device().is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
+}
+
+// swigluGrad(gate, up, dy) → [dgate, dup]. On the CPU one pass in float32 over blocks of the
+// three inputs (bfloat16 ones, a bf16 step's projections, widened block by block), written in the
+// dtype ATen's op sequence gives (bfloat16 when every input is); elsewhere that sequence.
 napi_value SwigluGrad(const Args& a) {
   const std::vector<at::Tensor> t = a.Ts({0, 1, 2});
   const at::Tensor &g = t[0], &u = t[1], &dy = t[2];
+  if (CpuFloatOrHalf(g) && CpuFloatOrHalf(u) && CpuFloatOrHalf(dy) && g.sizes() == u.sizes() && g.sizes() == dy.sizes()) {
+    const bool half = g.scalar_type() == at::kBFloat16 && u.scalar_type() == at::kBFloat16 && dy.scalar_type() == at::kBFloat16;
+    const auto options = g.options().dtype(half ? at::kBFloat16 : at::kFloat);
+    const at::Tensor dg = at::empty(g.sizes(), options);
+    const at::Tensor du = at::empty(g.sizes(), options);
+    constexpr int64_t kBlock = 2048;
+    at::parallel_for(0, g.numel(), 8 * kBlock, [&](int64_t lo, int64_t hi) {
+      float gb[kBlock], ub[kBlock], dyb[kBlock], dgb[kBlock], dub[kBlock];
+      for (int64_t b = lo; b < hi; b += kBlock) {
+        const int64_t n = std::min(kBlock, hi - b);
+        float* dgo = half ? dgb : dg.data_ptr<float>() + b;
+        float* duo = half ? dub : du.data_ptr<float>() + b;
+        SwigluGradLoop(RunOf(g, b, n, gb), RunOf(u, b, n, ub), RunOf(dy, b, n, dyb), dgo, duo, n);
+        StoreRun(dgo, dg, b, n);
+        StoreRun(duo, du, b, n);
+      }
+    });
+    return Refs(a.env(), {dg, du});
+  }
   const at::Tensor s = at::sigmoid(g);
   const at::Tensor du = at::mul(dy, at::mul(g, s));
   const at::Tensor dg = at::mul(at::mul(dy, u), at::mul(s, at::add(at::mul(g, at::rsub(s, 1)), 1)));
@@ -76,14 +139,6 @@ bool CpuFloat(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type
 // The same for bf16's logits (a product's bfloat16 output, see Matmul): the loops widen a row at a
 // time into a float32 buffer that stays in cache, instead of a float32 copy of all the logits.
 bool CpuBf16(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type() == at::kBFloat16 && x.is_contiguous(); }
-
-PBRL_CLONES void Widen(const c10::BFloat16* __restrict x, float* __restrict y, int64_t n) {
-  for (int64_t i = 0; i < n; i++) y[i] = static_cast<float>(x[i]);
-}
-
-PBRL_CLONES void Narrow(const float* __restrict x, c10::BFloat16* __restrict y, int64_t n) {
-  for (int64_t i = 0; i < n; i++) y[i] = c10::BFloat16(x[i]);
-}
 
 // Row r of a [rows, cols] float32 or bfloat16 matrix as float32: in place, or widened into buf.
 const float* RowOf(const at::Tensor& x, int64_t r, std::vector<float>& buf) {
