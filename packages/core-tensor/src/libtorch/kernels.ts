@@ -100,9 +100,18 @@ function nonEmpty(a: Args): TensorInfo[] {
   return (Object.values(a.inputs) as TensorInfo[]).filter((t) => tf.util.sizeFromShape(t.shape) > 0 || t.shape.length === 0);
 }
 
-/** The data ids of every tf.Variable: the tensors that persist across steps. */
-function variableDataIds(): Set<object> {
-  return new Set(Object.values(tf.engine().registeredVariables).map((v) => v.dataId));
+/** Which of `dataIds` are a tf.Variable's (the tensors that persist across steps). A scan, not a
+ * cached set: a variable's data id changes with every assign (each optimizer step), and building a
+ * set of every variable's per product cost a 135M model's step tens of milliseconds. */
+function areVariables(dataIds: [object, object]): [boolean, boolean] {
+  const found: [boolean, boolean] = [false, false];
+  const variables = tf.engine().registeredVariables;
+  for (const name in variables) {
+    const d = variables[name]!.dataId;
+    if (d === dataIds[0]) found[0] = true;
+    if (d === dataIds[1]) found[1] = true;
+  }
+  return found;
 }
 
 const matMul: Kernel = (a) => {
@@ -112,8 +121,7 @@ const matMul: Kernel = (a) => {
   const opt = (t: TensorInfo | undefined): number | null => (t === undefined ? null : id(a, t));
   // In bf16 a product with a weight operand returns a bfloat16 activation (as torch.autocast's
   // linear layers do); one without (a weight's gradient) returns float32.
-  const weights = backend.addon.bf16() ? variableDataIds() : undefined;
-  const isWeight = (t: TensorInfo): boolean => weights?.has(t.dataId) === true;
+  const [weightA, weightB] = backend.addon.bf16() ? areVariables([inputs["a"]!.dataId, inputs["b"]!.dataId]) : [false, false];
   return backend.out(
     backend.addon.matmul(
       id(a, inputs["a"]!),
@@ -124,8 +132,8 @@ const matMul: Kernel = (a) => {
       activation,
       Number(attrs["leakyreluAlpha"] ?? 0),
       opt(prelu),
-      isWeight(inputs["a"]!),
-      isWeight(inputs["b"]!),
+      weightA,
+      weightB,
     ),
   );
 };
