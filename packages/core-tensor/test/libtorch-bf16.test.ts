@@ -3,7 +3,7 @@
 // float32 value is exactly a bfloat16 one when its low 16 bits are zero.
 import { afterEach, describe, expect, it } from "vitest";
 import { AdamW, loadLibtorchAddon, nativeThreads, setComputePrecision, tf, useBackend } from "../src/index.js";
-import { logSoftmaxSelect, logSoftmaxSelectGrad, swiglu } from "../src/fused-ops.js";
+import { logSoftmaxSelect, logSoftmaxSelectGrad, rotary, swiglu } from "../src/fused-ops.js";
 
 const load = loadLibtorchAddon(nativeThreads());
 const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
@@ -155,6 +155,29 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
       for (let i = 0; i < f.length; i++) expect(Math.abs(h[i]! - f[i]!)).toBeLessThanOrEqual(Math.abs(f[i]!) / 256 + 1e-30);
     }
     tf.dispose([wg, wu, x, dyOf]);
+  });
+
+  it("rotary embedding of a bfloat16 projection (heads transposed, as the models do), and its gradient: bfloat16, rounded once", async () => {
+    await useBackend("libtorch");
+    setComputePrecision("bf16");
+    const [b, t, h, d] = [2, 5, 3, 8];
+    const w = tf.variable(tf.randomNormal([h * d, 16], 0, 1, "float32", 12));
+    const x = tf.randomNormal([b * t, 16], 0, 1, "float32", 13);
+    const cos = tf.cos(tf.randomUniform([b, 1, t, d], 0, 6, "float32", 14)) as tf.Tensor4D;
+    const sin = tf.sin(tf.randomUniform([b, 1, t, d], 0, 6, "float32", 14)) as tf.Tensor4D;
+    const dy = tf.randomNormal([b, h, t, d], 0, 1, "float32", 15);
+    const heads = (q: tf.Tensor): tf.Tensor4D => tf.transpose(tf.reshape(q, [b, t, h, d]), [0, 2, 1, 3]);
+    const run = (q: tf.Tensor): Float32Array[] => {
+      const { value, grads } = tf.valueAndGrads((a: tf.Tensor) => rotary(heads(a), cos, sin))([q], dy);
+      return [value.dataSync() as Float32Array, grads[0]!.dataSync() as Float32Array];
+    };
+    const q = tf.matMul(x, w, false, true); // a bfloat16 activation
+    const [y, dq] = run(q);
+    const [yFull, dqFull] = run(tf.mul(q, 1)); // the same values as float32
+    expect(bf16Exact(y!)).toBe(y!.length);
+    for (let i = 0; i < y!.length; i++) expect(Math.abs(y![i]! - yFull![i]!)).toBeLessThanOrEqual(Math.abs(yFull![i]!) / 256 + 1e-30);
+    for (let i = 0; i < dq!.length; i++) expect(Math.abs(dq![i]! - dqFull![i]!)).toBeLessThanOrEqual(Math.abs(dqFull![i]!) / 64 + 1e-6);
+    tf.dispose([w, x, cos, sin, dy, q]);
   });
 
   it("float32 keeps every result in float32", async () => {

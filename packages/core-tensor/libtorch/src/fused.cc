@@ -150,8 +150,49 @@ napi_value SwigluGrad(const Args& a) {
 
 // rope(x [b, h, t, d], cos, sin [b, 1, t, d], backward): x·cos + rot(x)·sin with rot(x1, x2) =
 // (−x2, x1); backward applies the transpose, dy·cos + rotᵀ(dy·sin) with rotᵀ(z1, z2) = (z2, −z1).
+// One head vector of d = 2·half values in float32: forward y = x·cos + rot(x)·sin, backward its
+// transpose dx[k] = dy[k]·cos[k] + dy[k+half]·sin[k+half], dx[k+half] = dy[k+half]·cos[k+half] − dy[k]·sin[k].
+PBRL_CLONES void RopeVector(const float* __restrict x, const float* __restrict c, const float* __restrict s, float* __restrict y, int64_t half,
+                            bool backward) {
+  for (int64_t k = 0; k < half; k++) {
+    const float a = x[k], b = x[k + half];
+    y[k] = backward ? a * c[k] + b * s[k + half] : a * c[k] - b * s[k];
+    y[k + half] = backward ? b * c[k + half] - a * s[k] : b * c[k + half] + a * s[k + half];
+  }
+}
+
+// Rope on the CPU for x [b, h, t, d] (float32 or bfloat16, each head vector contiguous) and float32
+// tables [b, 1, t, d]: one pass over the head vectors, in float32, written in x's dtype (rounded
+// once, where ATen's op sequence rounds each product and the sum); undefined when it does not apply.
+at::Tensor CpuRope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, bool backward) {
+  const auto isTable = [&](const at::Tensor& c) {
+    return c.device().is_cpu() && c.scalar_type() == at::kFloat && c.is_contiguous() && c.dim() == 4 && c.size(0) == x.size(0) && c.size(1) == 1 &&
+           c.size(2) == x.size(2) && c.size(3) == x.size(3);
+  };
+  const bool dtypeOk = x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16;
+  if (!x.device().is_cpu() || !dtypeOk || x.dim() != 4 || x.size(3) % 2 != 0 || x.stride(3) != 1 || !isTable(cos) || !isTable(sin)) return at::Tensor();
+  const int64_t B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3);
+  const at::Tensor y = at::empty({B, H, T, D}, x.options());
+  const bool half = x.scalar_type() == at::kBFloat16;
+  at::parallel_for(0, B * H * T, std::max<int64_t>(1, 16384 / std::max<int64_t>(D, 1)), [&](int64_t lo, int64_t hi) {
+    std::vector<float> in(D), out(D);
+    for (int64_t r = lo; r < hi; r++) {
+      const int64_t b = r / (H * T), h = (r / T) % H, t = r % T;
+      const int64_t from = b * x.stride(0) + h * x.stride(1) + t * x.stride(2), pos = (b * T + t) * D;
+      const float* xv = half ? in.data() : x.data_ptr<float>() + from;
+      if (half) Widen(x.data_ptr<c10::BFloat16>() + from, in.data(), D);
+      float* yv = half ? out.data() : y.data_ptr<float>() + r * D;
+      RopeVector(xv, cos.data_ptr<float>() + pos, sin.data_ptr<float>() + pos, yv, D / 2, backward);
+      if (half) Narrow(out.data(), y.data_ptr<c10::BFloat16>() + r * D, D);
+    }
+  });
+  return y;
+}
+
 napi_value Rope(const Args& a) {
   const std::vector<at::Tensor> t = a.Ts({0, 1, 2});
+  const at::Tensor fused = CpuRope(t[0], t[1], t[2], a.Bool(3));
+  if (fused.defined()) return Ref(a.env(), fused);
   // In x's precision: a bf16 projection's output is rotated in bfloat16, as under torch.autocast.
   const at::Tensor &x = t[0], cos = t[1].to(x.scalar_type()), sin = t[2].to(x.scalar_type());
   const int64_t half = x.size(-1) / 2;
