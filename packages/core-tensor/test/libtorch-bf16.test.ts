@@ -165,7 +165,7 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
     const x = tf.randomNormal([b * t, 16], 0, 1, "float32", 13);
     const cos = tf.cos(tf.randomUniform([b, 1, t, d], 0, 6, "float32", 14)) as tf.Tensor4D;
     const sin = tf.sin(tf.randomUniform([b, 1, t, d], 0, 6, "float32", 14)) as tf.Tensor4D;
-    const dy = tf.randomNormal([b, h, t, d], 0, 1, "float32", 15);
+    const dy = tf.randomNormal([b, h, t, d], 0, 1, "float32", 15) as tf.Tensor4D;
     const heads = (q: tf.Tensor): tf.Tensor4D => tf.transpose(tf.reshape(q, [b, t, h, d]), [0, 2, 1, 3]);
     const run = (q: tf.Tensor): Float32Array[] => {
       const { value, grads } = tf.valueAndGrads((a: tf.Tensor) => rotary(heads(a), cos, sin))([q], dy);
