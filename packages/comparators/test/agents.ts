@@ -53,3 +53,17 @@ export class ShortTaggedAdapter implements CentralizedAdapter {
     return this.tagged.parseCompletion(completion, item, numAgents);
   }
 }
+
+/**
+ * A device other than the agents' ("cpu") for the tests of copies made when the devices differ: on
+ * a one-device backend any name (a copy stays where its agent is); on libtorch a real second
+ * device from PBRL_TEST_DEVICES (scripts/gpu/check.sh lists CUDA ones), else undefined and those
+ * tests are skipped (there is no second device to copy to).
+ */
+export const OTHER_DEVICE: string | undefined =
+  process.env["PBRL_BACKEND"] === "libtorch"
+    ? (process.env["PBRL_TEST_DEVICES"] ?? "")
+        .split(",")
+        .map((d) => d.trim())
+        .find((d) => d !== "" && d !== "cpu")
+    : "copy-device";
