@@ -84,6 +84,7 @@ const r = buildAddon({
     "src/exp.h": path.join(nativeSrc, "exp.h"),
     "src/blas.h": path.join(nativeSrc, "blas.h"),
     "src/few_rows.h": path.join(nativeSrc, "few_rows.h"),
+    "src/rmsnorm_grad.h": path.join(nativeSrc, "rmsnorm_grad.h"),
   },
   probe: `(i => "libtorch " + i.torchVersion + (i.cuda ? " (CUDA)" : " (CPU)"))(a.init(1))`,
   env: { PBRL_LIBTORCH_DIR: dir, PBRL_LIBTORCH_CUDA: cuda ? "1" : "0", PBRL_LIBTORCH_OPENBLAS: openblas ? "1" : "0", PBRL_LIBTORCH_OPENMP: openmp },

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "exp.h"
+#include "rmsnorm_grad.h"
 
 // Hot loops get AVX-512 and AVX2 clones next to the baseline one; the loader picks what the CPU runs.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -35,22 +36,10 @@ napi_value RmsNorm(const Args& a) {
   return Refs(a.env(), {at::mul(t[1], at::mul(x, rstd)), rstd.squeeze(-1)});
 }
 
-// Rows [lo, hi) of RMSNorm's gradient in float32: dx = r·dy⊙w − x·r³·(dy⊙w·x)/cols, and
-// Σ_rows dy⊙x·r added into dw.
-PBRL_CLONES void RmsNormGradRows(const float* __restrict x, const float* __restrict w, const float* __restrict rstd, const float* __restrict dy,
-                                 float* __restrict dx, float* __restrict dw, int64_t lo, int64_t hi, int64_t cols) {
-  for (int64_t i = lo; i < hi; i++) {
-    const float *xr = x + i * cols, *dyr = dy + i * cols;
-    float* dxr = dx + i * cols;
-    const float r = rstd[i];
-    float dot = 0.f;
-    for (int64_t j = 0; j < cols; j++) dot += dyr[j] * w[j] * xr[j];
-    const float c = r * r * r * dot / static_cast<float>(cols);
-    for (int64_t j = 0; j < cols; j++) {
-      dxr[j] = r * dyr[j] * w[j] - xr[j] * c;
-      dw[j] += dyr[j] * xr[j] * r;
-    }
-  }
+// RMSNorm's gradient over rows (native/src/rmsnorm_grad.h), compiled into each clone.
+PBRL_CLONES void RmsNormGradRows(const float* x, const float* w, const float* rstd, const float* dy, float* dx, float* dw, int64_t lo, int64_t hi,
+                                 int64_t cols) {
+  pbrl_rmsnorm_grad::Rows(x, w, rstd, dy, dx, dw, lo, hi, cols);
 }
 
 // rmsnormGrad(x, w, rstd, dy) → [dx, dw]. On the CPU one pass over the rows (each thread sums its

@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "loops.h"
+#include "rmsnorm_grad.h"
 
 namespace pbrl_native {
 
@@ -50,20 +51,7 @@ static napi_value RmsNormGrad(napi_env env, napi_callback_info info) {
   std::vector<float> partial(static_cast<size_t>(parts) * cols, 0.f);
   g_pool->ParallelFor(parts, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; p++) {
-      float* acc = partial.data() + p * cols;
-      for (int64_t i = rows * p / parts; i < rows * (p + 1) / parts; i++) {
-        const float* xr = x + i * cols;
-        const float* dyr = dy + i * cols;
-        float* dxr = dx + i * cols;
-        const float r = rstd[i];
-        float dot = 0.f;
-        for (int64_t j = 0; j < cols; j++) dot += dyr[j] * w[j] * xr[j];
-        const float c = r * r * r * dot / static_cast<float>(cols);
-        for (int64_t j = 0; j < cols; j++) {
-          dxr[j] = r * dyr[j] * w[j] - xr[j] * c;
-          acc[j] += dyr[j] * xr[j] * r;
-        }
-      }
+      pbrl_rmsnorm_grad::Rows(x, w, rstd, dy, dx, partial.data() + p * cols, rows * p / parts, rows * (p + 1) / parts, cols);
     }
   });
   AddParts(partial, parts, cols, dw);
