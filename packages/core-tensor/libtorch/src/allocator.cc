@@ -4,13 +4,16 @@
 // on free, so every training step touches its largest tensors' pages anew — the logits, their
 // gradient, the embedding's gradients, each a hundred megabytes for a 135M model — and the kernel
 // zero-fills them page by page. Like PyTorch's CUDA allocator, this one keeps such blocks when they
-// are freed and serves the next requests from them (see Take: whole, split, or grown by mremap),
-// on transparent huge pages where the kernel allows (fewer page faults and TLB misses). A step's
-// tensors recur with the same sizes, so after the first steps their pages are reused rather than
-// mapped again. Smaller blocks stay with glibc, whose heap already reuses them. Measured on a
+// are freed and serves the next requests from them (see Take: whole, split, or grown by mremap). A
+// step's tensors recur with the same sizes, so after the first steps their pages are reused rather
+// than mapped again. Smaller blocks stay with glibc, whose heap already reuses them. Measured on a
 // SmolLM2-135M bf16 step at 4 × 128 (2-core Zen 5): the blocks first touched per step fell from
 // about 420 MB (when a miss gave the whole cache back) to 48 MB, and the step's system time from
 // 0.25–0.4 s to 0.02–0.2 s, at the same peak RSS (3.45 GB).
+// The blocks do not ask for transparent huge pages (MADV_HUGEPAGE): where the kernel's THP defrag
+// setting is `madvise` (Debian's default) each such fault waits for memory compaction — first
+// touching 113 MB took 748 ms instead of 49 ms, and the 135M bf16 warm-up step 3.7–3.9 s instead of
+// 1.4 s, the steps after it 1.0–1.25 s instead of 0.93–1.05 s (same VM).
 // PBRL_LIBTORCH_CPU_CACHE_MB caps what the cache holds (default a quarter of the machine's memory,
 // at most 4096); 0 turns it off, and KeepHeapPages with it.
 #include <c10/core/CPUAllocator.h>
@@ -110,9 +113,6 @@ class CachingCpuAllocator final : public at::Allocator {
   void* Map(size_t size) {
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     TORCH_CHECK(p != MAP_FAILED, "pbrl's CPU allocator: cannot allocate ", size, " bytes (out of memory)");
-#ifdef MADV_HUGEPAGE
-    madvise(p, size, MADV_HUGEPAGE);
-#endif
     return p;
   }
 
