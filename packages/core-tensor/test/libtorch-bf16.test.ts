@@ -3,7 +3,7 @@
 // float32 value is exactly a bfloat16 one when its low 16 bits are zero.
 import { afterEach, describe, expect, it } from "vitest";
 import { AdamW, loadLibtorchAddon, nativeThreads, setComputePrecision, tf, useBackend } from "../src/index.js";
-import { logSoftmaxSelect, logSoftmaxSelectGrad, rotary, swiglu } from "../src/fused-ops.js";
+import { fusedAttention, logSoftmaxSelect, logSoftmaxSelectGrad, rotary, swiglu } from "../src/fused-ops.js";
 
 const load = loadLibtorchAddon(nativeThreads());
 const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
@@ -178,6 +178,45 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
     for (let i = 0; i < y!.length; i++) expect(Math.abs(y![i]! - yFull![i]!)).toBeLessThanOrEqual(Math.abs(yFull![i]!) / 256 + 1e-30);
     for (let i = 0; i < dq!.length; i++) expect(Math.abs(dq![i]! - dqFull![i]!)).toBeLessThanOrEqual(Math.abs(dqFull![i]!) / 64 + 1e-6);
     tf.dispose([w, x, cos, sin, dy, q]);
+  });
+
+  it("attention in bfloat16: within bfloat16 rounding of the float32 kernel on the same bf16-rounded inputs, padding included; the backward pass reuses the probabilities' copy", async () => {
+    await useBackend("libtorch");
+    setComputePrecision("bf16");
+    const addon = (load as { addon: { info(): { bf16Casts: number } } }).addon;
+    // Grouped heads, a cache, and row 1 padded past its first queries (they see no key: a uniform row).
+    const [b, h, kv, t, past, d] = [2, 4, 2, 40, 3, 16];
+    const s = past + t;
+    const mask = new Int32Array(b * s).fill(1);
+    for (let j = 0; j < 12; j++) mask[s + j] = 0;
+    const keyMask = tf.tensor2d(mask, [b, s], "int32");
+    const round = (t: tf.Tensor): tf.Tensor => tf.tensor(toBf16(t.dataSync() as Float32Array), t.shape);
+    const [q, k, v] = [
+      [b, h, t, d],
+      [b, kv, s, d],
+      [b, kv, s, d],
+    ].map((shape, i) => round(tf.mul(tf.randomNormal(shape, 0, 1, "float32", 20 + i), 1.5)));
+    const dy = round(tf.randomNormal([b, t, h, d], 0, 1, "float32", 23));
+    const run = (): Float32Array[] => {
+      const { value, grads } = tf.valueAndGrads((qi: tf.Tensor, ki: tf.Tensor, vi: tf.Tensor) =>
+        fusedAttention(qi as tf.Tensor4D, ki as tf.Tensor4D, vi as tf.Tensor4D, keyMask, 1 / Math.sqrt(d)),
+      )([q!, k!, v!], dy as tf.Tensor4D);
+      return [value, ...grads].map((x) => x.dataSync() as Float32Array);
+    };
+    const casts = addon.info().bf16Casts;
+    const half = run();
+    expect(addon.info().bf16Casts).toBe(casts); // the forward pass wrote the probabilities' bf16 copy
+    expect(bf16Exact(half[0]!)).toBe(half[0]!.length); // out is an activation for the output projection
+    setComputePrecision("float32");
+    const full = run();
+    for (const [x, ref] of half.map((values, i) => [values, full[i]!] as const)) {
+      const scale = ref.reduce((m, r) => Math.max(m, Math.abs(r)), 0);
+      // scores, probabilities and dp rounded to bf16 once each: errors of a few bf16 ulps of the largest value.
+      for (let i = 0; i < ref.length; i++) expect(Math.abs(x[i]! - ref[i]!)).toBeLessThanOrEqual(scale / 64);
+      const meanError = ref.reduce((sum, r, i) => sum + Math.abs(x[i]! - r), 0) / ref.length;
+      expect(meanError).toBeLessThanOrEqual(scale / 500);
+    }
+    tf.dispose([keyMask, q!, k!, v!, dy]);
   });
 
   it("float32 keeps every result in float32", async () => {

@@ -117,6 +117,24 @@ napi_value Call(napi_env env, napi_callback_info info, const char* name, Fn fn);
 // Defines exports[name] = a function that runs fn through Call.
 void Export(napi_env env, napi_value exports, const char* name, Fn fn);
 
+// Hot loops get AVX-512 and AVX2 clones next to the baseline one; the loader picks what the CPU runs.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PBRL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define PBRL_CLONES
+#endif
+
+// Float32 runs of float32 or bfloat16 CPU tensors, for pbrl's own loops (fused.cc, attention.cc),
+// which compute in float32 and round a bfloat16 result once.
+void Widen(const c10::BFloat16* x, float* y, int64_t n);
+void Narrow(const float* x, c10::BFloat16* y, int64_t n);
+// Elements [lo, lo + n) of a contiguous float32 or bfloat16 tensor as float32: in place, or widened into buf.
+const float* RunOf(const at::Tensor& x, int64_t lo, int64_t n, float* buf);
+// Writes a float32 run into a float32 or bfloat16 tensor at lo (a float32 run already in place is left).
+void StoreRun(const float* run, const at::Tensor& out, int64_t lo, int64_t n);
+// The largest of n floats (−inf when n = 0; a NaN may be skipped).
+float RowMax(const float* row, int64_t n);
+
 // The kernel families, each in its own file.
 void RegisterCore(napi_env env, napi_value exports);
 void RegisterElementwise(napi_env env, napi_value exports);

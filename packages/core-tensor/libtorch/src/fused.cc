@@ -10,15 +10,7 @@
 #include "exp.h"
 #include "rmsnorm_grad.h"
 
-// Hot loops get AVX-512 and AVX2 clones next to the baseline one; the loader picks what the CPU runs.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PBRL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define PBRL_CLONES
-#endif
-
 namespace pbrl {
-namespace {
 
 PBRL_CLONES void Widen(const c10::BFloat16* __restrict x, float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] = static_cast<float>(x[i]);
@@ -27,6 +19,37 @@ PBRL_CLONES void Widen(const c10::BFloat16* __restrict x, float* __restrict y, i
 PBRL_CLONES void Narrow(const float* __restrict x, c10::BFloat16* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] = c10::BFloat16(x[i]);
 }
+
+const float* RunOf(const at::Tensor& x, int64_t lo, int64_t n, float* buf) {
+  if (x.scalar_type() == at::kFloat) return x.data_ptr<float>() + lo;
+  Widen(x.data_ptr<c10::BFloat16>() + lo, buf, n);
+  return buf;
+}
+
+void StoreRun(const float* run, const at::Tensor& out, int64_t lo, int64_t n) {
+  if (out.scalar_type() == at::kFloat) {
+    float* o = out.data_ptr<float>() + lo;
+    if (o != run) std::copy(run, run + n, o);
+  } else {
+    Narrow(run, out.data_ptr<c10::BFloat16>() + lo, n);
+  }
+}
+
+// In 16 lanes: a running maximum per lane vectorises, one over the whole row does not (gcc keeps
+// it scalar, a compare and a move per element).
+PBRL_CLONES float RowMax(const float* __restrict row, int64_t n) {
+  float lanes[16];
+  std::fill(lanes, lanes + 16, -INFINITY);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 16; k++) lanes[k] = row[i + k] > lanes[k] ? row[i + k] : lanes[k];
+  float mx = -INFINITY;
+  for (; i < n; i++) mx = row[i] > mx ? row[i] : mx;
+  for (float v : lanes) mx = v > mx ? v : mx;
+  return mx;
+}
+
+namespace {
 
 // rmsnorm(x [rows, cols], w [cols], eps) → [y, rstd [rows]]: y = w ⊙ x · rstd, rstd = 1/√(mean(x²) + eps).
 napi_value RmsNorm(const Args& a) {
@@ -82,23 +105,6 @@ PBRL_CLONES void SwigluGradLoop(const float* __restrict g, const float* __restri
     const float s = 1.f / (1.f + dg[i]);
     du[i] = dy[i] * g[i] * s;
     dg[i] = dy[i] * u[i] * s * (1.f + g[i] * (1.f - s));
-  }
-}
-
-// Elements [lo, lo + n) of a contiguous float32 or bfloat16 tensor as float32: in place, or widened into buf.
-const float* RunOf(const at::Tensor& x, int64_t lo, int64_t n, float* buf) {
-  if (x.scalar_type() == at::kFloat) return x.data_ptr<float>() + lo;
-  Widen(x.data_ptr<c10::BFloat16>() + lo, buf, n);
-  return buf;
-}
-
-// Writes a float32 run into a float32 or bfloat16 tensor at lo (a float32 run already in place is left).
-void StoreRun(const float* run, const at::Tensor& out, int64_t lo, int64_t n) {
-  if (out.scalar_type() == at::kFloat) {
-    float* o = out.data_ptr<float>() + lo;
-    if (o != run) std::copy(run, run + n, o);
-  } else {
-    Narrow(run, out.data_ptr<c10::BFloat16>() + lo, n);
   }
 }
 
@@ -201,15 +207,6 @@ bool CpuFloat(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type
 // time into a float32 buffer that stays in cache, instead of a float32 copy of all the logits.
 bool CpuBf16(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type() == at::kBFloat16 && x.is_contiguous(); }
 
-// Row r of a [rows, cols] float32 or bfloat16 matrix as float32: in place, or widened into buf.
-const float* RowOf(const at::Tensor& x, int64_t r, std::vector<float>& buf) {
-  const int64_t cols = x.size(1);
-  if (x.scalar_type() == at::kFloat) return x.data_ptr<float>() + r * cols;
-  buf.resize(cols);
-  Widen(x.data_ptr<c10::BFloat16>() + r * cols, buf.data(), cols);
-  return buf.data();
-}
-
 // Σ exp(row[i] − shift) over a row, in 16 partial sums so that gcc vectorises it.
 PBRL_CLONES float SumExp(const float* __restrict row, int64_t n, float shift) {
   float acc[16] = {0};
@@ -222,11 +219,6 @@ PBRL_CLONES float SumExp(const float* __restrict row, int64_t n, float shift) {
   return total;
 }
 
-PBRL_CLONES float RowMax(const float* __restrict row, int64_t n) {
-  float mx = -INFINITY;
-  for (int64_t i = 0; i < n; i++) mx = row[i] > mx ? row[i] : mx;
-  return mx;
-}
 
 // out = −exp(row − lse) · dy over a row.
 PBRL_CLONES void NegSoftmaxTimes(const float* __restrict row, float* __restrict out, int64_t n, float lse, float dy) {
@@ -251,9 +243,9 @@ napi_value LogSoftmaxSelect(const Args& a) {
   const int64_t* ts = t.data_ptr<int64_t>();
   float *vs = value.data_ptr<float>(), *ls = lse.data_ptr<float>();
   at::parallel_for(0, rows, 1, [&](int64_t lo, int64_t hi) {
-    std::vector<float> buf;
+    std::vector<float> buf(cols);
     for (int64_t r = lo; r < hi; r++) {
-      const float* row = RowOf(x, r, buf);
+      const float* row = RunOf(x, r * cols, cols, buf.data());
       const float mx = RowMax(row, cols);
       const float l = std::isinf(mx) ? mx : mx + std::log(SumExp(row, cols, mx));
       ls[r] = l;
@@ -283,10 +275,10 @@ napi_value LogSoftmaxGrad(const Args& a) {
   const int64_t* ts = t.data_ptr<int64_t>();
   const bool half = x.scalar_type() == at::kBFloat16;
   at::parallel_for(0, rows, 1, [&](int64_t lo, int64_t hi) {
-    std::vector<float> buf, grad(half ? cols : 0);
+    std::vector<float> buf(cols), grad(half ? cols : 0);
     for (int64_t r = lo; r < hi; r++) {
       float* o = half ? grad.data() : out.data_ptr<float>() + r * cols;
-      NegSoftmaxTimes(RowOf(x, r, buf), o, cols, ls[r], ds[r]);
+      NegSoftmaxTimes(RunOf(x, r * cols, cols, buf.data()), o, cols, ls[r], ds[r]);
       o[ts[r]] += ds[r];
       if (half) Narrow(o, out.data_ptr<c10::BFloat16>() + r * cols, cols);
     }
