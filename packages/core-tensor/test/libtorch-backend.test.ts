@@ -2,6 +2,8 @@
 // kernel it registers against the pure-JS `cpu` reference, the tensor table (no id leaks, strings,
 // tensors moved from another backend), and its errors. Skips, naming why, when the addon is not
 // built; with PBRL_REQUIRE_LIBTORCH=1 (CI where libtorch is installed) a missing addon fails.
+import { existsSync, readFileSync } from "node:fs";
+import { totalmem } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
 import { AdamW, FUSED_KERNEL_NAMES, LIBTORCH_KERNEL_NAMES, loadLibtorchAddon, nativeThreads, tf, useBackend } from "../src/index.js";
 import { expectSame, rand } from "./compare-backends.js";
@@ -216,6 +218,36 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
     g.dispose();
     expect(load.addon.live()).toBe(before);
   });
+
+  // Linux only (page faults from /proc), and where the cache may hold 600 MB (a quarter of the memory by default).
+  it.skipIf(!existsSync("/proc/self/stat") || totalmem() < 4 * (1200 << 20) || process.env["PBRL_LIBTORCH_CPU_CACHE_MB"] !== undefined)(
+    "keeps large CPU blocks for reuse: a block split for two tensors serves one of their joint size again without new pages",
+    async () => {
+      if (!load.ok) return;
+      await useBackend("libtorch");
+      // Minor page faults of this process: a block whose pages are already resident takes none.
+      const faults = (): number => Number(readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ")[7]);
+      const cachedMB = (): number => load.addon.info().cpuCacheMB;
+      const mb = (n: number): number => (n << 20) / 4; // float32 elements
+      // Sizes larger than any block another test leaves cached, so each request meets these blocks.
+      tf.fill([mb(600)], 1).dispose();
+      const whole = cachedMB();
+      expect(whole).toBeGreaterThanOrEqual(600);
+      const head = tf.fill([mb(240)], 2); // the head of the 600 MB block; the rest stays cached
+      const tail = tf.fill([mb(360)], 3); // that rest, whole
+      expect(cachedMB()).toBeCloseTo(whole - 600, 0);
+      tf.dispose([head, tail]); // joined again into one 600 MB block
+      expect(cachedMB()).toBeCloseTo(whole, 0);
+      const before = faults();
+      const again = tf.fill([mb(600)], 4);
+      const touched = faults() - before;
+      expect(cachedMB()).toBeCloseTo(whole - 600, 0);
+      // Served from two separate blocks it would map (or mremap) 240–360 MB anew: 60,000+ faults of 4 KB pages.
+      expect(touched).toBeLessThan(5000);
+      expect(again.dataSync()[mb(600) - 1]).toBe(4);
+      again.dispose();
+    },
+  );
 
   it("AdamW updates weights in place only when nothing else shares them: clones and views keep their values", async () => {
     const run = async (backend: "libtorch" | "cpu"): Promise<number[][]> => {
