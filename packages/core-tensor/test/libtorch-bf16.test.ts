@@ -3,7 +3,7 @@
 // float32 value is exactly a bfloat16 one when its low 16 bits are zero.
 import { afterEach, describe, expect, it } from "vitest";
 import { AdamW, loadLibtorchAddon, nativeThreads, setComputePrecision, tf, useBackend } from "../src/index.js";
-import { fusedAttention, logSoftmaxSelect, logSoftmaxSelectGrad, rotary, swiglu } from "../src/fused-ops.js";
+import { fusedAttention, logSoftmaxSelect, logSoftmaxSelectGrad, rmsNorm, rotary, swiglu } from "../src/fused-ops.js";
 
 const load = loadLibtorchAddon(nativeThreads());
 const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
@@ -133,7 +133,7 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
     tf.dispose([a, b]);
   });
 
-  it("SwiGLU's gradient of bfloat16 projections: bfloat16, each value the float32 one rounded once", async () => {
+  it("SwiGLU of bfloat16 projections and its gradient: bfloat16, each value the float32 one rounded once", async () => {
     await useBackend("libtorch");
     setComputePrecision("bf16");
     const wg = tf.variable(tf.randomNormal([3000, 32], 0, 1, "float32", 8));
@@ -147,14 +147,36 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
       tf
         .grads((a: tf.Tensor, b: tf.Tensor) => swiglu(a, b))([g, u], d)
         .map((t) => t.dataSync() as Float32Array);
-    const half = grads(gate, up, dy);
+    const value = (g: tf.Tensor, u: tf.Tensor): Float32Array => swiglu(g, u).dataSync() as Float32Array;
+    const half = [value(gate, up), ...grads(gate, up, dy)];
     // The same values widened to float32 tensors (an elementwise op widens): the float32 loop.
-    const full = grads(tf.mul(gate, 1), tf.mul(up, 1), tf.mul(dy, 1));
+    const full = [value(tf.mul(gate, 1), tf.mul(up, 1)), ...grads(tf.mul(gate, 1), tf.mul(up, 1), tf.mul(dy, 1))];
     for (const [h, f] of half.map((v, i) => [v, full[i]!] as const)) {
       expect(bf16Exact(h)).toBe(h.length);
       for (let i = 0; i < f.length; i++) expect(Math.abs(h[i]! - f[i]!)).toBeLessThanOrEqual(Math.abs(f[i]!) / 256 + 1e-30);
     }
     tf.dispose([wg, wu, x, dyOf]);
+  });
+
+  it("RMSNorm computes in float32 and hands the next products its output's bfloat16 copy (no cast of its own)", async () => {
+    await useBackend("libtorch");
+    const addon = (load as { addon: { info(): { bf16Casts: number } } }).addon;
+    const x = tf.randomNormal([24, 96], 0, 1, "float32", 16) as tf.Tensor2D;
+    const g = tf.variable(tf.randomUniform([96], 0.5, 1.5, "float32", 17)) as tf.Variable<tf.Rank.R1>;
+    const w = tf.variable(tf.randomNormal([40, 96], 0, 1, "float32", 18));
+    const full = rmsNorm(x, g, 1e-6);
+    const fullValues = full.dataSync() as Float32Array;
+    const fullProduct = tf.matMul(full, tf.tensor(toBf16(w.dataSync() as Float32Array), w.shape), false, true).dataSync() as Float32Array;
+    setComputePrecision("bf16");
+    const y = rmsNorm(x, g, 1e-6);
+    tf.matMul(w, w, false, true).dispose(); // the weight's own copy, made once
+    const casts = addon.info().bf16Casts;
+    const product = tf.matMul(y, w, false, true).dataSync() as Float32Array;
+    expect(addon.info().bf16Casts).toBe(casts); // y came with its copy
+    expect(Array.from(y.dataSync())).toEqual(Array.from(fullValues)); // the same float32 values as without bf16
+    // The product of the bf16-rounded operands, within bfloat16 rounding of its output.
+    for (let i = 0; i < product.length; i++) expect(Math.abs(product[i]! - fullProduct[i]!)).toBeLessThanOrEqual(Math.abs(fullProduct[i]!) / 64 + 0.05);
+    tf.dispose([x, g, w, full, y]);
   });
 
   it("rotary embedding of a bfloat16 projection (heads transposed, as the models do), and its gradient: bfloat16, rounded once", async () => {

@@ -77,12 +77,6 @@ void CpuRows(int64_t rows, int64_t s, const Row& row) {
   });
 }
 
-napi_value RefsWithCopy(napi_env env, const at::Tensor& first, const at::Tensor& second, const at::Tensor& secondBf16) {
-  napi_value arr = Refs(env, {first});
-  napi_set_element(env, arr, 1, Ref(env, second, secondBf16));
-  return arr;
-}
-
 // attention(q, k, v, keyMask, scale) → [out [b, t, h, d], probs [b, h, t, s]]
 napi_value Attention(const Args& a) {
   const std::vector<at::Tensor> in = a.Ts({0, 1, 2, 3});
@@ -109,7 +103,7 @@ napi_value Attention(const Args& a) {
     MaskedSoftmaxRow(RunOf(scores, r * s, s, x), m + batch * s, s - t + i, s, static_cast<float>(scale), p + r * s);
     if (half) Narrow(p + r * s, probsHalf.data_ptr<c10::BFloat16>() + r * s, s);
   });
-  return RefsWithCopy(a.env(), output(Grouped(half ? probsHalf : probs, kv)), probs, probsHalf);
+  return Refs(a.env(), {output(Grouped(half ? probsHalf : probs, kv)), probs}, {at::Tensor(), probsHalf});
 }
 
 // attentionGrad(q, k, v, keyMask, probs, dy [b, t, h, d], scale) → [dq, dk, dv]

@@ -240,10 +240,10 @@ napi_value Ref(napi_env env, at::Tensor t, at::Tensor bf16) {
   return arr;
 }
 
-napi_value Refs(napi_env env, const std::vector<at::Tensor>& ts) {
+napi_value Refs(napi_env env, const std::vector<at::Tensor>& ts, const std::vector<at::Tensor>& bf16) {
   napi_value arr;
   napi_create_array_with_length(env, ts.size(), &arr);
-  for (size_t i = 0; i < ts.size(); i++) napi_set_element(env, arr, static_cast<uint32_t>(i), Ref(env, ts[i]));
+  for (size_t i = 0; i < ts.size(); i++) napi_set_element(env, arr, static_cast<uint32_t>(i), Ref(env, ts[i], i < bf16.size() ? bf16[i] : at::Tensor()));
   return arr;
 }
 

@@ -105,8 +105,8 @@ std::vector<at::Tensor> Colocate(std::vector<at::Tensor> ts);
 // The reference JavaScript gets for a new tensor: [id, dtype code, ...shape]; bf16 is its
 // bfloat16 copy (see TensorTable::Bf16Copy) when the kernel wrote one.
 napi_value Ref(napi_env env, at::Tensor t, at::Tensor bf16 = at::Tensor());
-// Several tensors: an array of refs.
-napi_value Refs(napi_env env, const std::vector<at::Tensor>& ts);
+// Several tensors: an array of refs, with the bfloat16 copies the kernel wrote (bf16[i] for ts[i]; none when undefined or absent).
+napi_value Refs(napi_env env, const std::vector<at::Tensor>& ts, const std::vector<at::Tensor>& bf16 = {});
 napi_value Undefined(napi_env env);
 
 using Fn = napi_value (*)(const Args&);

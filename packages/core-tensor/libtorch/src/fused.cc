@@ -51,12 +51,50 @@ PBRL_CLONES float RowMax(const float* __restrict row, int64_t n) {
 
 namespace {
 
+bool CpuFloatOrHalf(const at::Tensor& t) {
+  return t.device().is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
+}
+
+// One row of RMSNorm in float32: y = w ⊙ x · r with r = 1/√(mean(x²) + eps), returned. Σx² in 16
+// lanes, which gcc vectorises (one running sum it keeps scalar).
+PBRL_CLONES float RmsNormRow(const float* __restrict x, const float* __restrict w, float* __restrict y, int64_t cols, float eps) {
+  float acc[16] = {0};
+  int64_t j = 0;
+  for (; j + 16 <= cols; j += 16)
+    for (int k = 0; k < 16; k++) acc[k] += x[j + k] * x[j + k];
+  float ss = 0;
+  for (; j < cols; j++) ss += x[j] * x[j];
+  for (float v : acc) ss += v;
+  const float r = 1.f / std::sqrt(ss / static_cast<float>(cols) + eps);
+  for (j = 0; j < cols; j++) y[j] = w[j] * (x[j] * r);
+  return r;
+}
+
 // rmsnorm(x [rows, cols], w [cols], eps) → [y, rstd [rows]]: y = w ⊙ x · rstd, rstd = 1/√(mean(x²) + eps).
+// On the CPU one pass over each row, which under bf16 also writes y's bfloat16 copy for the
+// projections that take it (instead of a cast of y at the first of them); elsewhere ATen ops.
 napi_value RmsNorm(const Args& a) {
-  const std::vector<at::Tensor> t = a.Wides({0, 1});
-  const at::Tensor& x = t[0];
-  const at::Tensor rstd = at::rsqrt(at::mean(at::square(x), -1, true).add_(a.Num(2)));
-  return Refs(a.env(), {at::mul(t[1], at::mul(x, rstd)), rstd.squeeze(-1)});
+  const std::vector<at::Tensor> t = a.Ts({0, 1});
+  const at::Tensor &x = t[0], w = Widened(t[1]).contiguous();
+  const float eps = static_cast<float>(a.Num(2));
+  if (!(x.dim() == 2 && CpuFloatOrHalf(x) && w.device().is_cpu() && w.numel() == x.size(1))) {
+    const at::Tensor wide = Widened(x);
+    const at::Tensor rstd = at::rsqrt(at::mean(at::square(wide), -1, true).add_(eps));
+    return Refs(a.env(), {at::mul(w, at::mul(wide, rstd)), rstd.squeeze(-1)});
+  }
+  const int64_t rows = x.size(0), cols = x.size(1);
+  const at::Tensor y = at::empty({rows, cols}, x.options().dtype(at::kFloat));
+  const at::Tensor yHalf = Bf16Compute() ? at::empty({rows, cols}, x.options().dtype(at::kBFloat16)) : at::Tensor();
+  const at::Tensor rstd = at::empty({rows}, x.options().dtype(at::kFloat));
+  at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)), [&](int64_t lo, int64_t hi) {
+    std::vector<float> buf(cols);
+    for (int64_t r = lo; r < hi; r++) {
+      float* yr = y.data_ptr<float>() + r * cols;
+      rstd.data_ptr<float>()[r] = RmsNormRow(RunOf(x, r * cols, cols, buf.data()), w.data_ptr<float>(), yr, cols, eps);
+      if (yHalf.defined()) Narrow(yr, yHalf.data_ptr<c10::BFloat16>() + r * cols, cols);
+    }
+  });
+  return Refs(a.env(), {y, rstd}, {yHalf});
 }
 
 // RMSNorm's gradient over rows (native/src/rmsnorm_grad.h), compiled into each clone.
@@ -90,10 +128,44 @@ napi_value RmsNormGrad(const Args& a) {
   return Refs(a.env(), {dx, dw});
 }
 
-// swiglu(gate, up) = gate·σ(gate) ⊙ up
+// y = g·σ(g) ⊙ u over a contiguous run, in float32.
+PBRL_CLONES void SwigluLoop(const float* __restrict g, const float* __restrict u, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = pbrl_exp::ExpF(-g[i]);
+  for (int64_t i = 0; i < n; i++) y[i] = g[i] * (1.f / (1.f + y[i])) * u[i];
+}
+
+// Whether the fused loops below may read gate, up (and dy) directly: contiguous float32 or
+// bfloat16 CPU tensors of one shape.
+bool SwigluOnCpu(std::initializer_list<at::Tensor> ts) {
+  const at::Tensor& first = *ts.begin();
+  return std::all_of(ts.begin(), ts.end(), [&](const at::Tensor& t) { return CpuFloatOrHalf(t) && t.sizes() == first.sizes(); });
+}
+
+// In the dtype ATen's ops give: bfloat16 when every input is.
+at::ScalarType SwigluDtype(std::initializer_list<at::Tensor> ts) {
+  return std::all_of(ts.begin(), ts.end(), [](const at::Tensor& t) { return t.scalar_type() == at::kBFloat16; }) ? at::kBFloat16 : at::kFloat;
+}
+
+// swiglu(gate, up) = gate·σ(gate) ⊙ up. On the CPU one pass in float32 over blocks of the inputs,
+// rounded once (a bf16 step's gate and up are bfloat16 projections, and so is the result, which
+// the down projection takes as it is); elsewhere ATen's ops.
 napi_value Swiglu(const Args& a) {
   const std::vector<at::Tensor> t = a.Ts({0, 1});
-  return Ref(a.env(), at::mul(at::silu(t[0]), t[1]));
+  const at::Tensor &g = t[0], &u = t[1];
+  if (!SwigluOnCpu({g, u})) return Ref(a.env(), at::mul(at::silu(g), u));
+  const at::Tensor y = at::empty(g.sizes(), g.options().dtype(SwigluDtype({g, u})));
+  const bool half = y.scalar_type() == at::kBFloat16;
+  constexpr int64_t kBlock = 2048;
+  at::parallel_for(0, g.numel(), 8 * kBlock, [&](int64_t lo, int64_t hi) {
+    float gb[kBlock], ub[kBlock], yb[kBlock];
+    for (int64_t b = lo; b < hi; b += kBlock) {
+      const int64_t n = std::min(kBlock, hi - b);
+      float* yo = half ? yb : y.data_ptr<float>() + b;
+      SwigluLoop(RunOf(g, b, n, gb), RunOf(u, b, n, ub), yo, n);
+      StoreRun(yo, y, b, n);
+    }
+  });
+  return Ref(a.env(), y);
 }
 
 // dgate and dup of swiglu over a contiguous run, in float32: s = σ(g), du = dy·g·s,
@@ -108,19 +180,15 @@ PBRL_CLONES void SwigluGradLoop(const float* __restrict g, const float* __restri
   }
 }
 
-bool CpuFloatOrHalf(const at::Tensor& t) {
-  return t.device().is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
-}
-
 // swigluGrad(gate, up, dy) → [dgate, dup]. On the CPU one pass in float32 over blocks of the
 // three inputs (bfloat16 ones, a bf16 step's projections, widened block by block), written in the
 // dtype ATen's op sequence gives (bfloat16 when every input is); elsewhere that sequence.
 napi_value SwigluGrad(const Args& a) {
   const std::vector<at::Tensor> t = a.Ts({0, 1, 2});
   const at::Tensor &g = t[0], &u = t[1], &dy = t[2];
-  if (CpuFloatOrHalf(g) && CpuFloatOrHalf(u) && CpuFloatOrHalf(dy) && g.sizes() == u.sizes() && g.sizes() == dy.sizes()) {
-    const bool half = g.scalar_type() == at::kBFloat16 && u.scalar_type() == at::kBFloat16 && dy.scalar_type() == at::kBFloat16;
-    const auto options = g.options().dtype(half ? at::kBFloat16 : at::kFloat);
+  if (SwigluOnCpu({g, u, dy})) {
+    const auto options = g.options().dtype(SwigluDtype({g, u, dy}));
+    const bool half = options.dtype() == at::kBFloat16;
     const at::Tensor dg = at::empty(g.sizes(), options);
     const at::Tensor du = at::empty(g.sizes(), options);
     constexpr int64_t kBlock = 2048;
