@@ -1,5 +1,6 @@
 import { adamwStep } from "./fused-ops.js";
 import { variableFrom } from "./memory.js";
+import { makeBf16Copies } from "./precision.js";
 import { tf } from "./tf.js";
 
 export interface AdamWOptions {
@@ -59,7 +60,9 @@ export class AdamW {
     // The moments are made now, not at the first step as PyTorch does: made after the first
     // backward pass they take the memory its activations freed, and the second step's activations
     // then touch new pages (on libtorch, a SmolLM2-135M second step took 2.5–2.9 s instead of 1.4).
+    // The weights' bfloat16 copies (bf16 on libtorch; the update rewrites them) likewise.
     this.makeSlots();
+    makeBf16Copies([...this.params.values()].filter((p) => p.trainable));
   }
 
   private makeSlots(): void {

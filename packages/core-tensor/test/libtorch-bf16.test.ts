@@ -72,6 +72,28 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
     tf.dispose([w, x, g, copy]);
   });
 
+  it("AdamW makes its weights' bfloat16 copies with its moments, before any product (none in float32)", async () => {
+    await useBackend("libtorch");
+    const addon = (load as { addon: { info(): { bf16Casts: number } } }).addon;
+    const weights = new Map<string, tf.Variable>([
+      ["w", tf.variable(tf.randomNormal([64, 32], 0, 1, "float32", 4))],
+      ["norm", tf.variable(tf.ones([32]))], // a vector meets no product: no copy
+      ["frozen", tf.variable(tf.randomNormal([8, 32], 0, 1, "float32", 5), false)],
+    ]);
+    let casts = addon.info().bf16Casts;
+    new AdamW(weights, { lr: 0.1 }).dispose();
+    expect(addon.info().bf16Casts).toBe(casts); // float32: nothing to copy
+    setComputePrecision("bf16");
+    const opt = new AdamW(weights, { lr: 0.1 });
+    expect(addon.info().bf16Casts).toBe(casts + 1); // w only
+    casts = addon.info().bf16Casts;
+    const x = tf.randomNormal([16, 32], 0, 1, "float32", 6);
+    tf.matMul(x, weights.get("w")!, false, true).dispose();
+    expect(addon.info().bf16Casts).toBe(casts + 1); // x, not w
+    opt.dispose();
+    tf.dispose([x, ...weights.values()]);
+  });
+
   it("bfloat16 logits: log-probabilities and their gradient as from the same logits in float32", async () => {
     await useBackend("libtorch");
     setComputePrecision("bf16");

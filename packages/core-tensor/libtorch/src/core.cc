@@ -185,6 +185,16 @@ napi_value GetBf16(const Args& a) {
   return v;
 }
 
+// makeBf16Copies(ids): the bfloat16 copies bf16 products read (TensorTable::Bf16Copy), made now
+// for the float32 matrices among ids (see makeBf16Copies in core-tensor/src/precision.ts).
+napi_value MakeBf16Copies(const Args& a) {
+  for (int64_t id : a.Ints(0)) {
+    const at::Tensor& t = Table().Get(id);
+    if (t.scalar_type() == at::kFloat && t.dim() >= 2) Table().Bf16Copy(id);
+  }
+  return Undefined(a.env());
+}
+
 }  // namespace
 
 void RegisterCore(napi_env env, napi_value exports) {
@@ -202,6 +212,7 @@ void RegisterCore(napi_env env, napi_value exports) {
   Export(env, exports, "to", To);
   Export(env, exports, "setBf16", SetBf16);
   Export(env, exports, "bf16", GetBf16);
+  Export(env, exports, "makeBf16Copies", MakeBf16Copies);
 }
 
 }  // namespace pbrl

@@ -59,6 +59,8 @@ export interface LibtorchAddon {
   to(id: number, device: string): TensorRef;
   setBf16(on: boolean): void;
   bf16(): boolean;
+  /** Makes the bfloat16 copies that bf16 products read for the float32 matrices among `ids` now. */
+  makeBf16Copies(ids: number[]): void;
   /** Whether the addon is linked against OpenBLAS, its kernel family and whether float32 CPU products use it. */
   blasInfo(): { linked: boolean; blasCore: string; blasConfig: string; blasThreads: number; chosen: boolean };
   cpuFeatures(): CpuFeatures;
@@ -220,6 +222,7 @@ const REQUIRED = [
   "to",
   "setBf16",
   "bf16",
+  "makeBf16Copies",
   "sampleRows",
   "decoderCreate",
   "decoderLoad",
