@@ -50,7 +50,24 @@ describe.skipIf(missing !== undefined)(`bf16 activations on libtorch${missing !=
       v1.reduce((s, v) => s + v, 0),
       2,
     );
-    tf.dispose([w, x1, x2, y1, y2]);
+    // The activation is bfloat16 storage: a product it meets next casts nothing, while a product
+    // without a weight operand is float32 and is cast there. So is a weight's new value after an assign.
+    const addon = (load as { addon: { info(): { bf16Casts: number } } }).addon;
+    const next = tf.matMul(y1, w).dataSync(); // [16, 64] · [64, 32]: w's copy exists
+    const casts = addon.info().bf16Casts;
+    tf.matMul(y1, w).dispose();
+    expect(addon.info().bf16Casts).toBe(casts);
+    const plain = tf.matMul(x1, x2, false, true); // no weight operand: float32
+    tf.matMul(plain, x1).dispose();
+    expect(addon.info().bf16Casts).toBe(casts + 1); // plain (x1 kept its copy from y1's product)
+    w.assign(tf.mul(w, 2));
+    const before = addon.info().bf16Casts;
+    const y3 = tf.matMul(x1, w, false, true);
+    expect(addon.info().bf16Casts).toBe(before + 1); // w's new value
+    tf.matMul(y3, w).dispose();
+    expect(addon.info().bf16Casts).toBe(before + 1); // y3 is bfloat16 already
+    expect(next.length).toBe(16 * 32);
+    tf.dispose([w, x1, x2, y1, y2, plain, y3]);
   });
 
   it("after an AdamW step the products read the updated weight's bfloat16 copy", async () => {

@@ -18,6 +18,8 @@ interface Stored {
   refCount: number;
   /** A string tensor's values (encoded). */
   strings?: Uint8Array[];
+  /** Whether a tf.Variable has held this data (see incRef). */
+  weight?: boolean;
 }
 
 const DTYPE_CODES: Partial<Record<DataType, number>> = { float32: 0, int32: 1, bool: 2 };
@@ -66,8 +68,22 @@ export class LibtorchBackend extends tf.KernelBackend {
     return this.data.has(dataId) ? this.data.get(dataId).refCount : 0;
   }
 
+  /** tfjs calls this only when a variable takes the data (tf.variable, Variable.assign). */
   override incRef(dataId: DataId): void {
-    this.data.get(dataId).refCount++;
+    const s = this.data.get(dataId);
+    s.refCount++;
+    s.weight = true;
+  }
+
+  /**
+   * Whether the data is (or was) a tf.Variable's: a weight, as bf16 products need to know. Kept
+   * by the backend because a variable's data id changes with every assign (each optimizer step),
+   * so finding it among the registered variables means a scan of all of them per product (~20 ms
+   * a SmolLM2-135M step with AdamW's moments). Data a variable let go of but another tensor still
+   * holds keeps the mark; its products then return bfloat16 storage of the same values.
+   */
+  isWeight(t: TensorInfo): boolean {
+    return this.data.get(t.dataId)?.weight === true;
   }
 
   override disposeData(dataId: DataId, force = false): boolean {

@@ -100,20 +100,6 @@ function nonEmpty(a: Args): TensorInfo[] {
   return (Object.values(a.inputs) as TensorInfo[]).filter((t) => tf.util.sizeFromShape(t.shape) > 0 || t.shape.length === 0);
 }
 
-/** Which of `dataIds` are a tf.Variable's (the tensors that persist across steps). A scan, not a
- * cached set: a variable's data id changes with every assign (each optimizer step), and building a
- * set of every variable's per product cost a 135M model's step tens of milliseconds. */
-function areVariables(dataIds: [object, object]): [boolean, boolean] {
-  const found: [boolean, boolean] = [false, false];
-  const variables = tf.engine().registeredVariables;
-  for (const name in variables) {
-    const d = variables[name]!.dataId;
-    if (d === dataIds[0]) found[0] = true;
-    if (d === dataIds[1]) found[1] = true;
-  }
-  return found;
-}
-
 const matMul: Kernel = (a) => {
   const { inputs, attrs, backend } = a;
   const { bias, preluActivationWeights: prelu } = inputs;
@@ -121,7 +107,8 @@ const matMul: Kernel = (a) => {
   const opt = (t: TensorInfo | undefined): number | null => (t === undefined ? null : id(a, t));
   // In bf16 a product with a weight operand returns a bfloat16 activation (as torch.autocast's
   // linear layers do); one without (a weight's gradient) returns float32.
-  const [weightA, weightB] = backend.addon.bf16() ? areVariables([inputs["a"]!.dataId, inputs["b"]!.dataId]) : [false, false];
+  const bf16 = backend.addon.bf16();
+  const [weightA, weightB] = [bf16 && backend.isWeight(inputs["a"]!), bf16 && backend.isWeight(inputs["b"]!)];
   return backend.out(
     backend.addon.matmul(
       id(a, inputs["a"]!),
