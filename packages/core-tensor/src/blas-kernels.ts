@@ -109,16 +109,23 @@ export function blasCoreType(env: NodeJS.ProcessEnv): string | undefined {
   return chosen !== "" ? chosen : undefined;
 }
 
-/** Runs `load` (which loads OpenBLAS) with OPENBLAS_CORETYPE = core (unset when undefined), then restores it for child processes. */
-export function withBlasCore<T>(core: string | undefined, load: () => T): T {
-  const before = process.env["OPENBLAS_CORETYPE"];
-  if (core === undefined) delete process.env["OPENBLAS_CORETYPE"];
-  else process.env["OPENBLAS_CORETYPE"] = core;
+/**
+ * Runs `load` (which loads OpenBLAS, reading these variables once) with the environment variables
+ * in `vars` set (unset where undefined), then restores them for child processes.
+ */
+export function withBlasEnv<T>(vars: Record<string, string | undefined>, load: () => T): T {
+  const before = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  const apply = (values: Record<string, string | undefined>): void => {
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+  apply(vars);
   try {
     return load();
   } finally {
-    if (before === undefined) delete process.env["OPENBLAS_CORETYPE"];
-    else process.env["OPENBLAS_CORETYPE"] = before;
+    apply(before);
   }
 }
 

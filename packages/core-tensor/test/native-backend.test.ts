@@ -8,6 +8,7 @@
 // the native path.
 import { afterEach, describe, expect, it } from "vitest";
 import { expectSame as expectSameOn, on, rand } from "./compare-backends.js";
+import { withBlasEnv } from "../src/blas-kernels.js";
 import {
   blasCoreType,
   BackendUnavailableError,
@@ -157,6 +158,22 @@ describe("OpenBLAS kernel family", () => {
     expect(blasCoreType({ OPENBLAS_CORETYPE: "Haswell" })).toBeUndefined(); // a machine-wide setting for other programs
     expect(blasCoreType({ PBRL_BLAS_CORETYPE: "" })).toBeUndefined();
     expect(blasCoreType({})).toBeUndefined();
+  });
+
+  it("OpenBLAS's variables are set only while an addon loads it, then restored for child processes", () => {
+    const [a, b] = ["PBRL_TEST_BLAS_A", "PBRL_TEST_BLAS_B"];
+    process.env[a] = "inherited";
+    delete process.env[b];
+    const seen = withBlasEnv({ [a]: undefined, [b]: "4" }, () => [process.env[a], process.env[b]]);
+    expect(seen).toEqual([undefined, "4"]);
+    expect([process.env[a], process.env[b]]).toEqual(["inherited", undefined]);
+    expect(() =>
+      withBlasEnv({ [a]: "x" }, () => {
+        throw new Error("load failed");
+      }),
+    ).toThrow("load failed");
+    expect(process.env[a]).toBe("inherited");
+    delete process.env[a];
   });
 
   it.skipIf(!load.ok)(

@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { REBUILD_ADDON_HINT, REBUILD_ADDONS_COMMAND, WORKSPACE_REBUILD_ADDONS_COMMAND } from "../addon-hints.js";
-import { blasCoreType, chooseAndApplyBlasCore, withBlasCore, type CpuFeatures } from "../blas-kernels.js";
+import { blasCoreType, chooseAndApplyBlasCore, withBlasEnv, type CpuFeatures } from "../blas-kernels.js";
 
 /** How to get the libtorch backend, appended to every message saying it is unavailable. */
 export const LIBTORCH_INSTALL_HINT =
@@ -307,8 +307,13 @@ export function loadLibtorchAddon(threads: number): LibtorchLoad {
       process.env["OMP_WAIT_POLICY"] ??= "PASSIVE";
       process.env["GOMP_SPINCOUNT"] ??= "10000";
       // OpenBLAS, when linked, picks its kernels as it loads: as for the native addon, from the CPU's
-      // instruction sets rather than an inherited OPENBLAS_CORETYPE (blas-kernels.ts).
-      const addon = withBlasCore(blasCoreType(process.env), () => createRequire(import.meta.url)(path) as LibtorchAddon);
+      // instruction sets rather than an inherited OPENBLAS_CORETYPE (blas-kernels.ts). Its own
+      // threads, between two products, yield the core in a loop for 2^28 cycles before they sleep,
+      // each yield a system call, while ATen's threads want the cores: 0.3–0.8 s of system time in
+      // a float32 SmolLM2-135M step of 1.4–2.1 s on 2 cores; after 2^4 cycles, 0.1 s and 1.44–1.54 s.
+      // A user's OPENBLAS_THREAD_TIMEOUT wins.
+      const blasEnv = { OPENBLAS_CORETYPE: blasCoreType(process.env), OPENBLAS_THREAD_TIMEOUT: process.env["OPENBLAS_THREAD_TIMEOUT"] ?? "4" };
+      const addon = withBlasEnv(blasEnv, () => createRequire(import.meta.url)(path) as LibtorchAddon);
       const missing = REQUIRED.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
       if (missing.length > 0) throw new Error(`it is out of date (no ${missing.join(", ")}); ${REBUILD_ADDON_HINT}`);
       const info = addon.init(threads);

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { REBUILD_ADDON_HINT } from "../addon-hints.js";
-import { blasCoreType, chooseAndApplyBlasCore, withBlasCore, type CpuFeatures } from "../blas-kernels.js";
+import { blasCoreType, chooseAndApplyBlasCore, withBlasEnv, type CpuFeatures } from "../blas-kernels.js";
 
 /** What the addon reports about its threads and the OpenBLAS it is linked against. */
 export interface NativeAddonInfo {
@@ -254,7 +254,7 @@ export function loadNativeAddon(): NativeLoad {
     try {
       const core = blasCoreType(process.env);
       const inherited = process.env["OPENBLAS_CORETYPE"] ?? "";
-      const addon = withBlasCore(core, () => createRequire(import.meta.url)(path) as NativeAddon);
+      const addon = withBlasEnv({ OPENBLAS_CORETYPE: core }, () => createRequire(import.meta.url)(path) as NativeAddon);
       // An addon built from older sources (pnpm install skipped, or sources pulled since) lacks
       // newer functions; refuse it here rather than fail in the middle of a kernel.
       const missing = REQUIRED_ADDON_FUNCTIONS.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
