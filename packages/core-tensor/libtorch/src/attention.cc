@@ -124,8 +124,8 @@ napi_value AttentionGrad(const Args& a) {
     const at::Tensor dp = Matmul(dO, v.unsqueeze(2).transpose(-1, -2), half).contiguous();
     const at::Tensor pc = p.contiguous();
     ds = at::empty(p.sizes(), dp.options());  // bfloat16 under bf16: what the two products take
-    const int64_t s = p.size(-1);
-    CpuRows(p.numel() / s, s, [&](int64_t r, float* dpRow, float* out) {
+    const int64_t s = p.size(-1), rows = s == 0 ? 0 : p.numel() / s;
+    CpuRows(rows, s, [&](int64_t r, float* dpRow, float* out) {
       float* row = half ? out : ds.data_ptr<float>() + r * s;
       SoftmaxGradRow(pc.data_ptr<float>() + r * s, RunOf(dp, r * s, s, dpRow), s, static_cast<float>(scale), row);
       StoreRun(row, ds, r * s, s);
