@@ -53,14 +53,8 @@ PBRL_CLONES void MaskedSoftmaxRow(const float* __restrict x, const int32_t* __re
 
 // One row of the softmax's input gradient: ds = p ⊙ (dp − Σ_j dp ⊙ p) · scale.
 PBRL_CLONES void SoftmaxGradRow(const float* __restrict p, const float* __restrict dp, int64_t s, float scale, float* __restrict ds) {
-  float acc[16] = {0};
-  int64_t j = 0;
-  for (; j + 16 <= s; j += 16)
-    for (int k = 0; k < 16; k++) acc[k] += dp[j + k] * p[j + k];
-  float c = 0;
-  for (; j < s; j++) c += dp[j] * p[j];
-  for (float v : acc) c += v;
-  for (j = 0; j < s; j++) ds[j] = p[j] * (dp[j] - c) * scale;
+  const float c = Dot(dp, p, s);
+  for (int64_t j = 0; j < s; j++) ds[j] = p[j] * (dp[j] - c) * scale;
 }
 
 bool OnCpu(std::initializer_list<at::Tensor> ts) {

@@ -134,6 +134,8 @@ const float* RunOf(const at::Tensor& x, int64_t lo, int64_t n, float* buf);
 void StoreRun(const float* run, const at::Tensor& out, int64_t lo, int64_t n);
 // The largest of n floats (−inf when n = 0; a NaN may be skipped).
 float RowMax(const float* row, int64_t n);
+// Σ a[i]·b[i] in 16 lanes, which gcc vectorises (one running sum it keeps scalar).
+float Dot(const float* a, const float* b, int64_t n);
 
 // The kernel families, each in its own file.
 void RegisterCore(napi_env env, napi_value exports);

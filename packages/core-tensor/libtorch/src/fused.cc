@@ -49,24 +49,27 @@ PBRL_CLONES float RowMax(const float* __restrict row, int64_t n) {
   return mx;
 }
 
+PBRL_CLONES float Dot(const float* a, const float* b, int64_t n) {
+  float acc[16] = {0};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int k = 0; k < 16; k++) acc[k] += a[j + k] * b[j + k];
+  float sum = 0;
+  for (; j < n; j++) sum += a[j] * b[j];
+  for (float v : acc) sum += v;
+  return sum;
+}
+
 namespace {
 
 bool CpuFloatOrHalf(const at::Tensor& t) {
   return t.device().is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
 }
 
-// One row of RMSNorm in float32: y = w ⊙ x · r with r = 1/√(mean(x²) + eps), returned. Σx² in 16
-// lanes, which gcc vectorises (one running sum it keeps scalar).
+// One row of RMSNorm in float32: y = w ⊙ x · r with r = 1/√(mean(x²) + eps), returned.
 PBRL_CLONES float RmsNormRow(const float* __restrict x, const float* __restrict w, float* __restrict y, int64_t cols, float eps) {
-  float acc[16] = {0};
-  int64_t j = 0;
-  for (; j + 16 <= cols; j += 16)
-    for (int k = 0; k < 16; k++) acc[k] += x[j + k] * x[j + k];
-  float ss = 0;
-  for (; j < cols; j++) ss += x[j] * x[j];
-  for (float v : acc) ss += v;
-  const float r = 1.f / std::sqrt(ss / static_cast<float>(cols) + eps);
-  for (j = 0; j < cols; j++) y[j] = w[j] * (x[j] * r);
+  const float r = 1.f / std::sqrt(Dot(x, x, cols) / static_cast<float>(cols) + eps);
+  for (int64_t j = 0; j < cols; j++) y[j] = w[j] * (x[j] * r);
   return r;
 }
 
