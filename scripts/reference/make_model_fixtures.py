@@ -226,7 +226,8 @@ def main() -> int:
         if not args.against or len(args.against) != len(args.check_pbrl_dir):
             ap.error("every --check-pbrl-dir needs its --against")
         # One process for several folders: torch and transformers load once.
-        results = [check(d, args.out / f"{a}.reference.json", tol=args.tol, check_chat=not args.no_chat_check)[0]
+        results = [check(d, args.out / f"{a}.reference.json", tol=args.tol, check_chat=not args.no_chat_check,
+                         original=args.out / a if (args.out / a).is_dir() else None)[0]
                    for d, a in zip(args.check_pbrl_dir, args.against)]
         return 0 if all(results) else 1
 

@@ -22,10 +22,15 @@ CHECK_TOL = 1e-4
 
 
 def check(ckpt: Path, ref_path: Path, verbose: bool = True, tol: float = CHECK_TOL,
-          check_chat: bool = True) -> tuple[bool, float]:
+          check_chat: bool = True, original: Path | None = None) -> tuple[bool, float]:
+    """`original`: the fixture folder `ckpt` was saved from; its logits are computed here too, so
+    `max_abs_logit_diff_vs_original` compares the two checkpoints on this machine's kernels (the
+    reference JSON's logits were computed on another CPU, whose kernels may round differently)."""
     ref = json.loads(ref_path.read_text(encoding="utf-8"))
     tok = AutoTokenizer.from_pretrained(ckpt)
     model = load_model(ckpt)
+    original_model = load_model(original) if original is not None else None
+    max_vs_original = 0.0
     ok = True
     problems = []
 
@@ -44,6 +49,9 @@ def check(ckpt: Path, ref_path: Path, verbose: bool = True, tol: float = CHECK_T
             max_diff = float("inf")
             continue
         max_diff = max(max_diff, float(np.max(np.abs(logits - exp))))
+        if original_model is not None:
+            same = forward_logits(original_model, p["input_ids"]).numpy().astype(np.float64)
+            max_vs_original = max(max_vs_original, float(np.max(np.abs(logits - same))))
     if max_diff > tol:
         problems.append(f"max_abs_logit_diff {max_diff} > {tol}")
 
@@ -74,5 +82,7 @@ def check(ckpt: Path, ref_path: Path, verbose: bool = True, tol: float = CHECK_T
         for pr in problems:
             print("MISMATCH:", pr)
         print(f"max_abs_logit_diff={max_diff:.9g}")
+        if original_model is not None:
+            print(f"max_abs_logit_diff_vs_original={max_vs_original:.9g}")
         print("OK" if ok else "FAIL")
     return ok, max_diff

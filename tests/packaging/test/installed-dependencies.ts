@@ -34,12 +34,16 @@ function neededBy(manifest: PackageManifest): { name: string; optional: boolean 
 }
 
 /**
- * Every package (name and version) that `roots` (workspace package directories) need, apart from
- * names matching `skip` (the packed packages themselves), found as installed in the workspace.
+ * Every package (name and version) that `roots` need, apart from names matching `skip` (the packed
+ * packages themselves), found as installed in the workspace. A root is a workspace package
+ * directory, or a manifest (a consumer's) whose dependencies are looked up from a given directory.
  */
-export function installedDependencies(roots: readonly string[], skip: (name: string) => boolean): InstalledPackage[] {
+export function installedDependencies(
+  roots: readonly (string | { dir: string; manifest: PackageManifest })[],
+  skip: (name: string) => boolean,
+): InstalledPackage[] {
   const found = new Map<string, InstalledPackage>();
-  const queue = roots.map((dir) => ({ dir, manifest: readManifest(dir) }));
+  const queue = roots.map((r) => (typeof r === "string" ? { dir: r, manifest: readManifest(r) } : r));
   for (let item = queue.shift(); item !== undefined; item = queue.shift()) {
     for (const dep of neededBy(item.manifest)) {
       if (skip(dep.name)) continue;

@@ -2,7 +2,7 @@
 // packed packages the way a user's `npm install` would (packuments, tarball URLs, integrity)
 // without a network.
 import { createHash } from "node:crypto";
-import { createReadStream, readFileSync } from "node:fs";
+import { appendFileSync, createReadStream, existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { PackageManifest } from "./workspace.js";
@@ -15,8 +15,6 @@ export interface RegistryPackage {
 
 export interface LoopbackRegistry {
   url: string;
-  /** Paths asked for that the registry does not have, for an error that names them. */
-  misses: string[];
   close(): Promise<void>;
 }
 
@@ -35,7 +33,11 @@ function compareVersions(a: string, b: string): number {
 
 const INSTALL_SCRIPTS = ["preinstall", "install", "postinstall"];
 
-export async function startLoopbackRegistry(packages: readonly RegistryPackage[]): Promise<LoopbackRegistry> {
+/**
+ * Serves `packages` on 127.0.0.1; every path asked for that it does not have is appended to
+ * `missesFile` (the suites run in other processes than this server), for an error that names them.
+ */
+export async function startLoopbackRegistry(packages: readonly RegistryPackage[], missesFile: string): Promise<LoopbackRegistry> {
   const byName = new Map<string, { manifest: PackageManifest; tarball: string; urlPath: string; integrity: string; shasum: string }[]>();
   const tarballs = new Map<string, string>();
   for (const { manifest, tarball } of packages) {
@@ -51,7 +53,6 @@ export async function startLoopbackRegistry(packages: readonly RegistryPackage[]
     byName.set(manifest.name, [...(byName.get(manifest.name) ?? []), entry]);
     tarballs.set(urlPath, tarball);
   }
-  const misses: string[] = [];
   const server = createServer((req, res) => {
     // npm asks for scoped packuments as /@scope%2fname.
     const urlPath = decodeURIComponent(new URL(req.url ?? "/", "http://127.0.0.1").pathname);
@@ -63,7 +64,7 @@ export async function startLoopbackRegistry(packages: readonly RegistryPackage[]
     }
     const versions = byName.get(urlPath.slice(1));
     if (versions === undefined) {
-      misses.push(urlPath);
+      appendFileSync(missesFile, `${urlPath}\n`);
       res.writeHead(404, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: "not found" }));
       return;
@@ -94,11 +95,16 @@ export async function startLoopbackRegistry(packages: readonly RegistryPackage[]
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
-    misses,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((e) => (e ? reject(e) : resolve()));
         server.closeAllConnections(); // npm's idle keep-alive sockets would hold close() open
       }),
   };
+}
+
+/** The paths the registry could not answer so far, for an install's error message. */
+export function registryMisses(missesFile: string): string {
+  const misses = existsSync(missesFile) ? readFileSync(missesFile, "utf8").split("\n").filter(Boolean) : [];
+  return misses.length > 0 ? [...new Set(misses)].join(", ") : "none";
 }

@@ -1,8 +1,9 @@
 // The packed packages installed with npm, from a registry, into a project outside the workspace,
 // as a user's `npm install pbrl` does: @pbrl/core-tensor's install step builds the native addon
-// there (and the libtorch addon where libtorch is found), and a training step runs on each. The registry is on 127.0.0.1 and serves the packed
-// packages plus every third-party dependency from the workspace's own install, so npm needs no
-// network; its cache and config are the test's own.
+// there (and the libtorch addon where libtorch is found), and a training step runs on each. The
+// registry is the global setup's (pack-workspace.ts) on 127.0.0.1, serving the packed packages and
+// the lockfile's versions of their dependencies, so npm needs no network; its cache and config
+// are the test's own.
 import { execFile, execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,10 +11,9 @@ import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { installedDependencies, tarInstalled } from "./installed-dependencies.js";
-import { startLoopbackRegistry, type LoopbackRegistry, type RegistryPackage } from "./loopback-registry.js";
+import { registryMisses } from "./loopback-registry.js";
 import { isolatedNpmEnv, npm } from "./npm-env.js";
-import { FIXTURE, LIBTORCH_REQUIRED, NATIVE_REQUIRED, REBUILD_COMMAND, type PackageManifest } from "./workspace.js";
+import { FIXTURE, LIBTORCH_REQUIRED, NATIVE_REQUIRED, REBUILD_COMMAND } from "./workspace.js";
 
 const MADPO_STEP = path.join(import.meta.dirname, "fixtures/madpo-step.mjs");
 const execFileAsync = promisify(execFile);
@@ -21,7 +21,6 @@ const execFileAsync = promisify(execFile);
 let work: string;
 let project: string;
 let env: NodeJS.ProcessEnv;
-let registry: LoopbackRegistry | undefined;
 let installLog: string;
 
 /** Runs Node in the project (after the install: the registry is no longer needed, so blocking is fine). */
@@ -31,44 +30,20 @@ const node = (args: string[], extraEnv: NodeJS.ProcessEnv = {}): string =>
 beforeAll(async () => {
   const packed = inject("packedPackages");
   work = mkdtempSync(path.join(tmpdir(), "pbrl-npm-consumer-"));
-  const isPacked = (name: string) => packed.some((p) => p.name === name);
-  const thirdParty = installedDependencies(
-    packed.map((p) => p.dir),
-    isPacked,
-  );
-  const tarballs = path.join(work, "tarballs");
-  mkdirSync(tarballs);
-  const served: RegistryPackage[] = packed.map((p) => ({
-    // The packed manifest, whose workspace: ranges pnpm pack replaced by versions.
-    manifest: JSON.parse(execFileSync("tar", ["-xzOf", p.tarball, "package/package.json"], { encoding: "utf8" })) as PackageManifest,
-    tarball: p.tarball,
-  }));
-  const queue = [...thirdParty];
-  await Promise.all(
-    [0, 1].map(async () => {
-      for (let pkg = queue.shift(); pkg !== undefined; pkg = queue.shift()) {
-        const tarball = path.join(tarballs, `${pkg.manifest.name.replace("/", "+")}-${pkg.manifest.version}.tgz`);
-        await tarInstalled(pkg, tarball);
-        served.push({ manifest: pkg.manifest, tarball });
-      }
-    }),
-  );
-  registry = await startLoopbackRegistry(served);
   project = path.join(work, "project");
   mkdirSync(project);
   writeFileSync(
     path.join(project, "package.json"),
     JSON.stringify({ name: "npm-consumer", private: true, type: "module", dependencies: Object.fromEntries(packed.map((p) => [p.name, p.version])) }, null, 2),
   );
-  env = isolatedNpmEnv(path.join(work, "npm"), registry.url);
+  env = isolatedNpmEnv(path.join(work, "npm"), inject("registryUrl"));
   // --foreground-scripts: npm shows install scripts' output (the addon's one line) instead of hiding it.
   installLog = await npm(["install", "--foreground-scripts"], project, env).catch((e: Error) => {
-    throw new Error(`${e.message}\nrequests the registry could not answer: ${registry!.misses.join(", ") || "none"}`);
+    throw new Error(`${e.message}\nrequests the registry could not answer: ${registryMisses(inject("registryMissesFile"))}`);
   });
 });
 
-afterAll(async () => {
-  await registry?.close();
+afterAll(() => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });
 

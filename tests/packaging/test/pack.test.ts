@@ -1,62 +1,90 @@
-// The packed packages (test/pack-workspace.ts) installed with pnpm, offline from the local store,
-// into a scratch project outside the workspace; a TypeScript consumer type-checks against the
-// published typings and runs. pnpm refuses to run a dependency's build script until the project
-// decides (allowBuilds); this project denies @pbrl/core-tensor's, as a user who skipped it
-// would, and builds the addon afterwards with the rebuild command every message names.
+// The packed packages (test/pack-workspace.ts) installed with pnpm into a scratch project outside
+// the workspace, as on a new machine: an empty store and cache of its own, and only the global
+// setup's loopback registry, which serves the packed packages and the workspace lockfile's versions
+// of everything they need (so the install resolves exactly those, whatever the public registry has
+// published since). A TypeScript consumer type-checks against the published typings and runs.
+// pnpm refuses to run a dependency's build script until the project decides (allowBuilds); this
+// project denies @pbrl/core-tensor's, as a user who skipped it would, and builds the addon
+// afterwards with the rebuild command every message names.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { isolatedNpmEnv, npm } from "./npm-env.js";
-import { FIXTURE, NATIVE_REQUIRED, REBUILD_ARGS, REBUILD_COMMAND, ROOT } from "./workspace.js";
+import { registryMisses } from "./loopback-registry.js";
+import { isolatedNpmEnv, isolatedPnpmEnv, npm } from "./npm-env.js";
+import { CONSUMER_TOOLS, FIXTURE, NATIVE_REQUIRED, REBUILD_ARGS, REBUILD_COMMAND, ROOT } from "./workspace.js";
 
 const reference = JSON.parse(readFileSync(path.join(ROOT, "tests/test-fixtures/models/tiny-llama.reference.json"), "utf8")) as {
   greedy: { results: { text_prompt: string; input_ids: number[]; new_token_ids: number[] }[] };
 };
 
-const run = (cmd: string, args: string[], cwd: string): string => execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+const run = (cmd: string, args: string[], cwd: string, env?: NodeJS.ProcessEnv): string =>
+  execFileSync(cmd, args, { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
 const PACKED = inject("packedPackages");
+let work: string;
 let scratch: string;
 let builtByPnpm: boolean;
 let rebuildLog: string;
 
 beforeAll(async () => {
-  const tarballs = Object.fromEntries(PACKED.map((p) => [p.name, `file:${p.tarball}`]));
-  scratch = mkdtempSync(path.join(tmpdir(), "pbrl-consumer-"));
+  work = mkdtempSync(path.join(tmpdir(), "pbrl-consumer-"));
+  scratch = path.join(work, "project");
+  mkdirSync(scratch);
   writeFileSync(
     path.join(scratch, "package.json"),
     JSON.stringify(
-      { name: "consumer", private: true, type: "module", dependencies: tarballs, devDependencies: { "@types/node": "20.19.43", typescript: "5.9.3" } },
+      {
+        name: "consumer",
+        private: true,
+        type: "module",
+        dependencies: Object.fromEntries(PACKED.map((p) => [p.name, p.version])),
+        devDependencies: CONSUMER_TOOLS,
+      },
       null,
       2,
     ),
   );
-  // A workspace file of its own keeps pnpm from climbing into ours; overrides point the
-  // packages' own dependencies on each other at the tarballs, as a registry would. A tarball
-  // dependency's allowBuilds key is its name and its path from the project (a registry one's is
-  // its name alone).
-  const overrides = Object.entries(tarballs)
-    .map(([n, t]) => `  "${n}": "${t}"`)
-    .join("\n");
-  const coreTensor = `@pbrl/core-tensor@file:${path.relative(scratch, PACKED.find((p) => p.name === "@pbrl/core-tensor")!.tarball)}`;
-  writeFileSync(
-    path.join(scratch, "pnpm-workspace.yaml"),
-    `packages: []\noverrides:\n${overrides}\nallowBuilds:\n  core-js: false\n  "${coreTensor}": false\n`,
-  );
-  const store = run("pnpm", ["store", "path"], ROOT).trim();
-  run("pnpm", ["install", "--offline", "--store-dir", store], scratch);
+  // A workspace file of its own keeps pnpm from climbing into ours.
+  writeFileSync(path.join(scratch, "pnpm-workspace.yaml"), `packages: []\nallowBuilds:\n  core-js: false\n  "@pbrl/core-tensor": false\n`);
+  try {
+    run("pnpm", ["install"], scratch, isolatedPnpmEnv(path.join(work, "home"), inject("registryUrl")));
+  } catch (e) {
+    const err = e as Error & { stdout?: string; stderr?: string };
+    throw new Error(
+      `pnpm install failed in ${scratch}: ${err.message}\n${err.stdout ?? ""}${err.stderr ?? ""}\nrequests the registry could not answer: ${registryMisses(inject("registryMissesFile"))}`,
+    );
+  }
   builtByPnpm = existsSync(path.join(scratch, "node_modules/@pbrl/core-tensor/native/build/Release/pbrl_native.node"));
   // The libtorch addon's install is the npm suite's (npm-install.test.ts); here only the native one.
-  rebuildLog = await npm(REBUILD_ARGS, scratch, { ...isolatedNpmEnv(path.join(scratch, ".npm")), PBRL_LIBTORCH: "off" });
+  rebuildLog = await npm(REBUILD_ARGS, scratch, { ...isolatedNpmEnv(path.join(work, "npm")), PBRL_LIBTORCH: "off" });
 });
 
 afterAll(() => {
-  if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
+  if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });
 
+/** name@version of every package a pnpm lockfile's `packages:` sections hold (each YAML document of it). */
+function lockedPackages(lockfile: string): Set<string> {
+  const out = new Set<string>();
+  let inPackages = false;
+  for (const line of readFileSync(lockfile, "utf8").split("\n")) {
+    if (/^\S/.test(line)) inPackages = line === "packages:";
+    const m = inPackages ? /^ {2}'?((?:@[^/\s]+\/)?[^@\s']+)@([^('\s:]+)/.exec(line) : null;
+    if (m !== null) out.add(`${m[1]}@${m[2]}`);
+  }
+  return out;
+}
+
 describe("packed packages in a project outside the workspace", () => {
+  it("resolve exactly the workspace lockfile's versions of every third-party package", () => {
+    const workspace = lockedPackages(path.join(ROOT, "pnpm-lock.yaml"));
+    const consumer = [...lockedPackages(path.join(scratch, "pnpm-lock.yaml"))].filter((p) => !p.startsWith("@pbrl/") && !p.startsWith("pbrl@"));
+    expect(consumer.length).toBeGreaterThan(50);
+    expect(consumer.filter((p) => !workspace.has(p))).toEqual([]);
+  });
+
   it("ship only built files with typed exports", () => {
     for (const p of PACKED) {
       const pkgDir = path.join(scratch, "node_modules", p.name);

@@ -25,6 +25,9 @@ export const PUBLISHABLE = [...readdirSync(path.join(ROOT, "packages")).map((d) 
   return { dir: path.join(ROOT, dir), name, version };
 });
 
+/** What the TypeScript consumer projects install beside the packages, at the workspace's versions. */
+export const CONSUMER_TOOLS: Record<string, string> = { "@types/node": "20.19.43", typescript: "5.9.3" };
+
 export const FIXTURE = path.join(ROOT, "tests/test-fixtures/models/tiny-llama");
 
 /**
