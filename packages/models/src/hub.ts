@@ -9,7 +9,7 @@ import { cachedCommit, missingFromSnapshot } from "./hub/cache.js";
 import { HUB_ID, hubCacheDir, hubOffline, ModelSourceError, repoCacheDir } from "./hub/env.js";
 import { downloadModel, offlineError, type DownloadOptions } from "./hub/snapshot.js";
 
-export { hubCacheDir, hubEndpoint, hubOffline, ModelSourceError } from "./hub/env.js";
+export { HUB_ID, hubCacheDir, hubEndpoint, hubOffline, ModelSourceError } from "./hub/env.js";
 export { downloadModel, type DownloadOptions } from "./hub/snapshot.js";
 export { hubProgressPrinter, onHubProgress, type HubProgress, type HubProgressListener, type ProgressPrinterOptions } from "./hub/progress.js";
 export { HubPushError, pushToHub, type PushOptions, type PushResult } from "./hub/push.js";

@@ -17,6 +17,7 @@ export { loadPretrained, savePretrained } from "./checkpoint.js";
 export type { Pretrained, SaveOptions, SaveDtype } from "./checkpoint.js";
 export {
   resolveModelDir,
+  HUB_ID,
   hubCacheDir,
   hubEndpoint,
   hubOffline,

@@ -5,11 +5,9 @@
 import { readdirSync } from "node:fs";
 import * as path from "node:path";
 import { writeFileAtomic } from "@pbrl/core-tensor";
-import { modelCard, pushToHub } from "@pbrl/models";
+import { HUB_ID, modelCard, pushToHub } from "@pbrl/models";
 import { ConfigError } from "./config/define-config.js";
 import type { EvalResult } from "./evaluation.js";
-
-const HUB_ID = /^[\w.-]+\/[\w.-]+$/;
 
 /** Before output_dir is touched: a push needs its token, so a run does not train for hours to fail at the end. */
 export function checkPushReady(configName: string, a: { push_to_hub: boolean }): void {

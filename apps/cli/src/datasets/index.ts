@@ -7,6 +7,7 @@
 import { existsSync, statSync } from "node:fs";
 import * as path from "node:path";
 import type { TaskItem } from "@pbrl/trainers";
+import { HUB_ID } from "@pbrl/models";
 import { DatasetSourceError } from "./errors.js";
 import { DATA_EXTENSIONS, readDataFile } from "./formats.js";
 import { folderDatasetFiles, hubDatasetFiles } from "./hub.js";
@@ -28,9 +29,6 @@ export const DATASET_RUN_KEYS = [
 
 /** The split read when none is given: "train" for training, "test" for evaluation (TRL's dataset_train_split/dataset_test_split defaults). */
 export const DEFAULT_SPLIT: Readonly<Record<DatasetKey, string>> = { train_dataset: "train", eval_dataset: "test" };
-
-/** A hub dataset id: "org/name", as huggingface_hub accepts it. */
-export const HUB_ID = /^[A-Za-z0-9][\w.-]*\/[\w.-]+$/;
 
 export interface DatasetRequest {
   key: DatasetKey;

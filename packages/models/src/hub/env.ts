@@ -9,8 +9,13 @@ export class ModelSourceError extends Error {
   override name = "ModelSourceError";
 }
 
-/** "org/name": the only form pbrl resolves as a hub id (anything else must be a folder). */
-export const HUB_ID = /^[A-Za-z0-9][\w.-]*\/[\w.-]+$/;
+/**
+ * "org/name": the only form pbrl resolves as a hub id (anything else must be a folder). Each part
+ * as the hub allows it (huggingface_hub's validate_repo_id): letters, digits, "_", "-" and ".",
+ * beginning and ending with a letter, digit or "_", at most 96 characters, no "--" or "..", not
+ * ending in ".git". So an id can never name "..", an absolute path or a path separator.
+ */
+export const HUB_ID = /^(?!.*(?:--|\.\.))(?!.*\.git$)\w(?:[\w.-]{0,94}\w)?\/\w(?:[\w.-]{0,94}\w)?$/;
 
 /** The cache root: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub (as in Python). */
 export function hubCacheDir(): string {
