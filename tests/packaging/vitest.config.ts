@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
 
-// The suites install real projects and build the native addon: one file at a time on a small machine.
-export default defineConfig({ test: { globalSetup: ["./test/pack-workspace.ts"], fileParallelism: false, testTimeout: 300_000, hookTimeout: 300_000 } });
+// The suites install real projects (pnpm with an empty store, npm) and build the native addon: one
+// file at a time on a small machine, with room for a loaded one (both installs took 300 s at load 18).
+export default defineConfig({ test: { globalSetup: ["./test/pack-workspace.ts"], fileParallelism: false, testTimeout: 600_000, hookTimeout: 600_000 } });
