@@ -9,7 +9,7 @@ export const EXIT = {
   failed: 1,
   /** Bad configuration or input: the message says what to change; nothing was lost. */
   badInput: 2,
-  /** Stopped by SIGINT/SIGTERM (after the round in progress, with a checkpoint to resume from). */
+  /** Stopped by SIGINT/SIGTERM (after the round in progress, with a checkpoint to resume from; or while the run started, before it wrote anything). */
   stopped: 130,
 } as const;
 
@@ -51,11 +51,12 @@ export const BAD_INPUT_ERRORS: ReadonlySet<string> = new Set([
   // user code: formatters and rewards
   "FormatterError",
   "RewardError",
-  // the machine: backend, devices, precision, memory
+  // the machine: backend, devices, precision, memory, and a disk that refuses a write (full, quota, read-only)
   "DeviceUnavailableError",
   "BackendUnavailableError",
   "PrecisionUnavailableError",
   "MemoryBudgetError",
+  "FileWriteError",
 ]);
 
 /** Whether `err` (or a class it inherits from) is one of {@link BAD_INPUT_ERRORS}. */
@@ -73,7 +74,8 @@ export function isBadInput(err: unknown): boolean {
   return false;
 }
 
-/** The exit code for an error that ended a command. */
+/** The exit code for an error that ended a command; a signal that stopped a run while it started (RunStoppedError) is 130. */
 export function exitCodeFor(err: unknown): number {
+  if (err instanceof Error && err.name === "RunStoppedError") return EXIT.stopped;
   return isBadInput(err) ? EXIT.badInput : EXIT.failed;
 }

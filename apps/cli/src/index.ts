@@ -1,4 +1,4 @@
-import { translateHeapExhaustion } from "@pbrl/core-tensor";
+import { asError, translateHeapExhaustion } from "@pbrl/core-tensor";
 import { hubProgressPrinter, onHubProgress } from "@pbrl/models";
 import { closest } from "./args.js";
 import { CONFIG_HELP, configCommand } from "./commands/config.js";
@@ -72,7 +72,8 @@ export async function main(argv: string[], io: CliIO = processIO): Promise<numbe
     // A kernel that ran out of the wasm heap despite the estimates reads as the same error.
     const err = translateHeapExhaustion(thrown, `pbrl ${name}`);
     const code = exitCodeFor(err);
-    const e = err instanceof Error ? err : new Error(String(err));
+    // A thrown non-Error (`throw { code: 1 }`) is shown as JSON, not "[object Object]".
+    const e = asError(err);
     if (e.name === "UsageError" || e.name === "ConfigError") io.err(`${e.message}\n`);
     // Too much work for the backend's memory is bad input: the message says what to change.
     else if (e.name === "MemoryBudgetError") io.err(`pbrl ${name}: not enough memory: ${e.message}\n`);

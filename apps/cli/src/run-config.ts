@@ -5,7 +5,6 @@
  */
 import { existsSync } from "node:fs";
 import * as path from "node:path";
-import { pathToFileURL } from "node:url";
 import {
   ConfigError,
   closestName,
@@ -26,13 +25,12 @@ import {
   type RewardProcessor,
   type TaskItem,
 } from "@pbrl/trainers";
+import type { AsyncFormatter } from "@pbrl/preference-data";
 import YAML from "yaml";
 import { BUILTIN_TASKS } from "./builtins.js";
 import { DATASET_RUN_KEYS, datasetRequest, datasetSourceForRun, loadDataset } from "./datasets/index.js";
 import { UsageError } from "./io.js";
 import { overrideValue, splitOverride } from "./overrides.js";
-import { userFrame } from "./reward/frames.js";
-import { moduleLoadError } from "./reward/module-errors.js";
 import { startWorkerRewards } from "./reward/worker-rewards.js";
 import { readUtf8File } from "./text-file.js";
 
@@ -184,25 +182,20 @@ export function templateFormatter(template: string): Formatter {
     });
 }
 
-/** Imports a module that runs in this thread (formatters); load errors name the file and where. */
-async function importModule(file: string, key: string): Promise<Record<string, unknown>> {
-  if (!existsSync(file)) throw new UsageError(`${key}: module ${file} not found`);
-  try {
-    return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-  } catch (err) {
-    const e = err instanceof Error ? err : new Error(String(err));
-    throw moduleLoadError(key, file, e.name, e.message, userFrame(e.stack));
-  }
-}
-
 export interface ResolvedRun {
   agentModel?: string;
   agents?: string[];
   trainDataset: TaskItem[];
   evalDataset?: TaskItem[];
-  formatters?: Formatter | Formatter[];
+  /** A formatters module's run in the reward worker thread (so they answer asynchronously). */
+  formatters?: AsyncFormatter | AsyncFormatter[];
   rewardFunc: RewardFunc;
   rewardProcessor?: RewardProcessor;
+  /**
+   * The run's local input files and folders by setting name (datasets, reward and formatter
+   * modules): the trainer refuses an output_dir that is, holds or lies inside one of them.
+   */
+  inputPaths: Record<string, string>;
   /** Releases what the run holds (the reward worker thread); call it however the run ends. */
   close: () => Promise<void>;
 }
@@ -215,9 +208,10 @@ export interface ResolveOptions {
 }
 
 /**
- * Turns the run keys into what the trainer takes: loaded data, formatters and reward. Reward
- * modules (reward_func or reward_processor given as a module path) run in a worker thread
- * (reward/), started last, once everything else has been checked; built-in rewards run here.
+ * Turns the run keys into what the trainer takes: loaded data, formatters and reward. Modules
+ * (reward_func, reward_processor or formatters given as a module path) run in a worker thread
+ * (reward/), started last, once everything else has been checked; built-in rewards and formatter
+ * templates run here.
  */
 export async function resolveRun(run: Record<string, unknown>, options: ResolveOptions): Promise<ResolvedRun> {
   const str = (key: string): string | undefined => {
@@ -242,15 +236,12 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
   const builtinData = task?.load();
   const processorModule = str("reward_processor");
   if (processorModule !== undefined && !existsSync(processorModule)) throw new UsageError(`reward_processor: module ${processorModule} not found`);
-  // formatters: a template, a list of templates, or a module exporting formatters
-  let formatters: Formatter | Formatter[] | undefined = task?.formatters;
+  // formatters: a template, a list of templates, or a module exporting formatters (run in the worker)
+  let formatters: AsyncFormatter | AsyncFormatter[] | undefined = task?.formatters;
   const fSpec = run["formatters"];
-  if (typeof fSpec === "string" && isModulePath(fSpec)) {
-    const mod = await importModule(fSpec, "formatters");
-    const f = mod["formatters"] ?? mod["default"];
-    if (typeof f !== "function" && !(Array.isArray(f) && f.every((x) => typeof x === "function")))
-      throw new UsageError(`formatters: ${fSpec} exports no function or list of functions named formatters`);
-    formatters = f as Formatter | Formatter[];
+  const formattersModule = typeof fSpec === "string" && isModulePath(fSpec) ? fSpec : undefined;
+  if (formattersModule !== undefined) {
+    if (!existsSync(formattersModule)) throw new UsageError(`formatters: module ${formattersModule} not found`);
   } else if (typeof fSpec === "string") {
     formatters = templateFormatter(fSpec);
   } else if (Array.isArray(fSpec) && fSpec.every((x) => typeof x === "string")) {
@@ -276,15 +267,25 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
   if (agentModel === undefined && !Array.isArray(agentsRaw))
     throw new UsageError("give agent_model (one checkpoint for every agent) or agents (one per agent)");
   // Last: once started, the worker must be closed, and nothing else can fail before the trainer owns it.
-  const inWorker = rewardModule !== undefined || processorModule !== undefined;
+  const inWorker = rewardModule !== undefined || processorModule !== undefined || formattersModule !== undefined;
   const reward = inWorker
     ? await startWorkerRewards({
         ...(rewardModule !== undefined ? { rewardModule } : { builtin: task!.rewardFunc }),
         ...(processorModule !== undefined ? { processorModule } : {}),
+        ...(formattersModule !== undefined ? { formattersModule } : {}),
         timeoutS: options.rewardTimeoutS,
       })
-    : { rewardFunc: task!.rewardFunc, rewardProcessor: undefined, close: async () => {} };
-  const out: ResolvedRun = { trainDataset, rewardFunc: reward.rewardFunc, close: reward.close };
+    : { rewardFunc: task!.rewardFunc, rewardProcessor: undefined, formatters: undefined, close: async () => {} };
+  formatters = reward.formatters ?? formatters;
+  const local = (key: string, p: string | undefined): [string, string][] => (p !== undefined && existsSync(p) ? [[key, path.resolve(p)]] : []);
+  const inputPaths = Object.fromEntries([
+    ...local("train_dataset", trainReq?.source),
+    ...local("eval_dataset", evalReq?.source),
+    ...local("reward_func", rewardModule),
+    ...local("reward_processor", processorModule),
+    ...local("formatters", formattersModule),
+  ]);
+  const out: ResolvedRun = { trainDataset, rewardFunc: reward.rewardFunc, inputPaths, close: reward.close };
   if (reward.rewardProcessor !== undefined) out.rewardProcessor = reward.rewardProcessor;
   if (agentModel !== undefined) out.agentModel = agentModel;
   if (Array.isArray(agentsRaw)) out.agents = agentsRaw as string[];

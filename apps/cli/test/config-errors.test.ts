@@ -40,3 +40,20 @@ describe("did you mean, for a misspelt choice", () => {
     expect(r.err).toMatch(/comparator_policy: got "histroy"; did you mean "history"\? \(one of "current", "current_copy", "model", "history", "api"/);
   });
 });
+
+describe("pbrl config validate prints no secret", () => {
+  it("redacts comparator_api_extra_body's key and a credential in the URL, as config.json does", async () => {
+    const r = await runCli([
+      "config",
+      "validate",
+      "madpo_iter",
+      "comparator_policy=api",
+      "comparator_api_url=https://api.example.com/v1?access_key_id=AKIDsecret42",
+      'comparator_api_extra_body={"api_key": "sk-live-abcdef1234567890", "temperature": 0.5}',
+    ]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).not.toMatch(/AKIDsecret42|sk-live-abcdef1234567890/);
+    const printed = JSON.parse(r.out) as { comparator_api_extra_body: Record<string, unknown> };
+    expect(printed.comparator_api_extra_body).toEqual({ api_key: "[REDACTED]", temperature: 0.5 });
+  });
+});

@@ -1,10 +1,12 @@
 // A loopback stand-in for the Hugging Face Hub, speaking the part of its API that dataset
 // downloads use: /api/datasets/{id}/revision/{rev} (the commit), /api/datasets/{id}/tree/{commit}
 // (the file list, in pages linked by a Link header), and /datasets/{id}/resolve/{commit}/{path}
-// (the bytes; LFS files redirect to a second server, as the hub redirects to its CDN).
+// (the bytes; LFS files redirect to a second server, as the hub redirects to its CDN). Options
+// make it misbehave as a hostile or broken hub can: see HubOptions.
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { streamBody } from "@pbrl/test-fixtures";
 
 export interface HubRevision {
   sha: string;
@@ -49,18 +51,46 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
-/** pageSize: entries per page of a tree listing; stallCdn: the CDN sends headers and half a file, then nothing. */
-export async function startHub(repos: HubRepo[], options: { pageSize?: number; stallCdn?: boolean } = {}): Promise<LoopbackHub> {
+export interface HubOptions {
+  /** Entries per page of a tree listing (default 1000). */
+  pageSize?: number;
+  /** The CDN sends headers and half a file, then nothing. */
+  stallCdn?: boolean;
+  /** The CDN waits this long before it answers (a slow link, shorter than any sane HF_HUB_DOWNLOAD_TIMEOUT). */
+  cdnDelayMs?: number;
+  /** Every tree page links (rel="next") to itself. */
+  selfLinkedTree?: boolean;
+  /** Spaces put before each tree page's JSON, making it this many bytes larger. */
+  treePadding?: number;
+  /** Zero bytes sent after a file's content (by path), while the tree lists its true size. */
+  overlong?: Record<string, number>;
+  /** Files sent gzip-compressed (Content-Encoding: gzip), whatever the request accepts. */
+  gzip?: string[];
+}
+
+/** Sends a file as `options` says: as it is, with its length (half of it when `stall`), or padded and compressed, chunked. */
+function sendFile(res: ServerResponse, body: Uint8Array, file: string, headers: Record<string, string>, options: HubOptions, stall = false): void {
+  const extra = options.overlong?.[file] ?? 0;
+  const gzip = options.gzip?.includes(file) ?? false;
+  if (extra === 0 && !gzip) {
+    res.writeHead(200, { ...headers, "content-length": String(body.length) });
+    if (stall) res.write(body.subarray(0, body.length >> 1));
+    else res.end(body);
+    return;
+  }
+  res.writeHead(200, { ...headers, ...(gzip ? { "content-encoding": "gzip" } : {}) });
+  streamBody(res, body, extra, gzip);
+}
+
+export async function startHub(repos: HubRepo[], options: HubOptions = {}): Promise<LoopbackHub> {
   const requests: SeenRequest[] = [];
-  const blobs = new Map<string, Uint8Array>();
+  const blobs = new Map<string, { body: Uint8Array; file: string }>();
   const pageSize = options.pageSize ?? 1000;
   const cdn = createServer((req, res) => {
     requests.push({ server: "cdn", path: req.url ?? "", authorization: req.headers.authorization });
-    const body = blobs.get((req.url ?? "").replace(/^\/blob\//, ""));
-    if (body === undefined) return json(res, 404, { error: "no such blob" });
-    res.writeHead(200, { "content-length": body.length });
-    if (options.stallCdn) res.write(body.subarray(0, body.length >> 1));
-    else res.end(body);
+    const blob = blobs.get((req.url ?? "").replace(/^\/blob\//, ""));
+    if (blob === undefined) return json(res, 404, { error: "no such blob" });
+    setTimeout(() => sendFile(res, blob.body, blob.file, {}, options, options.stallCdn), options.cdnDelayMs ?? 0);
   });
   const cdnUrl = await listen(cdn);
   const hub = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -101,20 +131,25 @@ export async function startHub(repos: HubRepo[], options: { pageSize?: number; s
         }),
       ];
       const cursor = Number(url.searchParams.get("cursor") ?? "0");
-      const next = cursor + pageSize < entries.length ? `<${url.pathname}?recursive=true&expand=false&cursor=${cursor + pageSize}>; rel="next"` : undefined;
-      return json(res, 200, entries.slice(cursor, cursor + pageSize), next ? { link: next } : {});
+      const next = options.selfLinkedTree
+        ? `<${url.pathname}${url.search}>; rel="next"`
+        : cursor + pageSize < entries.length
+          ? `<${url.pathname}?recursive=true&expand=false&cursor=${cursor + pageSize}>; rel="next"`
+          : undefined;
+      const page = JSON.stringify(entries.slice(cursor, cursor + pageSize));
+      res.writeHead(200, { "content-type": "application/json", ...(next ? { link: next } : {}) });
+      return res.end(" ".repeat(options.treePadding ?? 0) + page);
     }
     const file = decodeURIComponent(m[4] ?? "");
     const body = at.files[file];
     if (body === undefined) return json(res, 404, { error: "Entry not found" }, { "x-error-code": "EntryNotFound" });
     const b = bytes(body);
     if (isLfs(file)) {
-      blobs.set(sha256(b), b);
+      blobs.set(sha256(b), { body: b, file });
       res.writeHead(302, { location: `${cdnUrl}/blob/${sha256(b)}`, "x-repo-commit": at.sha, "x-linked-etag": `"${sha256(b)}"` });
       return res.end();
     }
-    res.writeHead(200, { "content-length": b.length, "x-repo-commit": at.sha, etag: `"${gitBlobId(b)}"` });
-    res.end(b);
+    sendFile(res, b, file, { "x-repo-commit": at.sha, etag: `"${gitBlobId(b)}"` }, options);
   });
   const url = await listen(hub);
   const stop = (s: Server) => new Promise<void>((resolve) => s.close(() => resolve()));

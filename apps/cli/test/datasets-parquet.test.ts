@@ -1,7 +1,7 @@
 // Parquet datasets (read with hyparquet), against files pyarrow wrote
 // (fixtures/datasets/make_fixtures.py): rows as plain objects, nested columns as JSON values,
 // 64-bit integers as numbers when safe and as strings beyond 2**53, dates as ISO strings.
-import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import * as zlib from "node:zlib";
@@ -54,6 +54,45 @@ describe("Parquet dataset files", () => {
     expect(toJsonValue(new Uint8Array([104, 105]))).toBe("aGk=");
     expect(toJsonValue(new Float32Array([0.5, 2]))).toEqual([0.5, 2]);
     expect(toJsonValue({ a: undefined, b: [1n, new Date(0)] })).toEqual({ a: null, b: [1, "1970-01-01T00:00:00.000Z"] });
+  });
+
+  it("says in pbrl's words why an empty, random or damaged file is not Parquet (not hyparquet's DataView error)", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "pbrl-parquet-"));
+    const cases: [string, Buffer, string][] = [
+      ["empty", Buffer.alloc(0), "it is empty (0 bytes)"],
+      ["magic-only", Buffer.from("PAR1"), 'it does not begin and end with "PAR1", as every Parquet file does (4 bytes; is it another format, or cut short?)'],
+      [
+        "random",
+        Buffer.from(Array.from({ length: 5000 }, (_, i) => (i * 2654435761) >>> 24)),
+        'it does not begin and end with "PAR1", as every Parquet file does (5000 bytes',
+      ],
+      [
+        "footer-too-long",
+        Buffer.concat([Buffer.from("PAR1"), Buffer.alloc(20, 1), Buffer.from([0xff, 0xff, 0, 0]), Buffer.from("PAR1")]),
+        "its footer says its metadata takes 65535 bytes, more than the file holds (32 bytes); it is damaged or cut short",
+      ],
+    ];
+    // The frame of a Parquet file around bytes that are no Parquet metadata: hyparquet's finding, in pbrl's sentence.
+    const noise = Buffer.from(Array.from({ length: 200 }, (_, i) => (i * 2654435761) >>> 24));
+    cases.push(["framed-noise", Buffer.concat([Buffer.from("PAR1"), noise, Buffer.from([100, 0, 0, 0]), Buffer.from("PAR1")]), "FRAMED"]);
+    // A real file cut short keeps "PAR1" at its start only.
+    const real = readFileSync(path.join(FIXTURES, "items.parquet"));
+    cases.push(["cut", real.subarray(0, real.length - 100), `it does not begin and end with "PAR1", as every Parquet file does (${real.length - 100} bytes`]);
+    for (const [name, bytes, why] of cases) {
+      const file = path.join(dir, `${name}.parquet`);
+      writeFileSync(file, bytes);
+      const err = await loadDataset({ key: "train_dataset", source: file }).then(
+        () => new Error("expected a failure"),
+        (e: unknown) => e as Error,
+      );
+      expect(err.name).toBe("DatasetSourceError");
+      if (why === "FRAMED")
+        expect(err.message).toMatch(
+          /is not a readable Parquet file: (an offset or length inside it points past its end; it is damaged or cut short|its contents could not be decoded \(.*\); it is damaged, or not written by a Parquet writer)$/,
+        );
+      else expect(err.message).toContain(`train_dataset: ${file} is not a readable Parquet file: ${why}`);
+      expect(err.message).not.toMatch(/DataView|Offset is outside/);
+    }
   });
 
   it("names a file that is not Parquet", async () => {

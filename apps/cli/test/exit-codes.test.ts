@@ -129,6 +129,25 @@ describe.skipIf(!packagesBuilt)("exit codes of a real pbrl process", () => {
     expect(r.err).toMatch(/not an input error \(exit code 1\); PBRL_DEBUG=1 prints where it happened/);
   }, 120_000);
 
+  it("2: a write the machine refuses (here a file-size limit, ulimit -f) names the file and what to do", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "pbrl-exit-efbig-"));
+    const out = path.join(dir, "converted");
+    // tiny-llama's weights are 445 KB: past the 256 KiB limit
+    const child = spawn("bash", ["-c", 'ulimit -f 256 && exec "$0" "$@"', process.execPath, main, "convert", "--model", TINY, "--out", out], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, PBRL_BACKEND: "wasm" },
+    });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect(code, err).toBe(2);
+    expect(err).toMatch(
+      /pbrl convert: FileWriteError: cannot write \S+\/model\.safetensors: the file would be larger than this process may write \(EFBIG: the shell's file-size limit, ulimit -f, or the filesystem's largest file\); raise the limit, or choose an output folder on another filesystem \(output_dir, --out\)\n/,
+    );
+    expect(err).not.toMatch(/not an input error/);
+    expect(readdirSync(dir)).toEqual([]);
+  }, 60_000);
+
   it("2: convert --out . (the current folder), leaving no temporary folder", async () => {
     const cwd = mkdtempSync(path.join(tmpdir(), "pbrl-exit-cwd-"));
     const r = await pbrl(main, ["convert", "--model", TINY, "--out", "."], { cwd });

@@ -1,12 +1,12 @@
 // `pbrl push` uploads every file of a checkpoint to a hub (a loopback double here): the server
 // ends up with each file's bytes, a model card is added when the folder has none, and the token
 // from HF_TOKEN is sent to the hub only: never printed, never written, never sent to the CDN.
-import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { hubProgressPrinter, onHubProgress } from "@pbrl/models";
-import { pushCommand } from "../src/commands/push.js";
+import { PUSH_HELP, pushCommand } from "../src/commands/push.js";
 import type { CliIO } from "../src/io.js";
 import { TINY_LLAMA, useHubDouble } from "@pbrl/test-fixtures";
 
@@ -100,7 +100,45 @@ describe("pbrl push", () => {
     process.env["HF_TOKEN"] = TOKEN;
     await expect(push(["--model", model, "--repo", "not-an-id"])).rejects.toThrow(/--repo must be a hub repository id of the form "org\/name"/);
     await expect(push(["--model", path.join(model, "nope"), "--repo", "acme/x"])).rejects.toThrow(/nope is not a folder/);
+    // An id that names a path rather than a repository: refused before any request, saying what an id is.
+    const requestsBefore = hub.requests.length;
+    for (const id of ["acme/..", "acme/.hidden", "../acme", "acme/a--b", "acme/x.git"]) {
+      await expect(push(["--model", model, "--repo", id]), id).rejects.toThrow(
+        `--repo must be a hub repository id of the form "org/name", got ${JSON.stringify(id)}: each part is letters, digits, "_", "-" and ".", begins and ends with a letter, digit or "_", has no ".." or "--", does not end in ".git"`,
+      );
+    }
+    expect(hub.requests.length).toBe(requestsBefore);
     await expect(push(["--repo", "acme/x"])).rejects.toThrow(/--model is required/);
     expect(hub.repos.has("acme/x")).toBe(false);
+  });
+
+  it("uploads only what the folder holds: hidden files with --include-hidden only, never a link out of it; prints what it left out", async () => {
+    const { root, model } = workspace();
+    writeFileSync(path.join(root, "outside.txt"), "OUTSIDE-FILE-8841");
+    symlinkSync(path.join(root, "outside.txt"), path.join(model, "notes.txt"));
+    writeFileSync(path.join(model, ".env"), "HF_TOKEN=DOTENV-SECRET-7712\n");
+    const r = await push(["--model", model, "--repo", "acme/inside"]);
+    expect(r.code).toBe(0);
+    expect(r.out.split("\n").slice(0, 2)).toEqual([
+      "pbrl: not uploaded: .env: hidden (--include-hidden / includeHidden uploads it)",
+      `pbrl: not uploaded: notes.txt: a symlink to ${realpathSync(path.join(root, "outside.txt"))}, outside the folder (copy the file in to upload it)`,
+    ]);
+    expect(r.out).toMatch(/pbrl: pushed 6 files to /);
+    const repo = hub.repos.get("acme/inside")!;
+    expect([...repo.files.keys()].sort()).toEqual([
+      "README.md",
+      "config.json",
+      "generation_config.json",
+      "model.safetensors",
+      "tokenizer.json",
+      "tokenizer_config.json",
+    ]);
+    expect(hub.requests.some((q) => q.body.includes("DOTENV-SECRET-7712") || q.body.includes("OUTSIDE-FILE-8841"))).toBe(false);
+
+    const again = await push(["--model", model, "--repo", "acme/inside", "--include-hidden"]);
+    expect(again.out).not.toContain(".env:");
+    expect(again.out).toContain("pbrl: not uploaded: notes.txt: a symlink to");
+    expect(repo.files.get(".env")!.toString()).toBe("HF_TOKEN=DOTENV-SECRET-7712\n");
+    expect(PUSH_HELP).toMatch(/--include-hidden +upload hidden files and folders too/);
   });
 });

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { RewardContext } from "@pbrl/trainers";
+import type { RewardContext, TaskItem } from "@pbrl/trainers";
 import { startWorkerRewards } from "../src/reward/worker-rewards.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "pbrl-reward-worker-"));
@@ -102,6 +102,55 @@ describe("reward modules in a worker thread", () => {
     const none = module("none.mjs", "export const reward = () => [1];\n");
     await expect(startWorkerRewards({ rewardModule: none, timeoutS: 10 })).rejects.toThrow(
       /none\.mjs exports no function named reward_func \(or a default export\)/,
+    );
+  });
+
+  it("a formatters module runs there too: one shared function or a list; what a formatter returns crosses as data", async () => {
+    const list = module("formatters.mjs", "export const formatters = [(x) => `Left: ${x.topic}`, (x) => [{ role: 'user', content: x.topic }]];\n");
+    const w = await startWorkerRewards({ builtin: (c) => c[0]!.map(() => 1), formattersModule: list, timeoutS: 10 });
+    try {
+      const f = w.formatters as ((item: TaskItem) => Promise<unknown>)[];
+      expect(f).toHaveLength(2);
+      expect(await f[0]!({ topic: "cats" })).toBe("Left: cats");
+      expect(await f[1]!({ topic: "cats" })).toEqual([{ role: "user", content: "cats" }]);
+      expect(await w.rewardFunc(completions, context)).toEqual([1, 1]);
+    } finally {
+      await w.close();
+    }
+    const shared = module("shared.mjs", "export default (x) => `About ${x.topic}`;\n");
+    const v = await startWorkerRewards({ builtin: (c) => c[0]!.map(() => 1), formattersModule: shared, timeoutS: 10 });
+    try {
+      expect(await (v.formatters as (item: TaskItem) => Promise<unknown>)({ topic: "snow" })).toBe("About snow");
+    } finally {
+      await v.close();
+    }
+  });
+
+  it("a formatter that never returns is stopped after reward_timeout_s, naming it, and this thread stays free meanwhile", async () => {
+    const file = module("busy-formatter.mjs", "export const formatters = [(x) => x.topic, (x) => { for (;;) {} }];\n");
+    const w = await startWorkerRewards({ builtin: (c) => c[0]!.map(() => 1), formattersModule: file, timeoutS: 0.5 });
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 20);
+    try {
+      const f = w.formatters as ((item: TaskItem) => Promise<unknown>)[];
+      await expect(f[1]!({ topic: "cats" })).rejects.toThrow(
+        `formatters[1] in ${file} did not return within reward_timeout_s=0.5 s, so its worker thread was stopped`,
+      );
+      expect(ticks).toBeGreaterThan(5);
+    } finally {
+      clearInterval(timer);
+      await w.close();
+    }
+  });
+
+  it("a formatters module that exports none, or whose top-level code never ends, is named", async () => {
+    const none = module("no-formatters.mjs", "export const format = (x) => x.topic;\n");
+    await expect(startWorkerRewards({ builtin: () => [1], formattersModule: none, timeoutS: 10 })).rejects.toThrow(
+      `formatters: ${none} exports no function or list of functions named formatters (or a default export)`,
+    );
+    const loops = module("loops-at-load.mjs", "for (;;) {}\nexport const formatters = (x) => x.topic;\n");
+    await expect(startWorkerRewards({ builtin: () => [1], formattersModule: loops, timeoutS: 0.5 })).rejects.toThrow(
+      `loading ${loops} took longer than reward_timeout_s=0.5 s`,
     );
   });
 });

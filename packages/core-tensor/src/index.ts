@@ -53,7 +53,10 @@ export {
   type BackendMemoryLimit,
   type MemoryCapacity,
 } from "./memory-capacity.js";
-export { writeFileAtomic, replaceDirAtomic } from "./atomic-write.js";
+export { writeFileAtomic, replaceDirAtomic, FileWriteError, fileWriteError } from "./atomic-write.js";
+export { errorText, asError, valueText, MAX_THROWN_TEXT } from "./error-text.js";
+export { timerDelayMs, MAX_TIMER_MS } from "./timer-delay.js";
+export { isSecretName, isSecretQueryName, redactRecord, redactSecretText, redactSecrets, REDACTED, REDACTED_IN_URL } from "./redact-secrets.js";
 export {
   parseSafetensors,
   readSafetensors,

@@ -6,13 +6,16 @@
 import { existsSync } from "node:fs";
 import * as path from "node:path";
 import { cachedCommit, missingFromSnapshot } from "./hub/cache.js";
+import { isSafeRevision } from "./hub/cache-guard.js";
 import { HUB_ID, hubCacheDir, hubOffline, ModelSourceError, repoCacheDir } from "./hub/env.js";
-import { downloadModel, offlineError, type DownloadOptions } from "./hub/snapshot.js";
+import { downloadModel, offlineError, revisionError, type DownloadOptions } from "./hub/snapshot.js";
 
-export { HUB_ID, hubCacheDir, hubEndpoint, hubOffline, ModelSourceError } from "./hub/env.js";
+export { HUB_ID, hubCacheDir, hubDownloadTimeoutMs, hubEndpoint, hubOffline, ModelSourceError } from "./hub/env.js";
+export { COMMIT_HASH, isSafeRepoPath, isSafeRevision, outsideCache } from "./hub/cache-guard.js";
+export { METADATA_LIMIT, readBodyCapped } from "./hub/http.js";
 export { downloadModel, type DownloadOptions } from "./hub/snapshot.js";
 export { hubProgressPrinter, onHubProgress, type HubProgress, type HubProgressListener, type ProgressPrinterOptions } from "./hub/progress.js";
-export { HubPushError, pushToHub, type PushOptions, type PushResult } from "./hub/push.js";
+export { describeSkipped, HubPushError, pushToHub, type PushOptions, type PushResult, type SkippedPath, type SkipReason } from "./hub/push.js";
 export { baseModelFromConfig, modelCard, type ModelCardInput } from "./hub/model-card.js";
 export type { RetryPolicy } from "./hub/http.js";
 
@@ -32,12 +35,15 @@ async function cachedSnapshot(id: string, revision: string, cacheDir: string): P
  */
 export async function resolveModelDir(source: string, revision = "main", options: Omit<DownloadOptions, "revision"> = {}): Promise<string> {
   if (existsSync(source)) {
-    if (!existsSync(path.join(source, "config.json"))) throw new ModelSourceError(`${source} is not a Hugging Face checkpoint folder: it has no config.json`);
+    // A checkpoint folder, or a PEFT adapter folder (loaded onto its base model).
+    if (!existsSync(path.join(source, "config.json")) && !existsSync(path.join(source, "adapter_config.json")))
+      throw new ModelSourceError(`${source} is not a Hugging Face checkpoint folder (no config.json) nor a PEFT adapter folder (no adapter_config.json)`);
     return source;
   }
   if (!HUB_ID.test(source)) {
     throw new ModelSourceError(`model source ${JSON.stringify(source)} is neither an existing folder nor a hub id of the form "org/name"`);
   }
+  if (!isSafeRevision(revision)) throw revisionError(revision);
   const cacheDir = options.cacheDir ?? hubCacheDir();
   const cached = await cachedSnapshot(source, revision, cacheDir);
   if (!("missing" in cached)) return cached.dir;

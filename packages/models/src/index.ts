@@ -13,24 +13,43 @@ export { Tokenizer, TokenizerLoadError } from "./tokenizer.js";
 export type { ChatMessage, TokenizerFiles } from "./tokenizer.js";
 export { parseGenerationConfig } from "./generation-config.js";
 export type { GenerationDefaults } from "./generation-config.js";
-export { loadPretrained, savePretrained } from "./checkpoint.js";
+export { loadPretrained, savePretrained, type LoadOptions } from "./checkpoint.js";
 export type { Pretrained, SaveOptions, SaveDtype } from "./checkpoint.js";
 export {
   resolveModelDir,
   HUB_ID,
   hubCacheDir,
+  hubDownloadTimeoutMs,
   hubEndpoint,
   hubOffline,
   ModelSourceError,
+  COMMIT_HASH,
+  isSafeRepoPath,
+  isSafeRevision,
+  outsideCache,
+  METADATA_LIMIT,
+  readBodyCapped,
   downloadModel,
   hubProgressPrinter,
   onHubProgress,
   HubPushError,
   pushToHub,
+  describeSkipped,
   baseModelFromConfig,
   modelCard,
 } from "./hub.js";
-export type { DownloadOptions, HubProgress, HubProgressListener, ProgressPrinterOptions, PushOptions, PushResult, ModelCardInput, RetryPolicy } from "./hub.js";
+export type {
+  DownloadOptions,
+  HubProgress,
+  HubProgressListener,
+  ProgressPrinterOptions,
+  PushOptions,
+  PushResult,
+  SkippedPath,
+  SkipReason,
+  ModelCardInput,
+  RetryPolicy,
+} from "./hub.js";
 export { generate } from "./generate.js";
 export { checkContextLength, contextLengthMessage, ContextLengthError } from "./context-length.js";
 export type { ContextLengthDetails } from "./context-length.js";
@@ -65,3 +84,6 @@ export { buildScoringBatch, completionLogProbs, scoreCompletions } from "./scori
 export type { ScoringItem, ScoringBatch, ScoreResult } from "./scoring.js";
 export { ScalarHead, lastTokenIndices } from "./heads.js";
 export type { ScalarHeadOptions } from "./heads.js";
+export { DEFAULT_LORA, LoraSettingsError, decoderLinears, loraScaling, loraTargets, loraSettingsProblems, type LoraSettings } from "./lora/settings.js";
+export { LoraAdapter, type LoraModule, type LoraSpec } from "./lora/adapter.js";
+export { ADAPTER_CONFIG, ADAPTER_WEIGHTS, isAdapterFolder, readAdapterConfig, type AdapterConfig } from "./lora/peft-files.js";

@@ -8,6 +8,9 @@ export interface ChatMessage {
   content: string;
 }
 
+/** Renders chat messages with a compiled chat template (see Tokenizer.chatTemplateRenderer). */
+export type ChatTemplateRenderer = (messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }) => string;
+
 export class TokenizerLoadError extends Error {
   override name = "TokenizerLoadError";
 }
@@ -38,7 +41,8 @@ function tokenContent(v: unknown): string | undefined {
 export class Tokenizer {
   private readonly inner: HFTokenizer;
   private readonly config: Json;
-  private readonly template: Template | undefined;
+  private readonly renderChat: ChatTemplateRenderer | undefined;
+  private longestToken: number | undefined;
   readonly chatTemplate: string | undefined;
   readonly specialTokens: Record<string, string>;
 
@@ -68,10 +72,20 @@ export class Tokenizer {
       if (def !== undefined && typeof def["template"] === "string") this.chatTemplate = def["template"] as string;
     }
     try {
-      this.template = this.chatTemplate !== undefined ? new Template(this.chatTemplate) : undefined;
+      this.renderChat = this.chatTemplate !== undefined ? Tokenizer.chatTemplateRenderer(this.chatTemplate, this.specialTokens) : undefined;
     } catch (err) {
       throw new TokenizerLoadError(`${source}: the chat template does not parse (${(err as Error).message})`);
     }
+  }
+
+  /**
+   * A chat template compiled once, rendering messages as apply_chat_template(tokenize=False): the
+   * template sees the messages, add_generation_prompt and the special tokens (bos_token, …). A
+   * worker thread renders with it from the template's text and the tokens alone (no vocabulary).
+   */
+  static chatTemplateRenderer(chatTemplate: string, specialTokens: Readonly<Record<string, string>>): ChatTemplateRenderer {
+    const template = new Template(chatTemplate);
+    return (messages, options = {}) => template.render({ messages, add_generation_prompt: options.addGenerationPrompt ?? true, ...specialTokens });
   }
 
   /** Reads tokenizer.json and, when present, tokenizer_config.json, chat_template.jinja, special_tokens_map.json. */
@@ -119,6 +133,21 @@ export class Tokenizer {
     return this.inner.get_vocab(true).size;
   }
 
+  /**
+   * The UTF-8 length of the vocabulary's longest token, as the vocabulary writes it (byte-level
+   * and SentencePiece vocabularies write each byte or space in one or more bytes, so no token
+   * stands for more text than this): a prompt of more bytes than this times the model's context
+   * cannot fit it, whatever its tokens.
+   */
+  get longestTokenBytes(): number {
+    if (this.longestToken === undefined) {
+      let longest = 1;
+      for (const token of this.inner.get_vocab(true).keys()) longest = Math.max(longest, Buffer.byteLength(token, "utf8"));
+      this.longestToken = longest;
+    }
+    return this.longestToken;
+  }
+
   tokenToId(token: string): number | undefined {
     return this.inner.token_to_id(token);
   }
@@ -133,12 +162,8 @@ export class Tokenizer {
 
   /** Renders messages with the chat template, as apply_chat_template(tokenize=False). */
   applyChatTemplate(messages: ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): string {
-    if (this.template === undefined)
+    if (this.renderChat === undefined)
       throw new TokenizerLoadError("this tokenizer has no chat template (chat_template.jinja or chat_template in tokenizer_config.json)");
-    return this.template.render({
-      messages,
-      add_generation_prompt: options.addGenerationPrompt ?? true,
-      ...this.specialTokens,
-    });
+    return this.renderChat(messages, options);
   }
 }

@@ -9,6 +9,8 @@ import { loadPretrained, resolveModelDir } from "../src/index.js";
 import { FIXTURES } from "./reference.js";
 
 const REPO = path.join(FIXTURES, "tiny-qwen2-sharded");
+// A plain file server that names the commit, as the hub does, in X-Repo-Commit (40 hex digits).
+const COMMIT = "0123abcd".repeat(5);
 let server: Server;
 let requests: { url: string; auth: string | undefined }[] = [];
 const saved = { ...process.env };
@@ -16,13 +18,13 @@ const saved = { ...process.env };
 beforeAll(async () => {
   server = createServer((req, res) => {
     requests.push({ url: req.url ?? "", auth: req.headers.authorization });
-    const m = /^\/acme\/tiny\/resolve\/main\/(.+)$/.exec(req.url ?? "");
+    const m = new RegExp(`^/acme/tiny/resolve/(?:main|${COMMIT})/(.+)$`).exec(req.url ?? "");
     const file = m ? path.join(REPO, decodeURIComponent(m[1]!)) : undefined;
     if (file === undefined || !existsSync(file)) {
       res.writeHead(404).end("not found");
       return;
     }
-    res.writeHead(200, { "x-repo-commit": "0123abcd" }).end(readFileSync(file));
+    res.writeHead(200, { "x-repo-commit": COMMIT }).end(readFileSync(file));
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
 });
@@ -45,8 +47,8 @@ describe("hub ids", () => {
     const cache = useCache();
     process.env["HF_TOKEN"] = "hf_secret";
     const dir = await resolveModelDir("acme/tiny");
-    expect(dir).toBe(path.join(cache, "models--acme--tiny", "snapshots", "0123abcd"));
-    expect(readFileSync(path.join(cache, "models--acme--tiny", "refs", "main"), "utf8")).toBe("0123abcd");
+    expect(dir).toBe(path.join(cache, "models--acme--tiny", "snapshots", COMMIT));
+    expect(readFileSync(path.join(cache, "models--acme--tiny", "refs", "main"), "utf8")).toBe(COMMIT);
     expect(readdirSync(dir)).toContain("model-00009-of-00009.safetensors");
     expect(requests.every((r) => r.auth === "Bearer hf_secret")).toBe(true);
     const n = requests.length;

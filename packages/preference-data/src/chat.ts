@@ -8,10 +8,15 @@
 import type { ChatMessage, Tokenizer } from "@pbrl/models";
 import { describeItem, errorMessage } from "./describe.js";
 import { FormatterError, isChatPrompt } from "./formatters.js";
+import { promptTextToEncode, type PromptLimits } from "./prompt-length.js";
 import type { Prompt, TaskItem } from "./types.js";
 
-/** What rendering and encoding a prompt needs of an agent's tokenizer. */
-export type PromptTokenizer = Pick<Tokenizer, "encode" | "applyChatTemplate" | "chatTemplate" | "specialTokens">;
+/**
+ * What rendering and encoding a prompt needs of an agent's tokenizer; `longestTokenBytes`, when
+ * it has it, lets a prompt too long for the model's context be refused (or cut) before it is tokenized.
+ */
+export type PromptTokenizer = Pick<Tokenizer, "encode" | "applyChatTemplate" | "chatTemplate" | "specialTokens"> &
+  Partial<Pick<Tokenizer, "longestTokenBytes">>;
 
 /** Whose prompt for which item is rendered, to name both in errors. */
 export interface PromptSite {
@@ -40,9 +45,31 @@ export class ChatTemplateError extends FormatterError {
   ) {
     super(message, options);
   }
+
+  /** Chat messages for an agent whose tokenizer has no chat template. */
+  static missing(site: PromptSite): ChatTemplateError {
+    const a = site.agent;
+    return new ChatTemplateError(
+      `${promptItemName(site)}: agent ${a}'s prompt is a list of chat messages, but agent ${a}'s tokenizer has no chat template (no chat_template.jinja, nor chat_template in tokenizer_config.json) to render it with; pass a formatter that returns the prompt as a string, or use a checkpoint whose tokenizer has a chat template`,
+      a,
+      site.itemIndex,
+    );
+  }
+
+  /** The template failed on the messages: `problem` says how (what it threw, or that it ran out of time or memory). */
+  static failed(site: PromptSite, problem: string, cause?: unknown): ChatTemplateError {
+    const a = site.agent;
+    return new ChatTemplateError(
+      `${promptItemName(site)}: agent ${a}'s chat template failed on the prompt's messages: ${problem}; change the messages (the item, or its formatter) to what the template accepts, or pass a formatter that returns the prompt as a string`,
+      a,
+      site.itemIndex,
+      cause === undefined ? undefined : { cause },
+    );
+  }
 }
 
-function itemName(site: PromptSite): string {
+/** How errors name the item of a prompt site: "item 3 (id "x")", or the site's own name. */
+export function promptItemName(site: PromptSite): string {
   if (site.item !== undefined) return describeItem({ item: site.item, itemIndex: site.itemIndex });
   return site.itemName ?? (site.itemIndex < 0 ? "an item" : `item ${site.itemIndex}`);
 }
@@ -54,23 +81,11 @@ function itemName(site: PromptSite): string {
  */
 export function renderPrompt(tokenizer: PromptTokenizer, prompt: Prompt, site: PromptSite): string {
   if (!isChatPrompt(prompt)) return prompt;
-  const a = site.agent;
-  if (tokenizer.chatTemplate === undefined) {
-    throw new ChatTemplateError(
-      `${itemName(site)}: agent ${a}'s prompt is a list of chat messages, but agent ${a}'s tokenizer has no chat template (no chat_template.jinja, nor chat_template in tokenizer_config.json) to render it with; pass a formatter that returns the prompt as a string, or use a checkpoint whose tokenizer has a chat template`,
-      a,
-      site.itemIndex,
-    );
-  }
+  if (tokenizer.chatTemplate === undefined) throw ChatTemplateError.missing(site);
   try {
     return tokenizer.applyChatTemplate([...prompt] as ChatMessage[], { addGenerationPrompt: true });
   } catch (err) {
-    throw new ChatTemplateError(
-      `${itemName(site)}: agent ${a}'s chat template failed on the prompt's messages: ${errorMessage(err)}; change the messages (the item, or its formatter) to what the template accepts, or pass a formatter that returns the prompt as a string`,
-      a,
-      site.itemIndex,
-      { cause: err },
-    );
+    throw ChatTemplateError.failed(site, errorMessage(err), err);
   }
 }
 
@@ -104,12 +119,28 @@ export interface EncodedPrompt {
 }
 
 /**
+ * The ids of a prompt's text: text rendered from chat messages tokenized without adding special
+ * tokens (transformers' apply_chat_template(tokenize=True)), a text prompt as
+ * {@link encodePromptText}. With `limits`, a text too long in bytes for the model's context is
+ * refused or cut before it is tokenized (see promptTextToEncode).
+ */
+export function encodeRenderedPrompt(
+  tokenizer: Pick<PromptTokenizer, "encode" | "specialTokens" | "longestTokenBytes">,
+  text: string,
+  fromChat: boolean,
+  site: PromptSite,
+  limits?: PromptLimits,
+): number[] {
+  const within = limits === undefined ? text : promptTextToEncode(text, tokenizer.longestTokenBytes, limits, { ...site, itemName: promptItemName(site) });
+  return fromChat ? tokenizer.encode(within, { addSpecialTokens: false }) : encodePromptText(tokenizer, within);
+}
+
+/**
  * The ids agent `site.agent` generates from: chat messages rendered with its template and
  * tokenized without adding special tokens (transformers' apply_chat_template(tokenize=True));
- * text as {@link encodePromptText}.
+ * text as {@link encodePromptText}. `limits`: see {@link encodeRenderedPrompt}.
  */
-export function encodePrompt(tokenizer: PromptTokenizer, prompt: Prompt, site: PromptSite): EncodedPrompt {
-  if (!isChatPrompt(prompt)) return { text: prompt, ids: encodePromptText(tokenizer, prompt) };
+export function encodePrompt(tokenizer: PromptTokenizer, prompt: Prompt, site: PromptSite, limits?: PromptLimits): EncodedPrompt {
   const text = renderPrompt(tokenizer, prompt, site);
-  return { text, ids: tokenizer.encode(text, { addSpecialTokens: false }) };
+  return { text, ids: encodeRenderedPrompt(tokenizer, text, isChatPrompt(prompt), site, limits) };
 }

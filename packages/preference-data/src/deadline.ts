@@ -3,9 +3,7 @@
  * otherwise leave nothing in Node's event loop, and the process would exit (code 13, unsettled
  * top-level await) without a word; the pending timer is what keeps it alive until the error.
  */
-
-// setTimeout takes a signed 32-bit delay; a longer one fires at once. ~24.8 days is no limit in practice.
-const MAX_TIMER_MS = 2 ** 31 - 1;
+import { timerDelayMs } from "@pbrl/core-tensor";
 
 /** Checks a timeout in seconds as the config states it: a finite number > 0, or null for no limit. */
 export function checkTimeoutS(value: number | null, field: string): number | null {
@@ -36,13 +34,10 @@ export function settleWithin<T>(work: PromiseLike<T>, timeoutS: number | null, o
     if (signal?.aborted === true) return onAbort();
     signal?.addEventListener("abort", onAbort, { once: true });
     if (timeoutS !== null) {
-      timer = setTimeout(
-        () => {
-          release();
-          reject(onTimeout());
-        },
-        Math.min(timeoutS * 1000, MAX_TIMER_MS),
-      );
+      timer = setTimeout(() => {
+        release();
+        reject(onTimeout());
+      }, timerDelayMs(timeoutS));
     }
     work.then(
       (value) => {

@@ -1,4 +1,5 @@
 /** How error messages show what a user's function gave back or threw, so the type is never a guess. */
+import { errorText, valueText } from "@pbrl/core-tensor";
 import type { TaskItem } from "./types.js";
 
 /** "item 5 (id "abc")": how errors name an item; a negative index means the position is not known here. */
@@ -36,19 +37,10 @@ export function describeValue(value: unknown): string {
   if (typeof value === "bigint") return `${value}n (a bigint)`;
   if (typeof value === "function") return "a function";
   if (kindOf(value) === "a Promise") return "a Promise";
-  let text: string;
-  try {
-    text = JSON.stringify(ArrayBuffer.isView(value) ? Array.from(value as unknown as ArrayLike<number>) : value) ?? String(value);
-  } catch {
-    text = String(value); // circular or holding a bigint
-  }
+  let text = valueText(ArrayBuffer.isView(value) ? Array.from(value as unknown as ArrayLike<number>) : value);
   if (text.length > MAX_SHOWN) text = `${text.slice(0, MAX_SHOWN - 1)}…`;
   return `${text} (${kindOf(value)})`;
 }
 
-/** The message of anything thrown: an Error's message, a thrown string as is, anything else described. */
-export function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  if (typeof err === "string") return err;
-  return `a non-Error value was thrown: ${describeValue(err)}`;
-}
+/** The message of anything thrown: an Error's message, a thrown string as is, any other value as JSON (core-tensor's errorText). */
+export const errorMessage: (err: unknown) => string = errorText;

@@ -1,5 +1,16 @@
 import { describeItem, describeValue, errorMessage } from "./describe.js";
+import { settleWithin } from "./deadline.js";
+import { RewardTimeoutError } from "./reward.js";
 import type { ChatMessage, Formatter, Prompt, TaskItem } from "./types.js";
+
+/**
+ * A formatter that may answer later: one running in a worker thread (a `formatters` module in
+ * `pbrl train`). The trainers format every item once, before a run starts, so they take these too.
+ */
+export type AsyncFormatter = (item: TaskItem) => Prompt | Promise<Prompt>;
+
+/** Which data set an item comes from, as errors name it. */
+export type DatasetName = "train_dataset" | "eval_dataset";
 
 /**
  * Used when no formatter is given: the item's `prompt` field, as CoMLRL does, when it is a string
@@ -22,13 +33,16 @@ export interface FormatterFailure {
   /** The item's dataset position; negative when the caller did not know it. */
   itemIndex: number;
   item: TaskItem;
+  /** The data set the item is in, when the caller said (the trainers format both before a run). */
+  dataset?: DatasetName | undefined;
   /**
-   * threw: `detail` is the message; returned: neither a string nor a list (`detail`: the value
-   * shown); message: a list with an entry that is not `{role, content}` strings (`detail` says
-   * which); empty: an empty prompt, or messages without content (`detail`: the value shown);
-   * chat: chat messages where only text can be used (`detail`: the value shown).
+   * threw: `detail` is the message; timeout: it did not answer in time (`detail` says which
+   * limit); returned: neither a string nor a list (`detail`: the value shown); message: a list with
+   * an entry that is not `{role, content}` strings (`detail` says which); empty: an empty prompt, or
+   * messages without content (`detail`: the value shown); chat: chat messages where only text can
+   * be used (`detail`: the value shown).
    */
-  kind: "threw" | "returned" | "message" | "empty" | "chat";
+  kind: "threw" | "timeout" | "returned" | "message" | "empty" | "chat";
   detail: string;
   /** The formatter was the default one (the item's `prompt` field), so the item is what to fix. */
   usedDefault?: boolean;
@@ -38,10 +52,12 @@ const SHAPE = "a string, or a list of chat messages {role: string, content: stri
 
 function failureMessage(f: FormatterFailure): string {
   const who = `the formatter of ${f.unit} ${f.index}`;
-  const item = describeItem(f);
+  const item = `${f.dataset === undefined ? "" : `${f.dataset} `}${describeItem(f)}`;
   switch (f.kind) {
     case "threw":
       return `${who} threw on ${item}: ${f.detail}; fix the formatter or the item`;
+    case "timeout":
+      return `${who} did not finish on ${item}: ${f.detail}`;
     case "returned":
       return `${who} returned ${f.detail} for ${item}; it must return the ${f.unit}'s prompt as ${SHAPE}`;
     case "message":
@@ -75,7 +91,9 @@ export class FormatterError extends Error {
  * One formatter per agent: none → the default for every agent; a single function → shared;
  * an array → must have exactly `numAgents` entries.
  */
-export function resolveFormatters(formatters: Formatter | readonly Formatter[] | undefined, numAgents: number): Formatter[] {
+export function resolveFormatters(formatters: Formatter | readonly Formatter[] | undefined, numAgents: number): Formatter[];
+export function resolveFormatters(formatters: AsyncFormatter | readonly AsyncFormatter[] | undefined, numAgents: number): AsyncFormatter[];
+export function resolveFormatters(formatters: AsyncFormatter | readonly AsyncFormatter[] | undefined, numAgents: number): AsyncFormatter[] {
   if (formatters === undefined) return Array.from({ length: numAgents }, () => defaultFormatter);
   if (typeof formatters === "function") return Array.from({ length: numAgents }, () => formatters);
   if (formatters.length !== numAgents) {
@@ -91,6 +109,8 @@ export function resolveFormatters(formatters: Formatter | readonly Formatter[] |
 export interface FormatOptions {
   /** What the formatters build prompts for (default "agent"); "role" when one actor writes every role. */
   unit?: FormatterUnit;
+  /** The data set the item is in, to name it in errors. */
+  dataset?: DatasetName | undefined;
 }
 
 /** Whether a prompt is a list of chat messages (else it is text). */
@@ -115,6 +135,50 @@ export function isEmptyPrompt(prompt: Prompt): boolean {
   return isChatPrompt(prompt) ? prompt.every((m) => m.content.trim() === "") : prompt.trim() === "";
 }
 
+/** Where a formatter runs: whose prompt for which item (see {@link FormatterFailure}). */
+interface FormatSite {
+  unit: FormatterUnit;
+  index: number;
+  itemIndex: number;
+  item: TaskItem;
+  dataset: DatasetName | undefined;
+}
+
+/** The error for a formatter that threw (or, asynchronous, rejected or timed out). */
+function formatterThrew(err: unknown, site: FormatSite): FormatterError {
+  if (err instanceof FormatterError && err.failure !== undefined) {
+    const f = err.failure;
+    if (f.itemIndex >= 0 || site.itemIndex < 0) return err;
+    return FormatterError.at({ ...f, itemIndex: site.itemIndex, ...(site.dataset !== undefined && { dataset: site.dataset }) }, err.cause);
+  }
+  const kind = err instanceof RewardTimeoutError ? "timeout" : "threw";
+  return FormatterError.at({ ...site, kind, detail: errorMessage(err) }, err);
+}
+
+/** What a formatter returned, checked: a non-empty text or list of `{role, content}` messages, else a FormatterError. */
+function checkedPrompt(p: unknown, f: AsyncFormatter, site: FormatSite): Prompt {
+  const at = (kind: FormatterFailure["kind"], detail: string, extra: Partial<FormatterFailure> = {}) => FormatterError.at({ ...site, kind, detail, ...extra });
+  if (typeof p !== "string" && !Array.isArray(p)) throw at("returned", describeValue(p));
+  if (Array.isArray(p)) {
+    const problem = messageProblem(p);
+    if (problem !== undefined) throw at("message", problem);
+  }
+  const prompt = p as Prompt;
+  if (isEmptyPrompt(prompt)) {
+    const usedDefault = f === defaultFormatter;
+    throw at("empty", describeValue(usedDefault ? site.item["prompt"] : prompt), usedDefault ? { usedDefault } : {});
+  }
+  return prompt;
+}
+
+const siteOf = (options: FormatOptions, index: number, item: TaskItem, itemIndex: number): FormatSite => ({
+  unit: options.unit ?? "agent",
+  index,
+  itemIndex,
+  item,
+  dataset: options.dataset,
+});
+
 /**
  * Every agent's prompt for an item: text or chat messages, as its formatter returned it. A
  * formatter that throws, returns anything else (or malformed messages), or an empty prompt is a
@@ -123,32 +187,57 @@ export function isEmptyPrompt(prompt: Prompt): boolean {
  * prompt) fails that way, the position is filled in here.
  */
 export function formatAgentPrompts(formatters: readonly Formatter[], item: TaskItem, itemIndex: number, options: FormatOptions = {}): Prompt[] {
-  const unit = options.unit ?? "agent";
   return formatters.map((f, index) => {
+    const site = siteOf(options, index, item, itemIndex);
     let p: unknown;
     try {
       p = f(item);
     } catch (err) {
-      if (err instanceof FormatterError && err.failure !== undefined) {
-        if (err.failure.itemIndex < 0 && itemIndex >= 0) throw FormatterError.at({ ...err.failure, itemIndex }, err.cause);
-        throw err;
-      }
-      throw FormatterError.at({ unit, index, itemIndex, item, kind: "threw", detail: errorMessage(err) }, err);
+      throw formatterThrew(err, site);
     }
-    const at = (kind: FormatterFailure["kind"], detail: string, extra: Partial<FormatterFailure> = {}) =>
-      FormatterError.at({ unit, index, itemIndex, item, kind, detail, ...extra });
-    if (typeof p !== "string" && !Array.isArray(p)) throw at("returned", describeValue(p));
-    if (Array.isArray(p)) {
-      const problem = messageProblem(p);
-      if (problem !== undefined) throw at("message", problem);
-    }
-    const prompt = p as Prompt;
-    if (isEmptyPrompt(prompt)) {
-      const usedDefault = f === defaultFormatter;
-      throw at("empty", describeValue(usedDefault ? item["prompt"] : prompt), usedDefault ? { usedDefault } : {});
-    }
-    return prompt;
+    return checkedPrompt(p, f, site);
   });
+}
+
+/** How long an asynchronous formatter may take, and what stops the wait. */
+export interface AsyncFormatOptions extends FormatOptions {
+  /** reward_timeout_s: seconds one call may take before it is a FormatterError; null or absent: no limit. */
+  timeoutS?: number | null | undefined;
+  /** Aborting it stops the wait at once, rejecting with its reason (as it is, not a FormatterError). */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * {@link formatAgentPrompts} with formatters that may answer asynchronously (each awaited in turn):
+ * a rejection is a FormatterError as a throw is, and a call past `timeoutS` (or a
+ * RewardTimeoutError: a worker's call that ran past its limit) one that says it did not finish.
+ */
+export async function formatAgentPromptsAsync(
+  formatters: readonly AsyncFormatter[],
+  item: TaskItem,
+  itemIndex: number,
+  options: AsyncFormatOptions = {},
+): Promise<Prompt[]> {
+  const prompts: Prompt[] = [];
+  const limit = options.timeoutS ?? null;
+  for (const [index, f] of formatters.entries()) {
+    const site = siteOf(options, index, item, itemIndex);
+    let p: unknown;
+    try {
+      const late = () =>
+        new RewardTimeoutError(
+          `it did not return within reward_timeout_s=${limit} s; make it faster, or raise reward_timeout_s (null: no limit)`,
+          limit ?? 0,
+          itemIndex,
+        );
+      p = await settleWithin(new Promise<unknown>((resolve) => resolve(f(item))), limit, late, options.signal);
+    } catch (err) {
+      if (options.signal?.aborted === true && err === options.signal.reason) throw err;
+      throw formatterThrew(err, site);
+    }
+    prompts.push(checkedPrompt(p, f, site));
+  }
+  return prompts;
 }
 
 /**
@@ -157,9 +246,8 @@ export function formatAgentPrompts(formatters: readonly Formatter[], item: TaskI
  * tokenizer to be rendered; the samplers and collections in this package render them).
  */
 export function formatPrompts(formatters: readonly Formatter[], item: TaskItem, itemIndex: number, options: FormatOptions = {}): string[] {
-  const unit = options.unit ?? "agent";
   return formatAgentPrompts(formatters, item, itemIndex, options).map((p, index) => {
-    if (isChatPrompt(p)) throw FormatterError.at({ unit, index, itemIndex, item, kind: "chat", detail: describeValue(p) });
+    if (isChatPrompt(p)) throw FormatterError.at({ ...siteOf(options, index, item, itemIndex), kind: "chat", detail: describeValue(p) });
     return p;
   });
 }

@@ -1,8 +1,19 @@
 export type { TaskItem, ChatMessage, Prompt, Formatter, RewardContext, RewardFunc, RewardProcessor } from "./types.js";
-export { defaultFormatter, resolveFormatters, formatPrompts, formatAgentPrompts, isChatPrompt, isEmptyPrompt, FormatterError } from "./formatters.js";
-export { ChatTemplateError, renderPrompt, encodePrompt, encodePromptText } from "./chat.js";
+export {
+  defaultFormatter,
+  resolveFormatters,
+  formatPrompts,
+  formatAgentPrompts,
+  formatAgentPromptsAsync,
+  isChatPrompt,
+  isEmptyPrompt,
+  FormatterError,
+} from "./formatters.js";
+export { ChatTemplateError, renderPrompt, encodePrompt, encodePromptText, encodeRenderedPrompt, promptItemName } from "./chat.js";
 export type { PromptTokenizer, PromptSite, EncodedPrompt } from "./chat.js";
-export type { FormatOptions, FormatterFailure, FormatterUnit } from "./formatters.js";
+export type { AsyncFormatter, AsyncFormatOptions, DatasetName, FormatOptions, FormatterFailure, FormatterUnit } from "./formatters.js";
+export { PromptBook } from "./prompt-book.js";
+export type { RenderedItem } from "./prompt-book.js";
 export { describeItem, describeValue, errorMessage } from "./describe.js";
 export { EmptyDatasetError } from "./dataset.js";
 export { PAIR_SELECTION_MODES, nonTiedPairs, selectPairs } from "./pair-selection.js";
@@ -11,7 +22,18 @@ export { scoreJointCandidates, RewardError, RewardTimeoutError, DEFAULT_REWARD_T
 export type { ScoredCandidates, RewardCallOptions } from "./reward.js";
 export { scoreRewardJobs } from "./score-batch.js";
 export type { RewardJob, ScoreBatchOptions } from "./score-batch.js";
-export { PromptTooLongError, fitPromptIds, truncatePromptIds, emptyTally, tallyTruncation, truncationWarning, warnTruncation } from "./prompt-length.js";
+export {
+  PromptTooLongError,
+  fitPromptIds,
+  truncatePromptIds,
+  promptTextToEncode,
+  textTailWithinBytes,
+  CUT_MARGIN_TOKENS,
+  emptyTally,
+  tallyTruncation,
+  truncationWarning,
+  warnTruncation,
+} from "./prompt-length.js";
 export type { PromptLimits, FittedPrompt, TruncationTally } from "./prompt-length.js";
 export {
   PairRecordSchema,

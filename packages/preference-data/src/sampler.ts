@@ -41,6 +41,12 @@ export interface Policy {
   tokenizer: Tokenizer;
   eosTokenIds: readonly number[];
   padTokenId: number;
+  /**
+   * Prompts rendered and encoded before the run (PromptBook.idsByText), by their text: a text
+   * prompt found here is generated from these ids, not rendered or encoded again (the trainers
+   * give their agents every item's prompt this way, so no formatter or template runs in a round).
+   */
+  renderedPrompts?: ReadonlyMap<string, readonly number[]> | undefined;
 }
 
 export interface GenerationSettings {
@@ -90,7 +96,8 @@ export function sampleAgentRows(
 
 /**
  * What every sampler does around generation: each agent's prompts encoded with its tokenizer
- * (chat messages rendered with its chat template first, see encodePrompt) and
+ * (chat messages rendered with its chat template first, see encodePrompt; a text too long in bytes
+ * for the context refused or cut first), or read from its renderedPrompts, and
  * fitted to its model's context (cut to max_prompt_length when set), and one stream split off the
  * sampler's per agent, so the agents' draws do not depend on one another (they may generate one
  * after the other or all at once); afterwards, each agent's rows decoded into its samples per prompt.
@@ -122,7 +129,9 @@ function prepare(
       if (prompt === undefined) throw new RangeError(`no prompt for agent ${a}`);
       const itemIndex = itemIndices?.[k] ?? k;
       const itemName = itemIndices === undefined ? `prompt ${k} of this sampler call` : `item ${itemIndex}`;
-      const encoded = encodePrompt(policy.tokenizer, prompt, { agent: a, itemIndex, itemName });
+      const known = typeof prompt === "string" ? policy.renderedPrompts?.get(prompt) : undefined;
+      const encoded =
+        known !== undefined ? { text: prompt as string, ids: known } : encodePrompt(policy.tokenizer, prompt, { agent: a, itemIndex, itemName }, limits);
       const fitted = fitPromptIds(encoded.ids, limits, { itemIndex, agent: a, itemName });
       cut.push(fitted.truncatedFrom);
       mine.push(encoded.text);

@@ -4,9 +4,9 @@
  * never sees half a page. An existing file is replaced only when pbrl report made it (its
  * generator meta tag), never anything else.
  */
-import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
+import { writeFileAtomic } from "@pbrl/core-tensor";
 import { ReportError } from "./errors.js";
 import { readRun, type ReadRunOptions } from "./read/read-run.js";
 import { renderReport, type RenderOptions } from "./render/render-report.js";
@@ -35,23 +35,6 @@ async function checkTarget(out: string): Promise<void> {
     throw new ReportError(`${out} exists and was not written by pbrl report; it is left alone. Choose another --out, or move that file away`);
 }
 
-export async function writeFileAtomically(file: string, text: string): Promise<void> {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`);
-  try {
-    const handle = await fs.open(tmp, "wx");
-    try {
-      await handle.writeFile(text);
-      await handle.sync(); // on disk before the rename makes it the report
-    } finally {
-      await handle.close();
-    }
-    await fs.rename(tmp, file);
-  } catch (err) {
-    await fs.rm(tmp, { force: true });
-    throw err;
-  }
-}
-
 export interface WriteReportOptions extends ReadRunOptions, RenderOptions {}
 
 /**
@@ -66,6 +49,6 @@ export async function writeReport(dir: string, outFile?: string, options: WriteR
   const html = renderReport(run, options);
   await fs.mkdir(path.dirname(out), { recursive: true });
   await checkTarget(out); // again: the file may have appeared while the run was read
-  await writeFileAtomically(out, html);
+  await writeFileAtomic(out, html);
   return out;
 }

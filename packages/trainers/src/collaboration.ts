@@ -15,24 +15,43 @@ import { TaggedCentralizedAdapter } from "@pbrl/comparators";
 import {
   CentralizedParseError,
   formatAgentPrompts,
+  formatAgentPromptsAsync,
   isChatPrompt,
+  PromptBook,
   resolveFormatters,
+  type AsyncFormatOptions,
+  type AsyncFormatter,
   type ChatMessage,
   type Prompt,
   type CandidateCheck,
   type CentralizedAdapter,
   type Formatter,
+  type Policy,
   type RewardFunc,
   type TaskItem,
 } from "@pbrl/preference-data";
 
-/** A formatter whose prompts are of type P: text formatters give text prompts, in either mode. */
-export type PromptFormatter<P extends Prompt> = (item: TaskItem) => P;
+/** One item's prompts as its formatters built them, before any chat template. */
+export interface FormattedItem {
+  /** One per actor model: text, or chat messages its chat template renders. */
+  prompts: Prompt[];
+  /** Each role's prompt as text, when one actor writes every role (the reward's `prompts`). */
+  roleTexts?: string[];
+}
 
 /** What a trainer works with, for either collaboration mode. */
-export interface TaskSetup<P extends Prompt = Prompt> {
-  /** One formatter per actor model. */
-  formatters: PromptFormatter<P>[];
+export interface TaskSetup {
+  /**
+   * Runs the formatters on one item (and, centralized, builds the joint prompt from the roles'):
+   * the trainers call it once per train and eval item, before a run starts (prompt-rendering.ts).
+   */
+  format(item: TaskItem, itemIndex: number, options: AsyncFormatOptions): Promise<FormattedItem>;
+  /** Every item's prompts once rendered: what the run samples from and the reward is given. */
+  prompts: PromptBook;
+  /** One formatter per actor model, reading the item's rendered prompt from `prompts` (no user code runs). */
+  formatters: Formatter[];
+  /** The agents as samplers take them: with their rendered prompts' ids, so none is encoded again. */
+  policies<A extends Policy>(agents: readonly A[]): A[];
   rewardFunc: RewardFunc;
   isValid: CandidateCheck | undefined;
   /** Actor models: num_agents, or 1 when one actor writes every role. */
@@ -61,39 +80,53 @@ function split(adapter: CentralizedAdapter, text: string, item: TaskItem, roles:
   }
 }
 
-export function taskSetup<P extends Prompt = Prompt>(o: {
+export function taskSetup(o: {
   collaborationMode: "decentralized" | "centralized";
   numAgents: number;
-  formatters: PromptFormatter<P> | readonly PromptFormatter<P>[] | undefined;
+  formatters: AsyncFormatter | readonly AsyncFormatter[] | undefined;
   rewardFunc: RewardFunc;
   adapter: CentralizedAdapter | undefined;
   scoreLastToken: boolean;
-}): TaskSetup<P> {
-  // Without formatters P is Prompt (the default formatter's); with them, they are returned as given.
-  const roleFormatters = resolveFormatters(o.formatters, o.numAgents) as PromptFormatter<P>[];
+}): TaskSetup {
+  const roleFormatters = resolveFormatters(o.formatters, o.numAgents);
+  const prompts = new PromptBook();
+  const shared = {
+    prompts,
+    policies: <A extends Policy>(agents: readonly A[]): A[] => agents.map((ag, a) => ({ ...ag, renderedPrompts: prompts.idsByText(a) })),
+  };
   if (o.collaborationMode === "decentralized")
-    return { formatters: roleFormatters, rewardFunc: o.rewardFunc, isValid: undefined, actors: o.numAgents, scoreLastToken: o.scoreLastToken };
+    return {
+      ...shared,
+      format: async (item, itemIndex, options) => ({ prompts: await formatAgentPromptsAsync(roleFormatters, item, itemIndex, options) }),
+      formatters: prompts.formatters(o.numAgents),
+      rewardFunc: o.rewardFunc,
+      isValid: undefined,
+      actors: o.numAgents,
+      scoreLastToken: o.scoreLastToken,
+    };
   const adapter = o.adapter ?? new TaggedCentralizedAdapter();
   const roles = o.numAgents;
-  const jointPrompt: Formatter = (item) => {
-    const rolePrompts = formatAgentPrompts(roleFormatters, item, -1, { unit: "role" });
-    const p = adapter.buildPrompt(item, rolePrompts.map(rolePromptText));
-    if (typeof p !== "string" || p.trim() === "") throw new Error("the centralized adapter built an empty joint prompt; it must return a non-empty string");
-    // Chat roles make a chat joint prompt, so a chat actor sees its own template around it.
-    return rolePrompts.some(isChatPrompt) ? ([{ role: "user", content: p }] satisfies ChatMessage[]) : p;
+  const format = async (item: TaskItem, itemIndex: number, options: AsyncFormatOptions): Promise<FormattedItem> => {
+    const rolePrompts = await formatAgentPromptsAsync(roleFormatters, item, itemIndex, { ...options, unit: "role" });
+    const roleTexts = rolePrompts.map(rolePromptText);
+    const jointPrompt: Formatter = () => {
+      const p = adapter.buildPrompt(item, roleTexts);
+      if (typeof p !== "string" || p.trim() === "") throw new Error("the centralized adapter built an empty joint prompt; it must return a non-empty string");
+      // Chat roles make a chat joint prompt, so a chat actor sees its own template around it.
+      return rolePrompts.some(isChatPrompt) ? ([{ role: "user", content: p }] satisfies ChatMessage[]) : p;
+    };
+    return { prompts: formatAgentPrompts([jointPrompt], item, itemIndex, { dataset: options.dataset }), roleTexts };
   };
   const rewardFunc: RewardFunc = (completions, context) => {
     const joint = completions[0] ?? [];
     const byRole = Array.from({ length: roles }, () => new Array<string>(joint.length).fill(""));
     joint.forEach((text, j) => split(adapter, text, context.item, roles)?.forEach((r, role) => (byRole[role]![j] = r)));
-    return o.rewardFunc(byRole, {
-      ...context,
-      prompts: formatAgentPrompts(roleFormatters, context.item, context.itemIndex, { unit: "role" }).map(rolePromptText),
-    });
+    return o.rewardFunc(byRole, { ...context, prompts: prompts.get(context.item).roleTexts! });
   };
-  // Text role prompts (P = string) give a text joint prompt: only chat roles make a chat one.
   return {
-    formatters: [jointPrompt as PromptFormatter<P>],
+    ...shared,
+    format,
+    formatters: prompts.formatters(1),
     rewardFunc,
     isValid: (texts, item) => split(adapter, texts[0]!, item, roles) !== undefined,
     actors: 1,

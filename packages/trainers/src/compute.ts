@@ -99,7 +99,7 @@ export async function startRunAgents(o: {
   args: ComputeArgs;
   actors: number;
   resolve: (devices: string[]) => Promise<ResolvedAgent[]>;
-  fits: (agents: readonly ResolvedAgent[]) => void;
+  fits: (agents: readonly ResolvedAgent[]) => void | Promise<void>;
   log: (line: string) => void;
 }): Promise<{ compute: Compute; agents: ResolvedAgent[] }> {
   const compute = await startCompute(o.configName, o.args, o.actors);
@@ -107,7 +107,7 @@ export async function startRunAgents(o: {
   const heapBound = currentBackend()?.name === "native" || currentBackend()?.name === "wasm";
   if (o.args.backend !== "auto" || !heapBound || !libtorchForAuto()) return { compute, agents };
   try {
-    o.fits(agents);
+    await o.fits(agents);
     return { compute, agents };
   } catch (e) {
     if (!(e instanceof MemoryBudgetError) || e.details.afterCrash) throw e;

@@ -16,7 +16,8 @@ import { declaredRewardRange } from "./reward-distribution.js";
 import { recordRound, roundSummary, type RoundSummary } from "./round-record.js";
 import { checkpointToResume, restoreFromCheckpoint } from "./round-resume.js";
 import { recordResumeChanges, runConfigRecord } from "./run-config-record.js";
-import { openRunDir, planRunDir, type RunDirOptions, type RunDirPlan } from "./run-dir.js";
+import { openRunDir, planRunDir, type RunDirOptions } from "./run-dir.js";
+import { runInputs } from "./run-inputs.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { StopSignals } from "./stop-signals.js";
 import { STREAMS } from "./stream-names.js";
@@ -35,8 +36,6 @@ export interface MADPOIterTrainerOptions extends TrainerOptions {
   replayBuffer?: ReplayBuffer;
   /** [min, max] of raw rewards for the log_reward_distribution histograms (default: reward_func.reward_range). */
   rewardRange?: [number, number];
-  /** Finish the current round, checkpoint and stop on SIGINT/SIGTERM (default true). */
-  handleSignals?: boolean;
   /** Called as a round's collection starts (the comparator holds that round's weights). */
   onRoundStart?: (round: number) => void;
   /** Called once a round is complete, its checkpoint written (also for a round without pairs). */
@@ -101,20 +100,22 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
   private async trainRounds(): Promise<IterTrainResult> {
     const a = this.args;
     const ckptRoot = a.policy_checkpoint_dir ?? path.join(a.output_dir, "checkpoints");
+    const spec = a.resume_from_checkpoint;
     const dirOptions: RunDirOptions = {
       outputDir: a.output_dir,
-      extraDirs: [a.policy_checkpoint_dir, a.preference_replay_dir].filter((d): d is string => d !== null),
-      resumeLatest: a.resume_from_checkpoint === true,
+      policyCheckpointDir: a.policy_checkpoint_dir,
+      preferenceReplayDir: a.preference_replay_dir,
+      rounds: a.num_iterations,
+      inputs: runInputs(a, this.options),
+      resumeLatest: spec === true,
+      // A checkpoint path names the run to continue, wherever output_dir's own latest is.
+      ...(typeof spec === "string" ? { resumeCheckpoint: spec } : {}),
       checkpointsDir: ckptRoot,
       overwrite: a.overwrite_output_dir,
       trainer: this.trainerName,
       log: this.log,
     };
-    const spec = a.resume_from_checkpoint;
-    // A checkpoint path names the run to continue, wherever output_dir's own latest is.
-    const planDir = (): RunDirPlan =>
-      typeof spec === "string" ? (planRunDir({ ...dirOptions, resumeLatest: false, overwrite: true }), { resume: true, replace: [] }) : planRunDir(dirOptions);
-    const { agents, plan } = await this.checkBeforeRun(planDir);
+    const { agents, plan } = await this.checkBeforeRun(() => planRunDir(dirOptions));
     const record = runConfigRecord(this.trainerName, a);
     const { ckpt, changes } = await checkpointToResume({
       resume: plan.resume,
@@ -226,7 +227,7 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
           collected = await collectComparisons({
             items,
             formatters: this.task.formatters,
-            sampler: this.execution.sampler(agents, samplingSettings(a), streams.get(STREAMS.policy)),
+            sampler: this.execution.sampler(this.task.policies(agents), samplingSettings(a), streams.get(STREAMS.policy)),
             isValid: this.task.isValid,
             agents: tokenizing,
             comparator,

@@ -10,6 +10,7 @@ import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 import { runConfigRecord } from "./run-config-record.js";
 import { openRunDir, planRunDir, type RunDirOptions } from "./run-dir.js";
+import { runInputs } from "./run-inputs.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { STREAMS } from "./stream-names.js";
 import { openTensorBoard } from "./tensorboard-log.js";
@@ -53,6 +54,7 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
       resumeLatest: false,
       overwrite: a.overwrite_output_dir,
       trainer: this.trainerName,
+      inputs: runInputs(a, this.options),
       log: this.log,
     };
     const { agents, plan } = await this.checkBeforeRun(() => planRunDir(dirOptions));
@@ -82,7 +84,7 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
     const collected = await collectPreferencePairs({
       items,
       formatters: this.task.formatters,
-      sampler: this.execution.sampler(agents, samplingSettings(a), streams.get(STREAMS.policy)),
+      sampler: this.execution.sampler(this.task.policies(agents), samplingSettings(a), streams.get(STREAMS.policy)),
       rewardFunc: this.task.rewardFunc,
       isValid: this.task.isValid,
       rewardProcessor: this.options.rewardProcessor,

@@ -118,6 +118,7 @@ export class MarlhfLearner implements Learner {
       reward: rewardModelReward(rm),
       items: this.o.items,
       formatters: this.o.parts.task.formatters,
+      policies: this.o.parts.task.policies(ctx.agents),
       generation: samplingSettings(a),
       references,
       critics: this.o.critics,

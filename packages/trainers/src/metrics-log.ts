@@ -1,6 +1,7 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync, renameSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import * as path from "node:path";
+import { fileWriteError } from "@pbrl/core-tensor";
 
 export type MetricsRecord = { kind: "collect" | "train" | "eval" | "round" | "reward"; step: number } & Record<string, number | string>;
 
@@ -22,10 +23,12 @@ export class MetricsLog {
 
   constructor(outputDir: string, options: { resumeAtLine?: number; listeners?: readonly (MetricsListener | undefined)[] } = {}) {
     this.listeners = (options.listeners ?? []).filter((l): l is MetricsListener => l !== undefined);
-    mkdirSync(outputDir, { recursive: true });
     this.file = path.join(outputDir, "metrics.jsonl");
     if (options.resumeAtLine === undefined) {
-      writeFileSync(this.file, "");
+      this.writing(() => {
+        mkdirSync(outputDir, { recursive: true });
+        writeFileSync(this.file, "");
+      });
       return;
     }
     const kept = existsSync(this.file)
@@ -41,8 +44,15 @@ export class MetricsLog {
     }
     // named like core-tensor's atomic writes, so a run that finds one left by a killed run removes it
     const tmp = path.join(outputDir, `.metrics.jsonl.tmp-${process.pid}-${randomBytes(4).toString("hex")}`);
-    writeFileSync(tmp, kept.map((l) => `${l}\n`).join(""));
-    renameSync(tmp, this.file);
+    this.writing(() => {
+      try {
+        writeFileSync(tmp, kept.map((l) => `${l}\n`).join(""));
+        renameSync(tmp, this.file);
+      } catch (err) {
+        rmSync(tmp, { force: true });
+        throw err;
+      }
+    });
     for (const l of kept) this.records.push(JSON.parse(l) as MetricsRecord);
     this.count = kept.length;
   }
@@ -54,9 +64,18 @@ export class MetricsLog {
   write(record: MetricsRecord): void {
     const now = Date.now();
     const stamped: MetricsRecord = { ...record, time: new Date(now).toISOString(), elapsed_s: Math.round(now - this.started) / 1000 };
+    this.writing(() => appendFileSync(this.file, JSON.stringify(stamped) + "\n"));
     this.records.push(stamped);
-    appendFileSync(this.file, JSON.stringify(stamped) + "\n");
     this.count += 1;
     for (const l of this.listeners) l(stamped);
+  }
+
+  /** Runs a write of the log; a full disk (or quota, or read-only folder) names metrics.jsonl. */
+  private writing(write: () => void): void {
+    try {
+      write();
+    } catch (err) {
+      throw fileWriteError(err, this.file);
+    }
   }
 }

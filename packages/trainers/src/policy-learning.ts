@@ -16,7 +16,7 @@
  * pbrl steps IAC's critics with its actors.
  */
 import type { CausalLM } from "@pbrl/models";
-import { PolicySampler, type CandidateSampler, type Formatter, type GenerationSettings, type TaskItem } from "@pbrl/preference-data";
+import { PolicySampler, type CandidateSampler, type Formatter, type GenerationSettings, type Policy, type TaskItem } from "@pbrl/preference-data";
 import {
   isReinforceAlgorithm,
   referenceKlShaping,
@@ -72,6 +72,8 @@ export async function runPolicyLearning(o: {
   reward: JointReward;
   items: readonly TaskItem[];
   formatters: readonly Formatter[];
+  /** The agents as their samplers take them (TaskSetup.policies: with their rendered prompts). */
+  policies: readonly Policy[];
   generation: GenerationSettings;
   /** One frozen copy of each agent's initial policy, when reference_kl_enabled. */
   references: readonly CausalLM[] | undefined;
@@ -115,7 +117,7 @@ export async function runPolicyLearning(o: {
   const rng = ctx.streams.get(STREAMS.rollouts);
   if (isReinforceAlgorithm(a.rl_algorithm)) {
     await o.execution.train(trainable, (team, syncWeights) =>
-      runRlEpochs({ ...common(team.sampler(ctx.agents, o.generation, rng), team, syncWeights), agents: team, mode: a.advantage_mode }),
+      runRlEpochs({ ...common(team.sampler(o.policies, o.generation, rng), team, syncWeights), agents: team, mode: a.advantage_mode }),
     );
     return;
   }
@@ -126,7 +128,7 @@ export async function runPolicyLearning(o: {
   const ac = await buildActorCritic(a, ctx.agents, ctx.streams.get(STREAMS.critic), o.critics);
   try {
     await runActorCriticEpochs({
-      ...common(new PolicySampler(ctx.agents, o.generation, rng), undefined, async () => {}),
+      ...common(new PolicySampler(o.policies, o.generation, rng), undefined, async () => {}),
       agents: trainable,
       setup: ac.setup,
       criticType: a.critic_type,

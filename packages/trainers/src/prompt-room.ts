@@ -1,16 +1,15 @@
 import { checkContextLength } from "@pbrl/models";
-import type { Formatter, TaskItem } from "@pbrl/preference-data";
+import type { TaskItem } from "@pbrl/preference-data";
 import type { ResolvedAgent } from "./agents.js";
-import { longestPromptTokens } from "./run-memory.js";
+import type { TaskSetup } from "./collaboration.js";
 
-/** The longest prompt the run samples from, in tokens, after max_prompt_length's cut (every training item is tokenized once). */
-export function runPromptTokens(
-  agents: readonly ResolvedAgent[],
-  formatters: readonly Formatter[],
-  items: readonly TaskItem[],
-  a: { max_prompt_length: number | null },
-): number {
-  const longest = longestPromptTokens(agents, formatters, items);
+/**
+ * The longest prompt the run samples from for `items`, in tokens (any actor's, at least 1), after
+ * max_prompt_length's cut: read from the prompts rendered before the run (prompt-rendering.ts).
+ */
+export function runPromptTokens(task: Pick<TaskSetup, "prompts">, items: readonly TaskItem[], a: { max_prompt_length: number | null }): number {
+  let longest = 1;
+  for (const item of items) for (const ids of task.prompts.get(item).ids) longest = Math.max(longest, ids.length);
   return a.max_prompt_length === null ? longest : Math.min(longest, a.max_prompt_length);
 }
 

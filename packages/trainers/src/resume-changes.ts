@@ -4,6 +4,7 @@
  * checkpoint recorded them; fields about where and how fast it runs, how long, and what it logs
  * may change, and each change is recorded in config.json.
  */
+import { redactRecord } from "@pbrl/core-tensor";
 import { ConfigError } from "./config/define-config.js";
 
 export const RESUMABLE_FIELDS: ReadonlySet<string> = new Set([
@@ -55,10 +56,15 @@ export interface ConfigChange {
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
-/** Fields whose values differ between the checkpoint's config and this run's (both as config.json writes them). */
+/**
+ * Fields whose values differ between the checkpoint's config and this run's, both compared (and
+ * named) redacted: a secret was written redacted, so the same secret given again is no change, and
+ * a checkpoint written before a secret was redacted neither refuses the resume nor shows its secret.
+ */
 export function configChanges(saved: Readonly<Record<string, unknown>>, current: Readonly<Record<string, unknown>>): ConfigChange[] {
-  const fields = [...new Set([...Object.keys(saved), ...Object.keys(current)])].sort();
-  return fields.filter((f) => !START_FIELDS.has(f) && !same(saved[f], current[f])).map((field) => ({ field, from: saved[field], to: current[field] }));
+  const [was, now] = [redactRecord(saved), redactRecord(current)];
+  const fields = [...new Set([...Object.keys(was), ...Object.keys(now)])].sort();
+  return fields.filter((f) => !START_FIELDS.has(f) && !same(was[f], now[f])).map((field) => ({ field, from: was[field], to: now[field] }));
 }
 
 /** Throws a ConfigError naming every change a resume may not make; returns the allowed ones. */

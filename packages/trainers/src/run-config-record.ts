@@ -1,24 +1,22 @@
 /**
  * config.json: the run's validated config as a JSON record, with secrets redacted (it is written
- * to disk and shared with results), and the changes each resume made.
+ * to disk, copied into every checkpoint's state.json and onto the model card push_to_hub uploads),
+ * and the changes each resume made.
  */
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { writeFileAtomic } from "@pbrl/core-tensor";
-import { redactHeaderSecrets, redactUrlSecrets } from "@pbrl/comparators";
+import { redactRecord, writeFileAtomic } from "@pbrl/core-tensor";
 import type { TaskItem } from "@pbrl/preference-data";
 import { ConfigError } from "./config/define-config.js";
 import type { ConfigChange } from "./resume-changes.js";
 
-/** What config.json holds for a run: the trainer's name and every field, secrets redacted. */
+/**
+ * What config.json holds for a run: the trainer's name and every field, with every secret at any
+ * depth redacted (redactRecord: credential-named keys such as comparator_api_extra_body.api_key,
+ * and values that look like credentials: URL secrets, "Bearer …", sk-… tokens).
+ */
 export function runConfigRecord(trainer: string, args: object): Record<string, unknown> {
-  const record: Record<string, unknown> = { trainer, ...args };
-  if (typeof record["comparator_api_url"] === "string") record["comparator_api_url"] = redactUrlSecrets(record["comparator_api_url"]);
-  const headers = record["comparator_api_headers"];
-  if (headers !== null && typeof headers === "object") {
-    record["comparator_api_headers"] = redactHeaderSecrets(headers as Record<string, string>);
-  }
-  return record;
+  return redactRecord({ trainer, ...args });
 }
 
 /** A run needs at least one training item; an empty dataset is a mistake, not a run with 0 pairs. */
@@ -34,5 +32,5 @@ export async function recordResumeChanges(outputDir: string, afterRound: number,
   for (const c of changes) config[c.field] = c.to;
   const earlier = Array.isArray(config["resume_changes"]) ? (config["resume_changes"] as unknown[]) : [];
   config["resume_changes"] = [...earlier, { after_round: afterRound, changes }];
-  await writeFileAtomic(file, JSON.stringify(config, null, 2) + "\n");
+  await writeFileAtomic(file, JSON.stringify(redactRecord(config), null, 2) + "\n");
 }

@@ -20,7 +20,6 @@ import {
   type MemoryEstimate,
   type MemoryItem,
 } from "@pbrl/models";
-import { encodePrompt, formatAgentPrompts, type Formatter, type TaskItem } from "@pbrl/preference-data";
 import type { ResolvedAgent } from "./agents.js";
 
 /** The run's shape, as far as memory goes (every count per agent unless said otherwise). */
@@ -186,27 +185,7 @@ export function runMemoryPlan(trainer: string, a: RunMemoryArgs, ctx: RunMemoryC
   return plan;
 }
 
-/**
- * The longest prompt any actor gets over the items, in its own tokenizer's tokens, encoded as the
- * sampler encodes it (chat messages through the actor's chat template). Runs before anything is
- * written, so an empty prompt, or chat messages for a tokenizer without a chat template, stop
- * the run here with the error naming the item and agent.
- */
-export function longestPromptTokens(agents: readonly ResolvedAgent[], formatters: readonly Formatter[], items: readonly TaskItem[]): number {
-  let longest = 1;
-  items.forEach((item, k) => {
-    formatAgentPrompts(formatters, item, k).forEach((prompt, i) => {
-      const agent = agents[i] ?? agents[0]!;
-      longest = Math.max(longest, encodePrompt(agent.tokenizer, prompt, { agent: i, itemIndex: k, item }).ids.length);
-    });
-  });
-  return longest;
-}
-
-/**
- * MARLHF's RL stage (rl-backends' rollouts) encodes prompts as text and cannot render a chat
- * template: chat prompts are refused when the run starts, not after its first collection.
- */
+/** What to change when a phase does not fit, by phase. */
 const RUN_ADVICE: Record<string, string> = {
   generation:
     "generate fewer rows at once (generation_batch_size, preference_num_candidates), fewer max_new_tokens, a comparator that keeps no copy of the agents (comparator_policy=current or api), fewer agents or a smaller model",

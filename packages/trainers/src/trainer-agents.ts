@@ -3,7 +3,6 @@ import type { TaskItem } from "@pbrl/preference-data";
 import { resolveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import type { TaskSetup } from "./collaboration.js";
 import { startRunAgents, type Compute, type ComputeArgs } from "./compute.js";
-import { runPromptTokens } from "./prompt-room.js";
 import { checkRunMemory, type RunMemoryArgs } from "./run-memory.js";
 
 /**
@@ -13,7 +12,7 @@ import { checkRunMemory, type RunMemoryArgs } from "./run-memory.js";
 export async function loadTrainerAgents(o: {
   trainerName: string;
   configName: string;
-  args: ComputeArgs & RunMemoryArgs & { verbose: boolean; collaboration_mode: string; max_prompt_length: number | null };
+  args: ComputeArgs & RunMemoryArgs & { verbose: boolean; collaboration_mode: string };
   task: TaskSetup;
   sources: {
     agents?: readonly AgentSource[] | undefined;
@@ -22,6 +21,8 @@ export async function loadTrainerAgents(o: {
     trainDataset: readonly TaskItem[];
   };
   log: (line: string) => void;
+  /** The run's longest prompt in tokens, its prompts rendered with these agents' tokenizers (for backend="auto"'s memory check). */
+  promptTokens: (agents: readonly ResolvedAgent[]) => Promise<number>;
 }): Promise<{ compute: Compute; agents: ResolvedAgent[] }> {
   const { args: a, task, sources: s } = o;
   if (a.verbose) o.log(`pbrl: loading ${task.actors} agent model${task.actors === 1 ? "" : "s"}${s.agentModel !== undefined ? ` from ${s.agentModel}` : ""}`);
@@ -38,7 +39,7 @@ export async function loadTrainerAgents(o: {
         centralized: a.collaboration_mode === "centralized",
         devices,
       }),
-    fits: (agents) => checkRunMemory(o.trainerName, a, agents, runPromptTokens(agents, task.formatters, s.trainDataset, a), s.trainDataset.length),
+    fits: async (agents) => checkRunMemory(o.trainerName, a, agents, await o.promptTokens(agents), s.trainDataset.length),
     log: o.log,
   });
   if (a.verbose) o.log(`pbrl: ${loaded.compute.backend.description}${a.bf16 ? ", bf16 matrix products" : ""}`);

@@ -7,7 +7,7 @@
 import * as path from "node:path";
 import { AdamW, RngStreams, type BackendInfo, type RngStream } from "@pbrl/core-tensor";
 import type { CausalLM, Tokenizer } from "@pbrl/models";
-import type { CentralizedAdapter, Formatter, RewardFunc, RewardProcessor, TaskItem } from "@pbrl/preference-data";
+import type { AsyncFormatter, CentralizedAdapter, DatasetName, RewardFunc, RewardProcessor, TaskItem } from "@pbrl/preference-data";
 import type { JointRewardModel } from "@pbrl/reward-model";
 import { disposeAgents, saveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
@@ -17,12 +17,14 @@ import { evaluatePolicies, type EvalResult } from "./evaluation.js";
 import type { Learner } from "./learner.js";
 import type { MetricsListener, MetricsLog } from "./metrics-log.js";
 import { agentExecution, type AgentExecution } from "./parallel/agent-execution.js";
+import { renderRunPrompts } from "./prompt-rendering.js";
 import { checkContextRoom, runPromptTokens } from "./prompt-room.js";
 import { checkPushReady, hubBaseModel, pushAgents } from "./push-agents.js";
 import { checkDataset } from "./run-config-record.js";
 import type { RunDirPlan } from "./run-dir.js";
 import { checkRunMemory } from "./run-memory.js";
 import { samplingSettings } from "./sampling-settings.js";
+import { stoppableStart } from "./stop-signals.js";
 import { STREAMS } from "./stream-names.js";
 import { loadTrainerAgents } from "./trainer-agents.js";
 import type { TrainingCounters } from "./training-counters.js";
@@ -39,14 +41,33 @@ export interface TrainerOptions {
   evalDataset?: readonly TaskItem[];
   rewardFunc: RewardFunc;
   rewardProcessor?: RewardProcessor;
-  /** One formatter per agent (per role when centralized), or one shared; default: the item's `prompt` field. */
-  formatters?: Formatter | readonly Formatter[];
+  /**
+   * One formatter per agent (per role when centralized), or one shared; default: the item's
+   * `prompt` field. Each runs once per train and eval item, before the run starts (its prompts are
+   * rendered then, and rounds read them); it may return a Promise. Functions run in this thread,
+   * where one that never returns cannot be abandoned (`pbrl train` runs a formatters module in a
+   * worker thread); a Promise is given reward_timeout_s.
+   */
+  formatters?: AsyncFormatter | readonly AsyncFormatter[];
   /** collaboration_mode="centralized": builds the joint prompt and splits the joint completion (default: the tagged adapter); iterative: the centralized comparator's too. */
   centralizedAdapter?: CentralizedAdapter;
   /** Where progress lines go when verbose (default: stderr). */
   log?: (line: string) => void;
   /** Receives every metrics record as it is written to metrics.jsonl (with `time` and `elapsed_s`), e.g. to stream it to your own tracker. */
   onLog?: MetricsListener;
+  /**
+   * Files and folders the run reads besides its models, by the setting that names them (the CLI
+   * passes its datasets and reward/formatter modules, e.g. `{ train_dataset: "data/train.jsonl" }`):
+   * output_dir and the checkpoint/replay folders may not be one, lie inside one, or hold one
+   * where the run writes; the run stops before writing anything otherwise.
+   */
+  inputPaths?: Readonly<Record<string, string>>;
+  /**
+   * SIGINT/SIGTERM (default true): while the run starts (agents, prompts), the first stops it
+   * before output_dir is touched (a RunStoppedError); during an iterative trainer's rounds, it
+   * finishes the round and its checkpoint, then stops. A second exits at once (code 130).
+   */
+  handleSignals?: boolean;
 }
 
 /** The configs a trainer runs with (the MARLHF ones extend these). */
@@ -90,6 +111,9 @@ export abstract class TrainerCore<C extends TrainerConfig> {
   protected optimizers: AdamW[] = [];
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private resolved: ResolvedAgent[] | undefined;
+  private promptsRendered: Promise<void> | undefined;
+  /** While the run starts: aborted by a first SIGINT/SIGTERM (stoppableStart). */
+  private startSignal: AbortSignal | undefined;
 
   protected constructor(
     protected readonly options: TrainerOptions,
@@ -125,6 +149,10 @@ export abstract class TrainerCore<C extends TrainerConfig> {
         task: this.task,
         sources: this.options,
         log: this.log,
+        promptTokens: async (agents) => {
+          await this.renderPrompts(agents);
+          return runPromptTokens(this.task, this.options.trainDataset, this.args);
+        },
       });
       this.backend = compute.backend;
       this.resolved = agents;
@@ -136,10 +164,12 @@ export abstract class TrainerCore<C extends TrainerConfig> {
 
   /** Samples the current policies on the eval set and scores them with the task reward (never a learned reward model). */
   async evaluate(rng: RngStream = new RngStreams(this.args.seed).get(STREAMS.eval)): Promise<EvalResult | undefined> {
-    const items = (this.options.evalDataset ?? []).slice(0, this.args.eval_num_samples);
+    const items = this.evalItems();
     if (items.length === 0) return undefined;
+    const agents = await this.agents();
+    await this.renderPrompts(agents);
     return evaluatePolicies({
-      policies: await this.agents(),
+      policies: this.task.policies(agents),
       items,
       formatters: this.task.formatters,
       rewardFunc: this.task.rewardFunc,
@@ -185,11 +215,58 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     checkDataset(this.configName, this.options.trainDataset);
     checkPushReady(this.configName, a);
     const plan = planDir();
-    const agents = await this.agents();
-    const promptTokens = runPromptTokens(agents, this.task.formatters, this.options.trainDataset, a);
-    checkRunMemory(this.trainerName, a, agents, promptTokens, this.options.trainDataset.length);
-    checkContextRoom(agents, promptTokens, a);
-    return { agents, plan };
+    return stoppableStart(this.options.handleSignals !== false, this.log, async (signal) => {
+      this.startSignal = signal;
+      try {
+        const agents = await this.agents();
+        await this.renderPrompts(agents);
+        const train = this.options.trainDataset;
+        checkRunMemory(this.trainerName, a, agents, runPromptTokens(this.task, train, a), train.length);
+        // Eval prompts too: an evaluation must not find one too long after hours of training.
+        checkContextRoom(agents, runPromptTokens(this.task, [...train, ...this.evalItems()], a), a);
+        return { agents, plan };
+      } finally {
+        this.startSignal = undefined;
+      }
+    });
+  }
+
+  /** The eval items evaluations use (the first eval_num_samples). */
+  private evalItems(): readonly TaskItem[] {
+    return (this.options.evalDataset ?? []).slice(0, this.args.eval_num_samples);
+  }
+
+  /**
+   * Formats, renders and encodes every train and eval item's prompt once (prompt-rendering.ts),
+   * into the task's PromptBook; later calls wait for the first. Runs before output_dir is touched.
+   */
+  private renderPrompts(agents: readonly ResolvedAgent[]): Promise<void> {
+    this.promptsRendered ??= (async () => {
+      const a = this.args;
+      const datasets: { name: DatasetName; items: readonly TaskItem[] }[] = [
+        { name: "train_dataset", items: this.options.trainDataset },
+        { name: "eval_dataset", items: this.evalItems() },
+      ];
+      const counts = datasets.filter((d) => d.items.length > 0).map((d) => `${d.items.length} ${d.name} items`);
+      if (a.verbose) this.log(`pbrl: rendering the prompts of ${counts.join(" and ")}`);
+      await renderRunPrompts({
+        task: this.task,
+        tokenizers: agents.map((ag) => ag.tokenizer),
+        limits: agents.map((ag) => ({
+          maxPromptLength: a.max_prompt_length,
+          maxNewTokens: a.max_new_tokens,
+          maxPositionEmbeddings: ag.model.config.maxPositionEmbeddings,
+        })),
+        datasets,
+        timeoutS: a.reward_timeout_s,
+        signal: this.startSignal,
+      });
+    })().catch((err: unknown) => {
+      // A later start renders what is missing (the items done stay done).
+      this.promptsRendered = undefined;
+      throw err;
+    });
+    return this.promptsRendered;
   }
 
   /** An AdamW per agent at agent_learning_rate; the trainer frees them on dispose. */

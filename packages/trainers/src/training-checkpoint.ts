@@ -16,6 +16,7 @@ import { existsSync, readdirSync, promises as fs } from "node:fs";
 import * as path from "node:path";
 import {
   readSafetensors,
+  redactRecord,
   replaceDirAtomic,
   writeFileAtomic,
   writeSafetensors,
@@ -44,7 +45,7 @@ export interface TrainingState {
   metricsLines: number;
   numAgents: number;
   seed: number;
-  /** The run's config as config.json has it (secrets redacted), to name what a resume changes. */
+  /** The run's config as config.json has it, to name what a resume changes; saveTrainingCheckpoint writes it redacted, whoever built it. */
   config?: Record<string, unknown>;
 }
 
@@ -100,7 +101,8 @@ export async function saveTrainingCheckpoint(
     await saveAgents(path.join(tmp, "agents"), agents);
     for (const [i, o] of optimizers.entries()) await saveOptimizer(path.join(tmp, `optimizer_${i}.safetensors`), o.getState());
     await extra?.(tmp);
-    await writeFileAtomic(path.join(tmp, "state.json"), JSON.stringify(state, null, 2) + "\n");
+    const record = state.config === undefined ? state : { ...state, config: redactRecord(state.config) };
+    await writeFileAtomic(path.join(tmp, "state.json"), JSON.stringify(record, null, 2) + "\n");
     await writeManifest(tmp);
   });
   await writeFileAtomic(path.join(root, "latest.json"), JSON.stringify({ round: state.round, dir: name }, null, 2) + "\n");

@@ -12,8 +12,8 @@ import { Tokenizer } from "@pbrl/models";
 import { ChatTemplateError, FormatterError, readRoundFile, type ChatMessage, type TaskItem } from "@pbrl/preference-data";
 import { MADPOIterTrainer, MARLHFIterTrainer } from "../src/index.js";
 import { rolePromptText, taskSetup } from "../src/collaboration.js";
-import { longestPromptTokens } from "../src/run-memory.js";
-import type { ResolvedAgent } from "../src/agents.js";
+import { renderRunPrompts } from "../src/prompt-rendering.js";
+import { runPromptTokens } from "../src/prompt-room.js";
 import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
 const FIXTURES = path.join(import.meta.dirname, "fixtures");
@@ -30,6 +30,15 @@ const EXPECTED = JSON.parse(readFileSync(path.join(FIXTURES, "chat-expected-ids.
 const WANT = CHECKPOINTS.map((name) => EXPECTED.checkpoints[name]);
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-chat-"));
+/** Renders every item's prompts for `task`, as a trainer does before a run. */
+const renderTask = (task: Parameters<typeof renderRunPrompts>[0]["task"], tokenizers: Tokenizer[]) =>
+  renderRunPrompts({
+    task,
+    tokenizers,
+    limits: tokenizers.map(() => ({ maxPromptLength: null, maxNewTokens: 4, maxPositionEmbeddings: 256 })),
+    datasets: [{ name: "train_dataset", items: ITEMS }],
+    timeoutS: null,
+  });
 /** The total length of both answers: joint candidates rarely tie, so every round has pairs. */
 const byLength = (c: string[][]) => c[0]!.map((a, j) => a.length + c[1]![j]!.length);
 
@@ -104,7 +113,7 @@ describe("a MADPO-iter run on a conversational JSONL dataset", () => {
     expect(err).toBeInstanceOf(ChatTemplateError);
     expect(err).toMatchObject({ agent: 0, itemIndex: 0 });
     expect((err as Error).message).toMatch(
-      /^item 0 \(id "c0"\): agent 0's prompt is a list of chat messages, but agent 0's tokenizer has no chat template .*; pass a formatter that returns the prompt as a string, or use a checkpoint whose tokenizer has a chat template$/,
+      /^train_dataset item 0 \(id "c0"\): agent 0's prompt is a list of chat messages, but agent 0's tokenizer has no chat template .*; pass a formatter that returns the prompt as a string, or use a checkpoint whose tokenizer has a chat template$/,
     );
     expect(existsSync(out)).toBe(false);
     trainer.dispose();
@@ -121,7 +130,9 @@ describe("a MADPO-iter run on a conversational JSONL dataset", () => {
     });
     const err = await trainer.train().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FormatterError);
-    expect((err as Error).message).toMatch(/^agent 0's prompt for item 4 \(id "blank"\) is empty: with no formatter the prompt is the item's "prompt" field/);
+    expect((err as Error).message).toMatch(
+      /^agent 0's prompt for train_dataset item 4 \(id "blank"\) is empty: with no formatter the prompt is the item's "prompt" field/,
+    );
     expect(existsSync(out)).toBe(false);
     trainer.dispose();
   });
@@ -129,18 +140,19 @@ describe("a MADPO-iter run on a conversational JSONL dataset", () => {
 
 describe("chat prompts before a run", () => {
   it("the memory and context checks measure the chat-templated prompt in each agent's tokens", async () => {
-    const agents = await Promise.all(
-      CHECKPOINTS.map(async (name) => ({ tokenizer: await Tokenizer.fromDir(path.join(MODELS, name)) }) as unknown as ResolvedAgent),
-    );
+    const tokenizers = await Promise.all(CHECKPOINTS.map((name) => Tokenizer.fromDir(path.join(MODELS, name))));
     const longest = Math.max(...WANT.flatMap((rows) => rows.map((r) => r.ids.length)));
-    expect(
-      longestPromptTokens(
-        agents,
-        taskSetup({ collaborationMode: "decentralized", numAgents: 2, formatters: undefined, rewardFunc: () => [], adapter: undefined, scoreLastToken: false })
-          .formatters,
-        ITEMS,
-      ),
-    ).toBe(longest);
+    const task = taskSetup({
+      collaborationMode: "decentralized",
+      numAgents: 2,
+      formatters: undefined,
+      rewardFunc: () => [],
+      adapter: undefined,
+      scoreLastToken: false,
+    });
+    await renderTask(task, tokenizers);
+    expect(runPromptTokens(task, ITEMS, { max_prompt_length: null })).toBe(longest);
+    expect(runPromptTokens(task, ITEMS, { max_prompt_length: 3 })).toBe(3);
   });
 
   it("MARLHF-iter trains on the same chat-templated prompts: collection and the RL stage's rollouts", async () => {
@@ -177,13 +189,14 @@ describe("chat prompts before a run", () => {
       adapter: undefined,
       scoreLastToken: false,
     });
-    const joint = t.formatters[0]!(ITEMS[1]!);
+    const joint = (await t.format(ITEMS[1]!, 1, {})).prompts[0];
     expect(joint).toEqual([
       {
         role: "user",
         content: expect.stringContaining("Agent 0 original prompt:\nsystem: Answer in one word.\n\nuser: We drink\n\nAgent 1 original prompt:\nContinue: c1"),
       },
     ]);
+    await renderTask(t, [await Tokenizer.fromDir(path.join(MODELS, "tiny-llama"))]);
     await t.rewardFunc([["<agent_0>a</agent_0><agent_1>b</agent_1>"]], { item: ITEMS[1]!, itemIndex: 1, prompts: [] });
     expect(prompts).toEqual([["system: Answer in one word.\n\nuser: We drink", "Continue: c1"]]);
     expect(rolePromptText("text")).toBe("text");
@@ -196,6 +209,6 @@ describe("chat prompts before a run", () => {
       adapter: undefined,
       scoreLastToken: false,
     });
-    expect(typeof text.formatters[0]!(ITEMS[0]!)).toBe("string");
+    expect(typeof (await text.format(ITEMS[0]!, 0, {})).prompts[0]).toBe("string");
   });
 });

@@ -4,9 +4,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
+import { Tokenizer } from "@pbrl/models";
 import { CentralizedParseError, type CentralizedAdapter, type TaskItem } from "@pbrl/preference-data";
 import { MADPOIterTrainer, MADPOTrainer } from "../src/index.js";
 import { taskSetup } from "../src/collaboration.js";
+import { renderRunPrompts } from "../src/prompt-rendering.js";
 import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 const TINY = TINY_LLAMA;
@@ -39,9 +41,14 @@ describe("centralized collaboration: one actor writes every role", () => {
     });
     expect(t.actors).toBe(1);
     expect(t.scoreLastToken).toBe(true);
-    const prompt = t.formatters[0]!(items[0]!);
+    const prompt = (await t.format(items[0]!, 0, {})).prompts[0] as string;
     expect(prompt).toContain("Agent 0 original prompt:\nLeft about cats:");
     expect(prompt).toContain("<agent_1>");
+    // Rounds read the prompts rendered before the run: the actor's joint text, the roles' texts for the reward.
+    const tokenizer = await Tokenizer.fromDir(TINY);
+    const limits = { maxPromptLength: null, maxNewTokens: 8, maxPositionEmbeddings: 256 };
+    await renderRunPrompts({ task: t, tokenizers: [tokenizer], limits: [limits], datasets: [{ name: "train_dataset", items }], timeoutS: null });
+    expect(t.formatters[0]!(items[0]!)).toBe(prompt);
     const joint = ["<agent_0>ab</agent_0>\n<agent_1>xyz</agent_1>", "no tags at all"];
     const rewards = await t.rewardFunc([joint], { item: items[0]!, itemIndex: 0, prompts: [prompt] });
     expect(seen[0]).toEqual({

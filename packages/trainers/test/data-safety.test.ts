@@ -1,7 +1,7 @@
 // Issue 17, cases 2–5 and the config.json secrets of case 6: a run that cannot start, or starts
 // in the wrong place, leaves every existing file as it was; resume checks what it finds.
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -198,5 +198,62 @@ describe("never lose a user's data", () => {
     );
     await expect(run({ output_dir: fresh, max_new_tokens: 250, max_prompt_length: 8 })).rejects.toThrow(/max_position_embeddings/);
     expect(existsSync(fresh)).toBe(false);
+  });
+});
+
+// Issue 28, part 3: a run deletes only what it wrote, inside its own folders, and never an input.
+describe("a run deletes only what it wrote", () => {
+  it("preference_replay_dir or policy_checkpoint_dir naming a folder of the user's is refused, with overwrite_output_dir too, and the folder is left as it was", async () => {
+    const project = tmp();
+    writeFileSync(path.join(project, "package.json"), '{"name": "mine"}');
+    mkdirSync(path.join(project, "src"));
+    writeFileSync(path.join(project, "src", "index.ts"), "export {};\n");
+    const before = snapshot(project);
+    for (const field of ["preference_replay_dir", "policy_checkpoint_dir"] as const) {
+      const out = path.join(tmp(), "run");
+      await expect(run({ num_iterations: 1, output_dir: out, [field]: project, overwrite_output_dir: true })).rejects.toThrow(
+        new RegExp(`${field} .* holds package\\.json, src, which pbrl did not write there.*Choose a new or empty folder for ${field}`),
+      );
+      const refusal = await run({ num_iterations: 1, output_dir: out, [field]: project }).catch((err: Error) => err);
+      expect(refusal).toBeInstanceOf(RunDirError);
+      expect((refusal as Error).message).not.toMatch(/overwrite_output_dir=true/);
+      expect(snapshot(project)).toEqual(before);
+    }
+    // an empty folder (or a new one) is fine, and it gets its own list of what pbrl wrote there
+    const replay = path.join(tmp(), "replay");
+    await run({ num_iterations: 1, output_dir: path.join(tmp(), "run"), preference_replay_dir: replay });
+    expect(readdirSync(replay).sort()).toEqual([".pbrl-run.json", "iteration_0001.json"]);
+  });
+
+  it("output_dir equal to the agents' model folder, or inside a dataset folder, is refused before anything is written", async () => {
+    const model = path.join(tmp(), "model");
+    cpSync(TINY, model, { recursive: true });
+    const before = snapshot(model);
+    for (const overwrite_output_dir of [true, false]) {
+      await expect(run({ num_iterations: 1, output_dir: model, overwrite_output_dir }, { agentModel: model })).rejects.toThrow(
+        /output_dir .*model is the agent_model .*model, which the run reads; pbrl never writes its run files into an input/,
+      );
+    }
+    expect(snapshot(model)).toEqual(before);
+    const data = tmp();
+    writeFileSync(path.join(data, "train.jsonl"), '{"prompt": "x"}\n');
+    await expect(run({ num_iterations: 1, output_dir: path.join(data, "run") }, { inputPaths: { train_dataset: data } })).rejects.toThrow(
+      /output_dir .*run lies inside the train_dataset/,
+    );
+    expect(readdirSync(data)).toEqual(["train.jsonl"]);
+  });
+
+  it("a finished MADPO run whose agents were moved away is not started again over its pairs and metrics", async () => {
+    const args = small({ num_train_epochs: 1, eval_interval: 0 });
+    const first = new MADPOTrainer({ agentModel: TINY, trainDataset: items.slice(0, 2), rewardFunc: countE, args });
+    await first.train();
+    first.dispose();
+    const dir = String(args.output_dir);
+    renameSync(path.join(dir, "agents"), path.join(tmp(), "agents-kept"));
+    const before = snapshot(dir);
+    const again = new MADPOTrainer({ agentModel: TINY, trainDataset: items.slice(0, 2), rewardFunc: countE, args });
+    await expect(again.train()).rejects.toThrow(/already holds a run's results \(config\.json, metrics\.jsonl, preference_pairs\.json\)/);
+    again.dispose();
+    expect(snapshot(dir)).toEqual(before);
   });
 });

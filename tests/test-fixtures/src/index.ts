@@ -12,7 +12,18 @@ export const MODEL_FIXTURES = path.join(import.meta.dirname, "..", "models");
 /** The Llama-style checkpoint most tests train and sample with. */
 export const TINY_LLAMA = path.join(MODEL_FIXTURES, "tiny-llama");
 
-export { addRepo, newCommit, startHubDouble, type HubDouble, type HubRepo, type RecordedRequest } from "./hub-server.js";
+export {
+  addRepo,
+  makeFaithful,
+  newCommit,
+  startHubDouble,
+  streamBody,
+  type Hostility,
+  type HubDouble,
+  type HubRepo,
+  type RecordedRequest,
+} from "./hub-server.js";
+export { fileDigests, linksLeaving } from "./file-digests.js";
 export { useHubDouble } from "./hub-hooks.js";
 export { addonSkipReason, describeEachBackend, setUpDeviceTests, type AddonLoad, type DeviceTests, type TestBackend } from "./backends.js";
 export { expectCloseToReference, maxAbsDifference, type HasData, type ReferenceTensor } from "./compare.js";

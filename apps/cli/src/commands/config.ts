@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { writeFileAtomic } from "@pbrl/core-tensor";
+import { redactRecord, writeFileAtomic } from "@pbrl/core-tensor";
 import * as path from "node:path";
 import { ConfigError, TRAINER_CONFIGS, fieldDocs } from "@pbrl/trainers";
 import { closest, parseFlagsAndArgs } from "../args.js";
@@ -25,9 +25,10 @@ TRAINER, one of the four trainers (its config):
 ${TRAINERS.map((t) => `  ${t.padEnd(12)} ${TRAINER_CONFIGS[t].configName.padEnd(17)} ${SUMMARY[t]}`).join("\n")}
 
 validate   checks a configuration for TRAINER from an optional YAML/JSON FILE plus key=value
-           overrides, and prints it normalized as JSON with every default filled in — or every
-           problem at once, unknown keys included (exit code 2). A \`trainer:\` key in FILE (or a
-           trainer=… override) must name TRAINER.
+           overrides, and prints it normalized as JSON with every default filled in and
+           secrets redacted (as in config.json) — or every problem at once, unknown keys
+           included (exit code 2). A \`trainer:\` key in FILE (or a trainer=… override) must
+           name TRAINER.
 fields     prints every config field of TRAINER (of all four without it) with its type, default
            and what it does, then the run file's other keys; --json prints them as JSON.
 schema     prints a JSON Schema of TRAINER's run file, for editors: save it, e.g. with
@@ -78,7 +79,8 @@ async function validate(argv: string[], io: CliIO): Promise<number> {
     }
     const { config, run } = splitRunFile(file.values, trainer);
     const { args } = buildTrainerConfig(trainer, config);
-    io.out(JSON.stringify({ ...run, trainer, ...args }, null, 2) + "\n");
+    // Printed configs are pasted into issues and logs: secrets redacted as in config.json.
+    io.out(JSON.stringify(redactRecord({ ...run, trainer, ...args }), null, 2) + "\n");
     return 0;
   } catch (err) {
     if (err instanceof ConfigError) {

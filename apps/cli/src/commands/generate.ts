@@ -1,5 +1,6 @@
 import { RngStream } from "@pbrl/core-tensor";
 import { generate } from "@pbrl/models";
+import { aboveSafeInteger } from "@pbrl/trainers";
 import { isNonNegInt, optNumber, parseFlags, requireString } from "../args.js";
 import { UsageError, type CliIO } from "../io.js";
 import { backendFlag, loadWithTokenizer, onChosenBackend } from "./common.js";
@@ -67,6 +68,8 @@ export async function generateCommand(argv: string[], io: CliIO): Promise<number
   const topP = optNumber(values.top_p, "top_p", "generate", (n) => n > 0 && n <= 1, "in (0, 1]");
   const topK = optNumber(values.top_k, "top_k", "generate", isNonNegInt, "an integer ≥ 0");
   const seed = optNumber(values.seed, "seed", "generate", isNonNegInt, "an integer ≥ 0") ?? 0;
+  // Checked before the model loads: the sampler's own check would say so only after, as a crash.
+  if (seed > Number.MAX_SAFE_INTEGER) throw new UsageError(`pbrl generate: --seed ${aboveSafeInteger(String(values.seed).trim(), "seed", false)}`);
   const maxNew = optNumber(values.max_new_tokens, "max_new_tokens", "generate", isCount, "a whole number ≥ 1");
   const n = optNumber(values.num_return_sequences, "num_return_sequences", "generate", isCount, "a whole number ≥ 1") ?? 1;
   const asksSampling = temperature !== undefined || topP !== undefined || topK !== undefined || values.seed !== undefined;

@@ -15,8 +15,16 @@ export interface RunOutcome {
   dispose: () => void;
 }
 
-/** Trains with the resolved run and the trainer the config names. */
-export async function runTrainer(run: Omit<ResolvedRun, "close">, cfg: TrainerConfig, io: CliIO): Promise<RunOutcome> {
+/**
+ * Trains with the resolved run and the trainer the config names. `inputPaths`: the local files
+ * and folders the run reads besides its models (datasets, reward/formatter modules), by key; the
+ * trainer refuses run folders that are, hold or lie inside them (the demo's built-in task has none).
+ */
+export async function runTrainer(
+  run: Omit<ResolvedRun, "close" | "inputPaths"> & Partial<Pick<ResolvedRun, "inputPaths">>,
+  cfg: TrainerConfig,
+  io: CliIO,
+): Promise<RunOutcome> {
   const common: Omit<MADPOTrainerOptions, "args"> = {
     ...(run.agentModel !== undefined ? { agentModel: run.agentModel } : {}),
     ...(run.agents !== undefined ? { agents: run.agents } : {}),
@@ -25,6 +33,7 @@ export async function runTrainer(run: Omit<ResolvedRun, "close">, cfg: TrainerCo
     rewardFunc: run.rewardFunc,
     ...(run.rewardProcessor !== undefined ? { rewardProcessor: run.rewardProcessor } : {}),
     ...(run.formatters !== undefined ? { formatters: run.formatters } : {}),
+    ...(run.inputPaths !== undefined ? { inputPaths: run.inputPaths } : {}),
     log: (line) => cfg.args.verbose && io.err(`${line}\n`),
   };
   if (cfg.trainer === "madpo" || cfg.trainer === "marlhf") {

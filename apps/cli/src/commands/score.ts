@@ -15,6 +15,23 @@ model's tokenizer does by default (special tokens added), the completion without
                 wasm then runs again on libtorch when that is built)
 `;
 
+/**
+ * Before the memory check: a text longer than the model's context is the cause to report (the
+ * estimate for it would say "not enough memory" and suggest another backend), and the model never
+ * saw positions beyond it in training.
+ */
+function checkContext(maxPositions: number, promptTokens: number, completionTokens: number): void {
+  const total = promptTokens + completionTokens;
+  if (total <= maxPositions) return;
+  const fix =
+    promptTokens < maxPositions
+      ? `shorten the completion to at most ${maxPositions - promptTokens} tokens, or the prompt`
+      : `shorten the prompt to fewer than ${maxPositions} tokens, leaving room for the completion`;
+  throw new UsageError(
+    `pbrl score: the ${promptTokens}-token prompt and ${completionTokens}-token completion are ${total} tokens, more than this model's max_position_embeddings (${maxPositions}); ${fix}`,
+  );
+}
+
 export async function scoreCommand(argv: string[], io: CliIO): Promise<number> {
   const { values } = parseFlags(
     argv,
@@ -43,6 +60,7 @@ export async function scoreCommand(argv: string[], io: CliIO): Promise<number> {
         if (eos === undefined) throw new UsageError("pbrl score: --add_eos given but the checkpoint names no EOS token");
         completionIds.push(eos);
       }
+      checkContext(p.model.config.maxPositionEmbeddings, promptIds.length, completionIds.length);
       const r = scoreCompletions(p.model, [{ promptIds, completionIds }]);
       const tokenLogProbs = r.tokenLogProbs[0]!;
       const sum = r.sums[0]!;

@@ -19,8 +19,10 @@ Trains with a run file (YAML or JSON) whose keys are:
   reward_func      a built-in name (summary_expansion) or a .mjs module exporting \`reward_func\`
                    (and optionally \`reward_processor\`)
   reward_processor a .mjs module exporting \`reward_processor\`
-                   Reward modules run in a worker thread (only data crosses: strings, numbers,
-                   plain objects); a call longer than reward_timeout_s (default 300) stops the run
+                   Reward and formatters modules run in a worker thread, chat templates in a
+                   process of their own (only data crosses: strings, numbers, plain objects); a
+                   call longer than reward_timeout_s (default 300) stops the run. Every prompt is
+                   formatted and rendered once, before output_dir is touched
 and any field of the trainer's config (MADPOConfig, MADPOIterConfig, MARLHFConfig or
 MARLHFIterConfig: num_train_epochs, dpo_beta, seed, output_dir, num_iterations, comparator_policy,
 preference_replay_mode, rl_algorithm, num_generations, reward_learning_rate, …; pbrl config fields
@@ -30,8 +32,9 @@ them, otherwise the text as written (formatters=Text: {txt} is the template "Tex
 Relative paths in the file are resolved against the file's folder, relative paths in key=value
 arguments against the current directory. Files must be UTF-8.
 
-Exit codes: 0 done, 2 bad configuration or input, 130 stopped by SIGINT/SIGTERM (an iterative run
-first finishes its round and checkpoint: resume with resume_from_checkpoint=true), 1 anything else.
+Exit codes: 0 done, 2 bad configuration or input, 130 stopped by SIGINT/SIGTERM (while the run
+starts: nothing written; an iterative run first finishes its round and checkpoint: resume with
+resume_from_checkpoint=true), 1 anything else.
 See docs/errors.md.
 `;
 

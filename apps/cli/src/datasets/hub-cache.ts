@@ -5,7 +5,9 @@
  *   {cache}/datasets--org--name/trees/{commit}.json      the repository's file list at that commit
  *   {cache}/datasets--org--name/blobs/{etag}             file contents (etag: LFS sha256 or git blob id)
  *   {cache}/datasets--org--name/snapshots/{commit}/{path} links to the blobs
- * where {cache} is HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
+ * where {cache} is HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub. Names from the hub
+ * are checked before they become paths, every path is proven to lie inside {cache} before it is
+ * written, and no answer is read past the size the hub lists (or, for JSON, past METADATA_LIMIT).
  */
 import { randomBytes } from "node:crypto";
 import { createWriteStream, existsSync, promises as fs } from "node:fs";
@@ -14,9 +16,9 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { writeFileAtomic } from "@pbrl/core-tensor";
-import { hubCacheDir } from "@pbrl/models";
+import { COMMIT_HASH, hubCacheDir, hubDownloadTimeoutMs, isSafeRepoPath, isSafeRevision, METADATA_LIMIT, outsideCache, readBodyCapped } from "@pbrl/models";
 import { DatasetSourceError } from "./errors.js";
-import { endpoint, hubGet, hubHttpError, HubUnreachable, stallTimeoutMs } from "./hub-http.js";
+import { endpoint, hubGet, hubHttpError, HubUnreachable } from "./hub-http.js";
 
 /** One file of a repository at a commit, as the /tree API and huggingface_hub's trees/{commit}.json give it. */
 export interface TreeEntry {
@@ -37,13 +39,34 @@ export interface RepoView {
 
 export const datasetCacheDir = (repo: string): string => path.join(hubCacheDir(), `datasets--${repo.split("/").join("--")}`);
 
-const COMMIT = /^[0-9a-f]{40}$/;
-// Names that become path parts in the cache: no "..", no absolute paths, nothing odd.
-const safeRevision = (r: string) => /^[\w.-]+(\/[\w.-]+)*$/.test(r) && !r.split("/").some((p) => p === "." || p === "..");
-const safeFile = (f: string) => f !== "" && !f.startsWith("/") && !f.includes("\\") && !f.split("/").some((p) => p === "" || p === "." || p === "..");
+/** Pages of one file list at most: 10 million files at the hub's 1000 a page. */
+const MAX_TREE_PAGES = 10_000;
+const LIMIT_TEXT = `${METADATA_LIMIT / 2 ** 20} MiB`;
 
 export function checkRevision(revision: string, key: string): void {
-  if (!safeRevision(revision)) throw new DatasetSourceError(`${key}: ${JSON.stringify(revision)} is not a branch, tag or commit name`);
+  if (!isSafeRevision(revision)) throw new DatasetSourceError(`${key}: ${JSON.stringify(revision)} is not a branch, tag or commit name`);
+}
+
+/** Throws unless writing `target` stays inside the cache (see outsideCache). */
+async function guardWrite(target: string, what: string): Promise<void> {
+  const why = await outsideCache(hubCacheDir(), target);
+  if (why !== undefined) throw new DatasetSourceError(`${what}: refusing to write there: ${why}`);
+}
+
+const isSize = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+
+/** A JSON answer and its length in bytes, read up to `limit` bytes; `subject` names it in errors. */
+async function readJson(res: Response, limit: number, what: string, subject: string): Promise<{ json: unknown; bytes: number }> {
+  const body = await readBodyCapped(res, limit);
+  if (body === undefined)
+    throw new DatasetSourceError(
+      `${what}: ${subject} from ${endpoint()} is larger than ${LIMIT_TEXT}, more than pbrl reads of one hub answer; check HF_ENDPOINT, or, for a dataset with this many files, download the files you need (hf download … --repo-type dataset --include …) and pass their folder`,
+    );
+  try {
+    return { json: JSON.parse(body.toString("utf8")), bytes: body.length };
+  } catch (err) {
+    throw new DatasetSourceError(`${what}: ${subject} from ${endpoint()} is not JSON (${(err as Error).message}); is HF_ENDPOINT a Hugging Face hub?`);
+  }
 }
 
 const fmtBytes = (n: number) =>
@@ -56,8 +79,8 @@ export async function hubCommit(repo: string, revision: string, what: string, mi
     if (missingOk && res.status === 404 && res.headers.get("x-error-code") === "RevisionNotFound") return undefined;
     throw await hubHttpError(res, what, repo, revision);
   }
-  const sha = ((await res.json()) as { sha?: unknown }).sha;
-  if (typeof sha !== "string" || !COMMIT.test(sha))
+  const sha = ((await readJson(res, METADATA_LIMIT, what, `the answer about revision ${revision}`)).json as { sha?: unknown } | null)?.sha;
+  if (typeof sha !== "string" || !COMMIT_HASH.test(sha))
     throw new DatasetSourceError(`${what}: ${endpoint()} gave no commit for revision ${revision} (sha ${JSON.stringify(sha)})`);
   return sha;
 }
@@ -71,20 +94,38 @@ interface ApiTreeItem {
   xetHash?: unknown;
 }
 
-/** The file list of a commit: from trees/{commit}.json when cached (a commit never changes), else the /tree API, then cached. */
+/**
+ * The file list of a commit: from trees/{commit}.json when cached (a commit never changes), else the
+ * /tree API, then cached. All its pages together are read up to METADATA_LIMIT bytes, and a listing
+ * that links back to a page it already sent is an error, not a loop.
+ */
 async function treeAt(repo: string, commit: string, what: string): Promise<Map<string, TreeEntry>> {
   const cached = await cachedTree(repo, commit);
   if (cached !== undefined) return cached;
   const tree = new Map<string, TreeEntry>();
+  const subject = `the file list of ${repo} at ${commit}`;
+  const seen = new Set<string>();
+  let left = METADATA_LIMIT;
   let url: string | undefined = `${endpoint()}/api/datasets/${repo}/tree/${commit}?recursive=true&expand=false`;
   while (url !== undefined) {
+    if (seen.has(url))
+      throw new DatasetSourceError(
+        `${what}: ${subject} from ${endpoint()} links back to a page it already sent (${url}), so it would never end; is HF_ENDPOINT a Hugging Face hub?`,
+      );
+    if (seen.size === MAX_TREE_PAGES)
+      throw new DatasetSourceError(`${what}: ${subject} from ${endpoint()} runs past ${MAX_TREE_PAGES} pages, more than pbrl reads`);
+    seen.add(url);
     const res = await hubGet(url, { timeoutMs: 60_000 });
     if (!res.ok) throw await hubHttpError(res, what, repo, commit);
-    for (const item of (await res.json()) as ApiTreeItem[]) {
-      if (item.type !== "file" || typeof item.path !== "string" || typeof item.oid !== "string" || typeof item.size !== "number") continue;
+    const page = await readJson(res, left, what, subject);
+    if (!Array.isArray(page.json))
+      throw new DatasetSourceError(`${what}: ${subject} from ${endpoint()} is not a JSON list; is HF_ENDPOINT a Hugging Face hub?`);
+    left -= page.bytes;
+    for (const item of page.json as (ApiTreeItem | null)[]) {
+      if (item === null || typeof item !== "object") continue;
+      if (item.type !== "file" || typeof item.path !== "string" || typeof item.oid !== "string" || !isSize(item.size)) continue;
       const e: TreeEntry = { size: item.size, blob_id: item.oid };
-      if (item.lfs && typeof item.lfs.oid === "string" && typeof item.lfs.size === "number")
-        Object.assign(e, { lfs_sha256: item.lfs.oid, lfs_size: item.lfs.size });
+      if (item.lfs && typeof item.lfs.oid === "string" && isSize(item.lfs.size)) Object.assign(e, { lfs_sha256: item.lfs.oid, lfs_size: item.lfs.size });
       if (typeof item.xetHash === "string") e.xet_hash = item.xetHash;
       tree.set(item.path, e);
     }
@@ -93,13 +134,18 @@ async function treeAt(repo: string, commit: string, what: string): Promise<Map<s
     url = next === undefined ? undefined : new URL(next, url).href;
   }
   const files = Object.fromEntries([...tree.keys()].sort().map((k) => [k, tree.get(k)!]));
-  await writeFileAtomic(path.join(datasetCacheDir(repo), "trees", `${commit}.json`), JSON.stringify({ format_version: 1, files }, null, 1));
+  const saved = path.join(datasetCacheDir(repo), "trees", `${commit}.json`);
+  await guardWrite(saved, what);
+  await writeFileAtomic(saved, JSON.stringify({ format_version: 1, files }, null, 1));
   return tree;
 }
 
 async function cachedTree(repo: string, commit: string): Promise<Map<string, TreeEntry> | undefined> {
+  const saved = path.join(datasetCacheDir(repo), "trees", `${commit}.json`);
   try {
-    const data = JSON.parse(await fs.readFile(path.join(datasetCacheDir(repo), "trees", `${commit}.json`), "utf8")) as {
+    // pbrl saves at most METADATA_LIMIT of listing (a little more, indented); a larger file is listed again.
+    if ((await fs.stat(saved)).size > 2 * METADATA_LIMIT) return undefined;
+    const data = JSON.parse(await fs.readFile(saved, "utf8")) as {
       format_version?: unknown;
       files?: Record<string, TreeEntry>;
     };
@@ -112,11 +158,12 @@ async function cachedTree(repo: string, commit: string): Promise<Map<string, Tre
 
 /**
  * Streams `url` into `blob` through a uniquely named partial file (two runs fetching one dataset
- * never write into the same file), checked against the listed size. A connection that sends
- * nothing for HF_HUB_DOWNLOAD_TIMEOUT seconds is dropped rather than left to hang the run.
+ * never write into the same file), checked against the listed size: reading stops as soon as the
+ * body (decompressed, if the server compressed it) passes it. A connection that sends nothing for
+ * HF_HUB_DOWNLOAD_TIMEOUT seconds is dropped rather than left to hang the run.
  */
 async function fetchBlob(url: string, blob: string, size: number, file: string, what: string, repo: string, commit: string): Promise<void> {
-  const stallMs = stallTimeoutMs();
+  const stallMs = hubDownloadTimeoutMs();
   const stall = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const touch = () => {
@@ -124,15 +171,24 @@ async function fetchBlob(url: string, blob: string, size: number, file: string, 
     timer = setTimeout(() => stall.abort(), stallMs);
   };
   const part = `${blob}.${process.pid}.${randomBytes(4).toString("hex")}.incomplete`;
+  await guardWrite(part, what);
+  await guardWrite(blob, what);
   touch();
   try {
-    const res = await hubGet(url, { signal: stall.signal });
+    const res = await hubGet(url, { signal: stall.signal, headers: { "accept-encoding": "identity" } });
     if (!res.ok || res.body === null) throw await hubHttpError(res, what, repo, commit);
     await fs.mkdir(path.dirname(blob), { recursive: true });
+    let received = 0;
     const progress = new Transform({
       transform(chunk: Buffer, _enc, done) {
         touch();
-        done(null, chunk);
+        received += chunk.length;
+        if (received <= size) return done(null, chunk);
+        done(
+          new DatasetSourceError(
+            `${what}: ${file} from ${endpoint()} is longer than the ${size} bytes the hub lists; pbrl stopped reading it and kept none of it. The mirror or proxy there may be serving other bytes`,
+          ),
+        );
       },
     });
     await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), progress, createWriteStream(part));
@@ -159,6 +215,7 @@ async function download(repo: string, commit: string, file: string, entry: TreeE
   if (!/^[0-9a-f]{40,64}$/i.test(etag)) throw new DatasetSourceError(`${what}: ${endpoint()} listed ${file} with an unusable id ${JSON.stringify(etag)}`);
   const size = entry.lfs_size ?? entry.size;
   const blob = path.join(root, "blobs", etag);
+  await guardWrite(target, what);
   if (!existsSync(blob)) {
     log(`pbrl: ${what}: downloading ${file} (${fmtBytes(size)}) from ${endpoint()}`);
     await fetchBlob(
@@ -185,8 +242,12 @@ async function download(repo: string, commit: string, file: string, entry: TreeE
 /** The repository at `commit`, online: listed through the API, files downloaded when not cached; the revision's ref is recorded. */
 export async function onlineView(repo: string, revision: string, commit: string, what: string, log: (line: string) => void): Promise<RepoView> {
   const tree = await treeAt(repo, commit, what);
-  if (revision !== commit) await writeFileAtomic(path.join(datasetCacheDir(repo), "refs", revision), commit);
-  const files = [...tree.keys()].filter(safeFile).sort();
+  if (revision !== commit) {
+    const ref = path.join(datasetCacheDir(repo), "refs", revision);
+    await guardWrite(ref, what);
+    await writeFileAtomic(ref, commit);
+  }
+  const files = [...tree.keys()].filter(isSafeRepoPath).sort();
   return { commit, files, local: (file) => download(repo, commit, file, tree.get(file)!, what, log) };
 }
 
@@ -204,7 +265,7 @@ async function walk(dir: string, prefix = ""): Promise<string[]> {
 export async function cachedView(repo: string, revision: string): Promise<RepoView | undefined> {
   const root = datasetCacheDir(repo);
   let commit = revision;
-  if (!COMMIT.test(revision)) {
+  if (!COMMIT_HASH.test(revision)) {
     try {
       commit = (await fs.readFile(path.join(root, "refs", revision), "utf8")).trim();
     } catch {
@@ -212,10 +273,10 @@ export async function cachedView(repo: string, revision: string): Promise<RepoVi
     }
   }
   const snapshot = path.join(root, "snapshots", commit);
-  if (!COMMIT.test(commit) || !existsSync(snapshot)) return undefined;
+  if (!COMMIT_HASH.test(commit) || !existsSync(snapshot)) return undefined;
   // The full listing when pbrl or huggingface_hub >= 1.x saved it, else what the snapshot holds.
   const tree = await cachedTree(repo, commit);
-  const files = (tree !== undefined ? [...tree.keys()] : await walk(snapshot)).filter(safeFile).sort();
+  const files = (tree !== undefined ? [...tree.keys()] : await walk(snapshot)).filter(isSafeRepoPath).sort();
   return {
     commit,
     files,

@@ -3,7 +3,7 @@
  * (default https://huggingface.co), HF_TOKEN sent as a Bearer token to that endpoint only (never
  * to the storage a download redirects to, and never printed).
  */
-import { hubEndpoint, hubOffline as modelsOffline } from "@pbrl/models";
+import { hubEndpoint, hubOffline as modelsOffline, readBodyCapped } from "@pbrl/models";
 import { DatasetSourceError } from "./errors.js";
 
 /** HF_ENDPOINT, else https://huggingface.co (the same setting model downloads read). */
@@ -31,12 +31,12 @@ function networkCause(err: unknown): string {
  * GET with redirects followed by hand, so the Authorization header goes only to the endpoint's
  * origin (downloads redirect to a CDN or Xet storage, which must not see the token).
  */
-export async function hubGet(url: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Response> {
+export async function hubGet(url: string, options: { timeoutMs?: number; signal?: AbortSignal; headers?: Record<string, string> } = {}): Promise<Response> {
   const home = new URL(endpoint()).origin;
   let current = url;
   for (let hop = 0; hop < 10; hop++) {
     const t = token();
-    const headers: Record<string, string> = { "user-agent": "pbrl" };
+    const headers: Record<string, string> = { "user-agent": "pbrl", ...options.headers };
     if (t !== undefined && new URL(current).origin === home) headers["authorization"] = `Bearer ${t}`;
     let res: Response;
     try {
@@ -61,19 +61,15 @@ export async function hubGet(url: string, options: { timeoutMs?: number; signal?
   throw new DatasetSourceError(`${url}: more than 10 redirects`);
 }
 
-/** Seconds without a byte before a download is given up: HF_HUB_DOWNLOAD_TIMEOUT, as in Python (default 10). */
-export function stallTimeoutMs(): number {
-  const s = Number(process.env["HF_HUB_DOWNLOAD_TIMEOUT"]);
-  return Number.isFinite(s) && s > 0 ? s * 1000 : 10_000;
-}
-
 /** A failed answer as an error that says what to do; `what` names the dataset and run key. */
 export async function hubHttpError(res: Response, what: string, repo: string, revision: string): Promise<DatasetSourceError> {
   const code = res.headers.get("x-error-code");
   let detail = "";
   try {
-    const body = (await res.json()) as { error?: unknown };
-    if (typeof body.error === "string") detail = ` (${body.error.slice(0, 200)})`;
+    // Only the start of the message is shown: a longer body is not read.
+    const raw = await readBodyCapped(res, 64 * 1024);
+    const body = raw === undefined ? undefined : (JSON.parse(raw.toString("utf8")) as { error?: unknown } | null);
+    if (typeof body?.error === "string") detail = ` (${body.error.slice(0, 200)})`;
   } catch {
     // not JSON: the status says enough
   }

@@ -3,6 +3,7 @@
  * so a nested column (a conversational `prompt` holding a list of {role, content} messages)
  * reaches the formatters as the same structure a JSONL file would give.
  */
+import { promises as fs } from "node:fs";
 import * as zlib from "node:zlib";
 import { asyncBufferFromFile, parquetReadObjects, type Compressors } from "hyparquet";
 import { DatasetSourceError } from "./errors.js";
@@ -44,19 +45,50 @@ export function toJsonValue(v: unknown): unknown {
   return out;
 }
 
+const MAGIC = "PAR1";
+
+/**
+ * Why `file` cannot be a Parquet file, from its frame alone, or undefined: it must begin and end
+ * with "PAR1", with its metadata's length (4 bytes, little-endian) just before the final "PAR1".
+ * hyparquet would read past the end of such a file and say only "Offset is outside the bounds of the DataView".
+ */
+async function notParquet(file: string): Promise<string | undefined> {
+  const handle = await fs.open(file, "r");
+  try {
+    const size = (await handle.stat()).size;
+    if (size === 0) return "it is empty (0 bytes)";
+    const head = Buffer.alloc(4);
+    const tail = Buffer.alloc(8);
+    await handle.read(head, 0, 4, 0);
+    if (size >= 8) await handle.read(tail, 0, 8, size - 8);
+    if (size < 12 || head.toString("latin1") !== MAGIC || tail.subarray(4).toString("latin1") !== MAGIC)
+      return `it does not begin and end with "${MAGIC}", as every Parquet file does (${size} bytes; is it another format, or cut short?)`;
+    const metadata = tail.readUInt32LE(0);
+    if (metadata > size - 12)
+      return `its footer says its metadata takes ${metadata} bytes, more than the file holds (${size} bytes); it is damaged or cut short`;
+    return undefined;
+  } finally {
+    await handle.close();
+  }
+}
+
 /** The rows of a local Parquet file; `what` names the file's role in messages. */
 export async function readParquetRows(file: string, what: string): Promise<Record<string, unknown>[]> {
+  const frame = await notParquet(file);
+  if (frame !== undefined) throw new DatasetSourceError(`${what} ${file} is not a readable Parquet file: ${frame}`);
   let rows: Record<string, unknown>[];
   try {
     rows = await parquetReadObjects({ file: await asyncBufferFromFile(file), compressors: compressors() });
   } catch (err) {
     const message = (err as Error).message;
     const codec = /unsupported compression codec: (\w+)/.exec(message)?.[1];
-    const hint =
-      codec !== undefined
-        ? `; pbrl reads Parquet compressed with snappy, gzip, brotli${"zstdDecompressSync" in zlib ? ", zstd" : " (zstd from Node 22.15)"} or none: re-save it, e.g. pyarrow.parquet.write_table(table, path, compression="snappy")`
-        : "";
-    throw new DatasetSourceError(`${what} ${file} is not a readable Parquet file: ${message}${hint}`);
+    let why: string;
+    if (codec !== undefined)
+      why = `${message}; pbrl reads Parquet compressed with snappy, gzip, brotli${"zstdDecompressSync" in zlib ? ", zstd" : " (zstd from Node 22.15)"} or none: re-save it, e.g. pyarrow.parquet.write_table(table, path, compression="snappy")`;
+    // hyparquet follows offsets and lengths read from the file: damaged ones point past its end (a RangeError from DataView).
+    else if (err instanceof RangeError) why = "an offset or length inside it points past its end; it is damaged or cut short";
+    else why = `its contents could not be decoded (${message}); it is damaged, or not written by a Parquet writer`;
+    throw new DatasetSourceError(`${what} ${file} is not a readable Parquet file: ${why}`);
   }
   return rows.map((row) => toJsonValue(row) as Record<string, unknown>);
 }

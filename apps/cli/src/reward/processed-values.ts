@@ -1,3 +1,4 @@
+import { errorText } from "@pbrl/core-tensor";
 import { RewardError } from "@pbrl/preference-data";
 import type { ProcessOutcome } from "./protocol.js";
 
@@ -25,7 +26,7 @@ export class ProcessedValues {
     if (queue !== undefined && queue.length === 0) this.byValue.delete(v);
     if (o === undefined) throw new RewardError(`reward_processor: no value was computed for ${v} in the reward worker thread (a pbrl bug: please report it)`);
     // The trainer adds "reward_processor threw on <v> (candidate, item)" around this message.
-    if ("threw" in o) throw new RewardError(o.threw);
+    if ("threw" in o) throw new RewardError(typeof o.threw === "string" ? o.threw : errorText(o.threw));
     // A non-number crosses as it is, for the trainer's check to report.
     return o.value as number;
   }

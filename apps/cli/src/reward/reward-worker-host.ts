@@ -1,12 +1,14 @@
 /**
- * The CLI's side of the reward worker thread (reward-worker.ts). A reward module from a run file
- * runs there, so a reward that loops or computes for minutes never blocks this thread: Ctrl-C
- * and SIGTERM are still handled (the first finishes the round, a second exits at once, which
- * ends the worker with the process), and a call longer than reward_timeout_s stops the worker.
+ * The CLI's side of the reward worker thread (reward-worker.ts). The reward and formatters modules
+ * of a run file run there, so a reward or formatter that loops or computes for minutes never
+ * blocks this thread: Ctrl-C and SIGTERM are still handled (while the run starts, the first stops
+ * it; in a round, the first finishes the round, a second exits at once, which ends the worker
+ * with the process), and a call longer than reward_timeout_s stops the worker.
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { asError, errorText, timerDelayMs } from "@pbrl/core-tensor";
 import { RewardError, RewardTimeoutError as BaseRewardTimeoutError } from "@pbrl/preference-data";
 import { moduleLoadError, RewardModuleError } from "./module-errors.js";
 import type { CallBody, CallReply, CallRequest, ReadyMessage, RewardWorkerData, WorkerMessage } from "./protocol.js";
@@ -21,12 +23,8 @@ export class RewardTimeoutError extends BaseRewardTimeoutError {
   }
 }
 
-// setTimeout takes a signed 32-bit delay; a longer one would fire at once.
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** The timer delay for reward_timeout_s, or undefined for no limit. */
-const delayMs = (timeoutS: number | null): number | undefined =>
-  typeof timeoutS === "number" && timeoutS > 0 ? Math.min(timeoutS * 1000, MAX_TIMER_MS) : undefined;
+/** The timer delay for reward_timeout_s (at most a timer's longest), or undefined for no limit. */
+const delayMs = (timeoutS: number | null): number | undefined => (typeof timeoutS === "number" && timeoutS > 0 ? timerDelayMs(timeoutS) : undefined);
 
 /** Worker threads run JavaScript: from the TypeScript sources (tests), the built copy is used. */
 function workerScript(): URL {
@@ -38,6 +36,9 @@ function workerScript(): URL {
 }
 
 type Result = Extract<CallReply, { type: "result" }>;
+
+/** The modules a worker runs, for messages. */
+const moduleFiles = (m: RewardWorkerData): string => [m.rewardModule, m.processorModule, m.formattersModule].filter((f) => f !== undefined).join(" and ");
 interface Pending {
   resolve: (r: Result) => void;
   reject: (e: Error) => void;
@@ -60,7 +61,7 @@ export class RewardWorker {
     readonly ready: Extract<ReadyMessage, { type: "ready" }>,
   ) {
     worker.on("message", (m: WorkerMessage) => this.onMessage(m));
-    worker.on("error", (e) => this.fail(new RewardError(`the reward worker thread running ${this.files()} crashed: ${e.message}`)));
+    worker.on("error", (e) => this.fail(new RewardError(`the reward worker thread running ${this.files()} crashed: ${errorText(e)}`)));
     worker.on("exit", (code) =>
       this.fail(new RewardError(`the reward worker thread running ${this.files()} exited (code ${code}); a reward module must not call process.exit`)),
     );
@@ -73,10 +74,11 @@ export class RewardWorker {
     const data: RewardWorkerData = {
       ...(modules.rewardModule !== undefined ? { rewardModule: modules.rewardModule } : {}),
       ...(modules.processorModule !== undefined ? { processorModule: modules.processorModule } : {}),
+      ...(modules.formattersModule !== undefined ? { formattersModule: modules.formattersModule } : {}),
     };
     // Built JavaScript needs none of this process's Node options (the tests' source conditions, loaders).
     const worker = new Worker(workerScript(), { workerData: data, execArgv: [] });
-    const files = [modules.rewardModule, modules.processorModule].filter((f) => f !== undefined).join(" and ");
+    const files = moduleFiles(modules);
     const ready = await new Promise<ReadyMessage>((resolve, reject) => {
       const ms = delayMs(modules.timeoutS);
       const timer =
@@ -93,7 +95,7 @@ export class RewardWorker {
               ms,
             );
       const onMessage = (m: ReadyMessage) => settle(m);
-      const onError = (e: Error) => settle(new RewardModuleError(`loading ${files} failed: ${e.message}`));
+      const onError = (e: unknown) => settle(new RewardModuleError(`loading ${files} failed: ${errorText(e)}`));
       const onExit = (code: number) =>
         settle(new RewardModuleError(`loading ${files} failed: its worker thread exited (code ${code}); a reward module must not call process.exit`));
       // Only our own listeners come off: Worker keeps internal ones (removeAllListeners would stop its messages).
@@ -110,6 +112,8 @@ export class RewardWorker {
     });
     if (ready.type === "load-error") {
       await worker.terminate();
+      if (ready.missing && ready.key === "formatters")
+        throw new RewardModuleError(`formatters: ${ready.file} exports no function or list of functions named formatters (or a default export)`);
       if (ready.missing) throw new RewardModuleError(`${ready.key}: ${ready.file} exports no function named ${ready.key} (or a default export)`);
       throw moduleLoadError(ready.key, ready.file, ready.name, ready.message, ready.frame);
     }
@@ -126,6 +130,13 @@ export class RewardWorker {
     return this.call({ kind: "process", values }, `reward_processor in ${this.modules.processorModule ?? this.modules.rewardModule}`);
   }
 
+  /** Formatter `index` of the formatters module (the shared one, if it exports one function) on `item`: what it returned. */
+  async format(index: number, item: unknown): Promise<unknown> {
+    const shape = this.ready.formatters;
+    const name = shape === undefined || shape.shared ? "formatters" : `formatters[${index}]`;
+    return (await this.call({ kind: "format", index, item }, `${name} in ${this.modules.formattersModule}`)).returned;
+  }
+
   /** Stops the worker (a busy one too); pending calls fail. */
   async close(): Promise<void> {
     this.fail(new RewardError("the reward worker thread was closed"));
@@ -133,7 +144,7 @@ export class RewardWorker {
   }
 
   private files(): string {
-    return [this.modules.rewardModule, this.modules.processorModule].filter((f) => f !== undefined).join(" and ");
+    return moduleFiles(this.modules);
   }
 
   private call(req: CallBody, what: string): Promise<Result> {
@@ -162,7 +173,7 @@ export class RewardWorker {
     if (p === undefined) return;
     this.settle(m.id);
     if (m.type === "result") p.resolve(m);
-    else p.reject(new Error(m.message));
+    else p.reject(typeof m.thrown === "string" ? new Error(m.thrown) : asError(m.thrown));
   }
 
   private timedOut(what: string): void {

@@ -32,7 +32,17 @@ import {
 } from "./formats.js";
 import { defaultSleep, postJson, type ApiRetryEvent, type SleepFn } from "./transport.js";
 import { truncateToTokens, type ApiTokenizer } from "./truncate.js";
-import { checkUrl, exampleModel, HEADER_NAME, KEY_ENV_NAME, maxResponseBytes, nonNegativeInt, nonNegativeNumber, positiveInt } from "./setting-checks.js";
+import {
+  checkUrl,
+  exampleModel,
+  HEADER_NAME,
+  KEY_ENV_NAME,
+  maxResponseBytes,
+  nonNegativeInt,
+  nonNegativeNumber,
+  positiveInt,
+  timeoutMs,
+} from "./setting-checks.js";
 
 /** The comparator_api_* settings (what the config holds), plus test hooks. */
 export interface ApiComparatorSettings {
@@ -206,9 +216,7 @@ export class ApiComparator implements Comparator {
       throw new ApiSettingsError("comparator_api_response_field must be a non-empty dotted path");
     this.#maxNPerRequest =
       o.maxNPerRequest === undefined || o.maxNPerRequest === null ? null : positiveInt(o.maxNPerRequest, "comparator_api_max_n_per_request");
-    const timeout = o.timeoutSeconds ?? 120;
-    if (!(Number.isFinite(timeout) && timeout > 0)) throw new ApiSettingsError(`comparator_api_timeout must be a positive number of seconds, got ${timeout}`);
-    this.#timeoutMs = timeout * 1000;
+    this.#timeoutMs = timeoutMs(o.timeoutSeconds);
     this.#retry = {
       maxRetries: nonNegativeInt(o.maxRetries ?? 5, "comparator_api_max_retries"),
       baseMs: nonNegativeNumber(o.backoffBaseSeconds ?? 1, "backoffBaseSeconds") * 1000,

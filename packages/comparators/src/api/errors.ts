@@ -1,20 +1,22 @@
 /**
  * Errors of the API comparator, and the helpers that keep credentials out of them: every message
  * is built from a display URL (no userinfo, key-like query values replaced) and from text passed
- * through a redactor that removes the key string itself.
+ * through a redactor that removes the key string itself. Which names and values are credentials is
+ * core-tensor's one rule (redact-secrets.ts), shared with every record pbrl writes.
  */
+import { isSecretName, isSecretQueryName, REDACTED, REDACTED_IN_URL, redactSecretText } from "@pbrl/core-tensor";
 
 /** The placeholder that replaces a secret in any text the comparator produces. */
-export const REDACTED = "[REDACTED]";
+export { REDACTED };
 
 /** How many characters of a response body an error message quotes. */
 export const BODY_SNIPPET_CHARS = 300;
 
-/** Query parameter names whose values are treated as secrets in messages. */
-const SECRET_QUERY =
-  /(^|[_-])(key|api[_-]?key|apikey|token|access[_-]?token|secret|password|passwd|pwd|sig|signature|auth|authorization|code|credentials?|jwt|session)$/i;
-
-/** Header names whose values are credentials (Authorization, x-api-key, X-Auth-Token, Cookie, …). */
+/**
+ * Header names whose values are credentials in messages: wider than the record rule (any part of
+ * the name, so X-Auth-User or X-Api-Key-Id too), since a header's value only ever reaches a message
+ * to be scrubbed from it.
+ */
 const SECRET_HEADER = /(auth|token|secret|key|password|passwd|signature|credential|cookie|session)/i;
 
 /** Header values that carry a credential whatever the header is called: "Bearer …", "Basic …". */
@@ -34,10 +36,10 @@ export function makeRedactor(secrets: readonly (string | null)[]): (text: string
   return (text) => forms.reduce((t, f) => t.split(f).join(REDACTED), text);
 }
 
-/** The values of key-like query parameters (key=, api_key=, token=, …) of a URL. */
+/** The values of credential-like query parameters (key=, api_key=, token=, access_key_id=, …) of a URL. */
 export function urlSecrets(url: string): string[] {
   try {
-    return [...new URL(url).searchParams.entries()].filter(([name, value]) => SECRET_QUERY.test(name) && value !== "").map(([, value]) => value);
+    return [...new URL(url).searchParams.entries()].filter(([name, value]) => isSecretQueryName(name) && value !== "").map(([, value]) => value);
   } catch {
     return [];
   }
@@ -45,7 +47,7 @@ export function urlSecrets(url: string): string[] {
 
 /**
  * The URL as messages and descriptions show it: userinfo removed, and the value of every query
- * parameter that looks like a credential (key=, api_key=, token=, …) replaced.
+ * parameter that looks like a credential (key=, api_key=, token=, access_key_id=, …) replaced.
  */
 export function displayUrl(url: string): string {
   let u: URL;
@@ -57,32 +59,29 @@ export function displayUrl(url: string): string {
   u.username = "";
   u.password = "";
   for (const name of [...u.searchParams.keys()]) {
-    if (SECRET_QUERY.test(name)) u.searchParams.set(name, "REDACTED");
+    if (isSecretQueryName(name)) u.searchParams.set(name, REDACTED_IN_URL);
   }
   return u.toString();
 }
 
 /**
- * `url` safe to write to disk (config.json, logs): userinfo removed and the value of every
- * credential-like query parameter (key=, api_key=, token=, sig=, access_token=, …) replaced by
- * REDACTED. Unlike displayUrl, text that does not parse as a URL is kept, with `name=value`
- * pairs of such names redacted, so nothing the user wrote is lost but the secrets.
+ * `url` safe to write to disk (config.json, logs): as displayUrl shows it; text that does not
+ * parse as a URL is kept with its secrets redacted (redactSecretText), so nothing the user wrote
+ * is lost but the secrets.
  */
 export function redactUrlSecrets(url: string): string {
   if (typeof url !== "string") return url;
   try {
     new URL(url);
   } catch {
-    return url
-      .replace(/([?&;]|^)([^=&;#?\s]+)=([^&;#\s]*)/g, (all, sep: string, name: string) => (SECRET_QUERY.test(name) ? `${sep}${name}=REDACTED` : all))
-      .replace(/\/\/[^/@\s]*@/, "//");
+    return redactSecretText(url);
   }
   return displayUrl(url);
 }
 
 /** Whether a header carries a credential: by its name (Authorization, x-api-key, …) or its value ("Bearer …"). */
 export function isCredentialHeader(name: string, value: string): boolean {
-  return SECRET_HEADER.test(name) || SCHEME_VALUE.test(value);
+  return SECRET_HEADER.test(name) || isSecretName(name) || SCHEME_VALUE.test(value);
 }
 
 /**

@@ -1,4 +1,5 @@
 // The checks of the comparator_api_* settings, each error naming the field and what it accepts.
+import { timerDelayMs } from "@pbrl/core-tensor";
 import { ApiSettingsError } from "./errors.js";
 import type { ApiFormat } from "./formats.js";
 
@@ -62,4 +63,11 @@ export function maxResponseBytes(v: number | undefined): number {
 export function nonNegativeNumber(v: number, field: string): number {
   if (!(Number.isFinite(v) && v >= 0)) throw new ApiSettingsError(`${field} must be a finite number ≥ 0, got ${v}`);
   return v;
+}
+
+/** comparator_api_timeout (default 120 s) as a timer delay: longer than ~24.8 days waits ~24.8 days (core-tensor's timerDelayMs). */
+export function timeoutMs(seconds: number | undefined): number {
+  const v = seconds ?? 120;
+  if (!(Number.isFinite(v) && v > 0)) throw new ApiSettingsError(`comparator_api_timeout must be a positive number of seconds, got ${v}`);
+  return timerDelayMs(v);
 }

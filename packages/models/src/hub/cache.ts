@@ -8,23 +8,36 @@
 import { existsSync, promises as fs } from "node:fs";
 import * as path from "node:path";
 import { writeFileAtomic } from "@pbrl/core-tensor";
+import { COMMIT_HASH, outsideCache } from "./cache-guard.js";
+import { ModelSourceError } from "./env.js";
 
-export const COMMIT_HASH = /^[0-9a-f]{40}$/;
-
-/** The commit a revision names in the cache: refs/<revision>, or the revision itself when it is a commit. */
+/**
+ * The commit a revision names in the cache: refs/<revision> when it holds a commit id, or the
+ * revision itself when it is a snapshot's name (a commit, or a revision pbrl named a snapshot by
+ * when the server gave no commit). `revision` is a safe one (isSafeRevision).
+ */
 export async function cachedCommit(repoDir: string, revision: string): Promise<string | undefined> {
   try {
-    return (await fs.readFile(path.join(repoDir, "refs", revision), "utf8")).trim();
+    const commit = (await fs.readFile(path.join(repoDir, "refs", revision), "utf8")).trim();
+    return COMMIT_HASH.test(commit) ? commit : undefined;
   } catch {
     // Not a ref we have seen: the revision may itself be a commit hash (or a snapshot pbrl named by revision).
     return existsSync(path.join(repoDir, "snapshots", revision)) ? revision : undefined;
   }
 }
 
-export async function writeRef(repoDir: string, revision: string, commit: string): Promise<void> {
+/** Throws unless writing `target` stays inside the cache folder `cacheDir` (see outsideCache). */
+export async function guardWrite(cacheDir: string, target: string, repo: string): Promise<void> {
+  const why = await outsideCache(cacheDir, target);
+  if (why !== undefined) throw new ModelSourceError(`${repo}: refusing to write there: ${why}`);
+}
+
+export async function writeRef(cacheDir: string, repoDir: string, revision: string, commit: string, repo: string): Promise<void> {
   // Python writes no ref for a revision that is itself the commit.
   if (revision === commit) return;
-  await writeFileAtomic(path.join(repoDir, "refs", revision), commit);
+  const ref = path.join(repoDir, "refs", revision);
+  await guardWrite(cacheDir, ref, repo);
+  await writeFileAtomic(ref, commit);
 }
 
 /**
@@ -54,7 +67,8 @@ export async function missingFromSnapshot(dir: string): Promise<string[]> {
  * Points snapshots/<commit>/<file> at a blob with a relative symlink (what Python creates), or a
  * copy where the filesystem has no symlinks. Replaces a stale link atomically.
  */
-export async function linkSnapshotFile(blob: string, link: string): Promise<void> {
+export async function linkSnapshotFile(cacheDir: string, blob: string, link: string, repo: string): Promise<void> {
+  await guardWrite(cacheDir, link, repo);
   await fs.mkdir(path.dirname(link), { recursive: true });
   const tmp = `${link}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   try {

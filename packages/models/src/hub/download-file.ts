@@ -3,14 +3,16 @@
  * memory), resumed with a Range request from the bytes already there after a dropped connection
  * or in a later run, retried with backoff, checked against its size and (for LFS files, whose
  * ETag is the content's sha256) its hash, then renamed to blobs/<etag> and linked into the snapshot.
+ * A body is never read past the size the hub lists (or, unlisted, past a cap), and every path is
+ * proven to lie inside the cache before it is written.
  */
 import { createHash, type Hash } from "node:crypto";
 import { createReadStream, createWriteStream, existsSync, promises as fs, type WriteStream } from "node:fs";
 import { once } from "node:events";
 import * as path from "node:path";
-import { linkSnapshotFile } from "./cache.js";
+import { guardWrite, linkSnapshotFile } from "./cache.js";
 import { ModelSourceError } from "./env.js";
-import { backoffMs, hubFetch, isTransientStatus, sleep, StallTimer, TransientError, type RetryPolicy } from "./http.js";
+import { backoffMs, hubFetch, isTransientStatus, METADATA_LIMIT, sleep, StallTimer, TransientError, type RetryPolicy } from "./http.js";
 import { emitProgress, type HubProgressListener } from "./progress.js";
 
 /** What a HEAD on resolve/<commit>/<file> said about a file. */
@@ -25,6 +27,8 @@ export interface RemoteFile {
 
 export interface TransferContext {
   repo: string;
+  /** The cache folder (HF_HUB_CACHE): nothing is written outside it. */
+  cacheDir: string;
   repoDir: string;
   token: string | undefined;
   hubOrigin: string;
@@ -37,6 +41,26 @@ export interface TransferContext {
 }
 
 const SHA256 = /^[0-9a-f]{64}$/;
+
+/**
+ * The most read of a file whose size the hub does not list: weights up to the hub's own limit on
+ * one file (50 GB), anything else (config, tokenizer, index, template) up to METADATA_LIMIT.
+ */
+const UNLISTED_WEIGHTS_LIMIT = 50e9;
+
+function sizeLimit(file: RemoteFile): number {
+  return file.size ?? (file.path.endsWith(".safetensors") ? UNLISTED_WEIGHTS_LIMIT : METADATA_LIMIT);
+}
+
+function tooLong(ctx: TransferContext, file: RemoteFile): ModelSourceError {
+  const limit =
+    file.size !== undefined
+      ? `the ${file.size} bytes the hub lists`
+      : `${sizeLimit(file)} bytes, the most pbrl reads of a file whose size the hub does not list`;
+  return new ModelSourceError(
+    `${ctx.repo}: ${file.path} from ${ctx.hubOrigin} is longer than ${limit}; pbrl stopped reading it and kept none of it. The mirror or proxy there may be serving other bytes`,
+  );
+}
 
 /** Two downloads of one blob in this process (two agents from one model) share one transfer. */
 const inFlight = new Map<string, Promise<string>>();
@@ -53,7 +77,7 @@ export async function downloadFile(ctx: TransferContext, file: RemoteFile, snaps
     inFlight.set(key, job);
   }
   const blob = await job;
-  await linkSnapshotFile(blob, path.join(snapshotDir, file.path));
+  await linkSnapshotFile(ctx.cacheDir, blob, path.join(snapshotDir, file.path), ctx.repo);
 }
 
 async function fetchBlob(ctx: TransferContext, file: RemoteFile, blobs: string, partialName: string): Promise<string> {
@@ -63,8 +87,10 @@ async function fetchBlob(ctx: TransferContext, file: RemoteFile, blobs: string, 
     progress(file.size ?? (await fs.stat(path.join(blobs, file.etag))).size, true);
     return path.join(blobs, file.etag);
   }
-  await fs.mkdir(blobs, { recursive: true });
   const incomplete = path.join(blobs, `${partialName}.incomplete`);
+  // The partial file, and so blobs/ on its way, must land inside the cache (the blob's own name is checked before the rename).
+  await guardWrite(ctx.cacheDir, incomplete, ctx.repo);
+  await fs.mkdir(blobs, { recursive: true });
   const expectSha = file.etag !== undefined && SHA256.test(file.etag) ? file.etag : undefined;
   const wantSha = expectSha !== undefined || file.etag === undefined;
   let failures = 0;
@@ -88,6 +114,7 @@ async function fetchBlob(ctx: TransferContext, file: RemoteFile, blobs: string, 
         continue;
       }
       const blob = path.join(blobs, file.etag ?? sha!);
+      await guardWrite(ctx.cacheDir, blob, ctx.repo);
       await fs.rename(incomplete, blob);
       progress(file.size ?? got, true);
       return blob;
@@ -128,7 +155,8 @@ async function attempt(
   wantSha: boolean,
   onBytes: (n: number) => void,
 ): Promise<string | undefined> {
-  if (file.size !== undefined && have > file.size) {
+  const limit = sizeLimit(file);
+  if (have > limit) {
     await fs.rm(incomplete, { force: true });
     have = 0;
   }
@@ -166,6 +194,12 @@ async function attempt(
       if (res.body === null) throw new TransientError("empty response");
       for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
         stall.touch();
+        if (bytes + chunk.length > limit) {
+          // More than the hub lists (or a compressed body inflating past it): none of it is kept.
+          await closeStream(out);
+          await fs.rm(incomplete, { force: true });
+          throw tooLong(ctx, file);
+        }
         hash?.update(chunk);
         if (!out.write(chunk)) await once(out, "drain");
         bytes += chunk.length;

@@ -3,6 +3,7 @@
  * reads, so one setting serves both.
  */
 import * as os from "node:os";
+import { timerDelayMs } from "@pbrl/core-tensor";
 import * as path from "node:path";
 
 export class ModelSourceError extends Error {
@@ -44,4 +45,13 @@ export function hubOffline(): boolean {
 /** The cache folder of one model repository: models--org--name. */
 export function repoCacheDir(id: string, cacheDir = hubCacheDir()): string {
   return path.join(cacheDir, `models--${id.split("/").join("--")}`);
+}
+
+/**
+ * Milliseconds without a byte before a download is dropped: HF_HUB_DOWNLOAD_TIMEOUT seconds, as in
+ * Python (default 10). A longer wait than a timer can hold means "wait as long as you can": the longest it can.
+ */
+export function hubDownloadTimeoutMs(): number {
+  const s = Number(process.env["HF_HUB_DOWNLOAD_TIMEOUT"]);
+  return Number.isFinite(s) && s > 0 ? timerDelayMs(s) : 10_000;
 }

@@ -3,6 +3,7 @@
  * so the token never leaves the hub's origin (the hub sends weights to a CDN on another host),
  * a stall timeout, and the classification of failures into ones worth retrying and ones not.
  */
+import { MAX_TIMER_MS } from "@pbrl/core-tensor";
 
 export interface RetryPolicy {
   /** Further attempts after the first; progress (bytes received) resets the count. */
@@ -26,10 +27,32 @@ export class TransientError extends Error {
   }
 }
 
-/** Seconds without a byte before a request is dropped and retried: HF_HUB_DOWNLOAD_TIMEOUT, as in Python (10). */
-export function stallTimeoutMs(): number {
-  const s = Number(process.env["HF_HUB_DOWNLOAD_TIMEOUT"]);
-  return Number.isFinite(s) && s > 0 ? s * 1000 : 10_000;
+/**
+ * The most pbrl reads of a metadata answer (a revision's info, a page of a file list, an error) and
+ * of a metadata file whose size the hub does not list: 64 MiB, far above any the hub sends.
+ */
+export const METADATA_LIMIT = 64 * 2 ** 20;
+
+/**
+ * A body, or undefined when it passes `limit` bytes (it is then read no further). The bytes
+ * counted are the ones fetch hands over, after any Content-Encoding is undone, so a compressed
+ * body cannot inflate past the limit either.
+ */
+export async function readBodyCapped(res: Response, limit: number): Promise<Buffer | undefined> {
+  if (res.body === null) return Buffer.alloc(0);
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(parts, n);
+    n += value.length;
+    if (n > limit) {
+      await reader.cancel();
+      return undefined;
+    }
+    parts.push(value);
+  }
 }
 
 export function backoffMs(attempt: number, policy: RetryPolicy): number {
@@ -58,6 +81,7 @@ export class StallTimer {
     private readonly ms: number,
     outer?: AbortSignal,
   ) {
+    this.ms = Math.min(ms, MAX_TIMER_MS);
     const forward = () => this.controller.abort(outer?.reason);
     outer?.addEventListener("abort", forward, { once: true });
     // One outer signal serves many requests: each timer takes its listener away when done.

@@ -5,10 +5,22 @@
  */
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { COMMIT_HASH, writeRef } from "./cache.js";
+import { writeRef } from "./cache.js";
+import { COMMIT_HASH, isSafeRepoPath, isSafeRevision, SAFE_ETAG } from "./cache-guard.js";
 import { authHint, downloadFile, type RemoteFile, type TransferContext } from "./download-file.js";
-import { HUB_ID, hubCacheDir, hubEndpoint, hubOffline, hubToken, ModelSourceError, repoCacheDir } from "./env.js";
-import { backoffMs, DEFAULT_RETRY, hubFetch, isTransientStatus, sleep, StallTimer, stallTimeoutMs, TransientError, type RetryPolicy } from "./http.js";
+import { HUB_ID, hubCacheDir, hubDownloadTimeoutMs, hubEndpoint, hubOffline, hubToken, ModelSourceError, repoCacheDir } from "./env.js";
+import {
+  backoffMs,
+  DEFAULT_RETRY,
+  hubFetch,
+  isTransientStatus,
+  METADATA_LIMIT,
+  readBodyCapped,
+  sleep,
+  StallTimer,
+  TransientError,
+  type RetryPolicy,
+} from "./http.js";
 import { emitProgress, type HubProgressListener } from "./progress.js";
 
 export interface DownloadOptions {
@@ -53,6 +65,7 @@ const running = new Map<string, Promise<string>>();
 export function downloadModel(id: string, options: DownloadOptions = {}): Promise<string> {
   if (!HUB_ID.test(id)) return Promise.reject(new ModelSourceError(`${JSON.stringify(id)} is not a hub id of the form "org/name"`));
   const revision = options.revision ?? "main";
+  if (!isSafeRevision(revision)) return Promise.reject(revisionError(revision));
   const cacheDir = options.cacheDir ?? hubCacheDir();
   if (hubOffline()) return Promise.reject(offlineError(id, repoCacheDir(id, cacheDir)));
   const key = `${cacheDir}\0${options.hubUrl ?? hubEndpoint()}\0${id}\0${revision}`;
@@ -62,6 +75,13 @@ export function downloadModel(id: string, options: DownloadOptions = {}): Promis
     running.set(key, job);
   }
   return job;
+}
+
+/** A revision that cannot be a branch, tag or commit name (it becomes a path under refs/ and snapshots/). */
+export function revisionError(revision: string): ModelSourceError {
+  return new ModelSourceError(
+    `revision ${JSON.stringify(revision)} is not a branch, tag or commit name: give one like "main", "v1.0", "refs/pr/1" or a 40-digit commit id`,
+  );
 }
 
 export function offlineError(id: string, repoDir: string): ModelSourceError {
@@ -78,11 +98,12 @@ async function download(id: string, revision: string, cacheDir: string, options:
     id,
     repo: id,
     endpoint,
+    cacheDir,
     repoDir: repoCacheDir(id, cacheDir),
     token: options.token ?? hubToken(),
     hubOrigin: new URL(endpoint).origin,
     retry: { ...DEFAULT_RETRY, ...options.retry },
-    stallMs: options.stallTimeoutMs ?? stallTimeoutMs(),
+    stallMs: options.stallTimeoutMs ?? hubDownloadTimeoutMs(),
     onProgress: options.onProgress,
     // A failed file stops the others: no transfer goes on writing after downloadModel has failed.
     signal: options.signal !== undefined ? AbortSignal.any([options.signal, stopAll.signal]) : stopAll.signal,
@@ -93,16 +114,11 @@ async function download(id: string, revision: string, cacheDir: string, options:
   const width = Math.max(1, options.concurrency ?? 4);
   const info = await revisionInfo(s, revision);
   let commit = info?.commit ?? (COMMIT_HASH.test(revision) ? revision : undefined);
-  // A server that sends a commit id that is not a hash (a test double, a simple mirror): the
-  // snapshot is named by it and refs/<revision> points at it, but URLs keep the revision.
-  let snapshotName: string | undefined;
   const listed = (file: string) => info?.files === undefined || info.files.has(file);
   const head = async (file: string): Promise<RemoteFile | undefined> => {
     if (!listed(file)) return undefined;
     const r = await fileMeta(s, commit ?? revision, file);
-    // Only a full commit hash pins the rest (the hub always sends one); anything else could not be resolved.
-    if (r?.commit !== undefined && COMMIT_HASH.test(r.commit)) commit ??= r.commit;
-    else if (r?.commit !== undefined) snapshotName ??= r.commit;
+    if (r?.commit !== undefined) commit ??= r.commit;
     return r?.file;
   };
 
@@ -113,7 +129,8 @@ async function download(id: string, revision: string, cacheDir: string, options:
   // config.json pinned the commit: the other HEADs go out together.
   const [extras, [index, single]] = await Promise.all([mapPool(EXTRAS, width, head, stopAll), mapPool([INDEX, SINGLE], width, head, stopAll)]);
   const plan: RemoteFile[] = [config, ...extras.filter((m): m is RemoteFile => m !== undefined)];
-  const snapshotId = commit ?? snapshotName ?? revision;
+  // No commit from the server at all (a plain file server): the snapshot is named by the revision, a safe name.
+  const snapshotId = commit ?? revision;
   const snapshot = path.join(s.repoDir, "snapshots", snapshotId);
   if (index !== undefined) {
     // The index names the shards: fetch it first (quietly: progress starts once the plan is whole).
@@ -128,7 +145,7 @@ async function download(id: string, revision: string, cacheDir: string, options:
       throw new ModelSourceError(`${id}: ${INDEX} is not a safetensors index (${(err as Error).message})`);
     }
     // The index comes from the repository: a shard name must not lead out of the snapshot folder.
-    const unsafe = shards.find((shard) => !isSafeRelativePath(shard));
+    const unsafe = shards.find((shard) => typeof shard !== "string" || !isSafeRepoPath(shard));
     if (unsafe !== undefined) throw new ModelSourceError(`${id}: ${INDEX} names ${JSON.stringify(unsafe)}, which is not a file path inside the repository`);
     const metas = await mapPool(shards, width, head, stopAll);
     metas.forEach((m, i) => {
@@ -148,12 +165,8 @@ async function download(id: string, revision: string, cacheDir: string, options:
     (f) => downloadFile(s, f, snapshot, snapshotId),
     stopAll,
   );
-  await writeRef(s.repoDir, revision, snapshotId);
+  await writeRef(s.cacheDir, s.repoDir, revision, snapshotId, id);
   return snapshot;
-}
-
-function isSafeRelativePath(p: string): boolean {
-  return p !== "" && !p.startsWith("/") && !p.includes("\\") && !p.includes("\0") && p.split("/").every((part) => part !== "" && part !== "." && part !== "..");
 }
 
 /**
@@ -226,8 +239,13 @@ async function revisionInfo(s: Session, revision: string): Promise<{ commit: str
     await res.body?.cancel();
     return undefined;
   }
+  const body = await readBodyCapped(res, METADATA_LIMIT);
+  if (body === undefined)
+    throw new ModelSourceError(
+      `${s.id}: ${s.endpoint}'s answer about revision ${revision} is larger than ${METADATA_LIMIT / 2 ** 20} MiB; is HF_ENDPOINT a Hugging Face hub?`,
+    );
   try {
-    const json = (await res.json()) as { sha?: unknown; siblings?: { rfilename?: unknown }[] };
+    const json = JSON.parse(body.toString("utf8")) as { sha?: unknown; siblings?: { rfilename?: unknown }[] };
     const commit = typeof json.sha === "string" && COMMIT_HASH.test(json.sha) ? json.sha : undefined;
     const files = Array.isArray(json.siblings) ? new Set(json.siblings.map((f) => f.rfilename).filter((f): f is string => typeof f === "string")) : undefined;
     return { commit, files };
@@ -245,11 +263,17 @@ async function fileMeta(s: Session, revision: string, file: string): Promise<{ f
   if (!res.ok && !redirected) throw new ModelSourceError(`${s.id}: the hub answered HTTP ${res.status} for ${file}${authHint(res.status)}`);
   const h = res.headers;
   const commit = h.get("x-repo-commit") ?? undefined;
+  // The commit names the snapshot folder: the hub always sends a full commit id, and anything else is refused.
+  if (commit !== undefined && !COMMIT_HASH.test(commit)) {
+    throw new ModelSourceError(
+      `${s.id}: ${s.endpoint} sent X-Repo-Commit ${JSON.stringify(commit.slice(0, 100))} for ${file}, which is not a commit id (40 hex digits); ` +
+        `pbrl names cache folders by it, so it downloads nothing from this server. Check HF_ENDPOINT: it must be a Hugging Face hub or a faithful mirror`,
+    );
+  }
   const raw = (h.get("x-linked-etag") ?? h.get("etag") ?? undefined)?.replace(/^W\//, "").replace(/"/g, "");
   // The ETag names the blob file: one that is not a plain token is not used (the blob is then named by its sha256).
-  const etag = raw !== undefined && /^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(raw) ? raw : undefined;
+  const etag = raw !== undefined && SAFE_ETAG.test(raw) ? raw : undefined;
   const sizeText = h.get("x-linked-size") ?? (redirected ? null : h.get("content-length"));
-  const size = sizeText !== null && /^\d+$/.test(sizeText) ? Number(sizeText) : undefined;
-  const pinned = commit !== undefined && COMMIT_HASH.test(commit) ? commit : revision;
-  return { file: { path: file, url: resolveUrl(s, pinned, file), etag, size }, commit };
+  const size = sizeText !== null && /^\d+$/.test(sizeText) && Number.isSafeInteger(Number(sizeText)) ? Number(sizeText) : undefined;
+  return { file: { path: file, url: resolveUrl(s, commit ?? revision, file), etag, size }, commit };
 }

@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { ReportError } from "../errors.js";
 import { TRAINERS, type MetricsData, type PairSet, type RunData, type TrainerName } from "../run-data.js";
 import { parseRewardDistribution, type RewardDistribution } from "./distribution-file.js";
-import { emptyMetrics, parseMetrics } from "./metrics-file.js";
+import { emptyMetrics, readMetricsFile } from "./metrics-file.js";
 import { readPairSet } from "./pair-files.js";
 import { readRunLock } from "./run-lock.js";
 import { runStatus } from "./run-status.js";
@@ -94,16 +94,16 @@ export async function readRun(dir: string, options: ReadRunOptions = {}): Promis
   });
 
   // metrics.jsonl
-  const metricsText = await readText(path.join(dir, "metrics.jsonl"));
-  const metrics = metricsText === undefined ? emptyMetrics() : parseMetrics(metricsText);
+  const metricsRead = await readMetricsFile(path.join(dir, "metrics.jsonl"));
+  const metrics = metricsRead ?? emptyMetrics();
   if (metrics.partialLastLine)
     problems.push("metrics.jsonl ends in a half-written line (the run is writing it, or was killed while writing it); it is left out");
   for (const s of metrics.skipped.slice(0, 10)) problems.push(`metrics.jsonl line ${s.line}: ${s.reason}; left out`);
   if (metrics.skipped.length > 10) problems.push(`metrics.jsonl: ${metrics.skipped.length - 10} more unreadable lines left out`);
   files.push({
     name: "metrics.jsonl",
-    found: metricsText !== undefined,
-    detail: metricsText === undefined ? "missing: no curves" : `${metrics.records.length} records`,
+    found: metricsRead !== undefined,
+    detail: metricsRead === undefined ? "missing: no curves" : `${metrics.records.length} records`,
   });
 
   // round files (iterative trainers)
@@ -164,7 +164,7 @@ export async function readRun(dir: string, options: ReadRunOptions = {}): Promis
   files.push({ name: "agents", found: agentsSaved, detail: agentsSaved ? "final agents saved" : "not saved (yet)" });
   const lock = await readRunLock(path.join(dir, "run.lock"));
 
-  if (configText === undefined && metricsText === undefined && rounds.length === 0 && pairs === null && latestText === undefined && !agentsSaved) {
+  if (configText === undefined && metricsRead === undefined && rounds.length === 0 && pairs === null && latestText === undefined && !agentsSaved) {
     throw new ReportError(
       `${dir} holds no pbrl run: none of config.json, metrics.jsonl, preference_replay/, preference_pairs.json, checkpoints/ or agents/ is there`,
     );

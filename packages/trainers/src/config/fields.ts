@@ -47,7 +47,9 @@ export const acceptsOf = (schema: z.ZodType): string => fieldMeta(schema).accept
  * looks like a typo of a name, that name first (a list of twenty names hides the one meant).
  */
 export function problemOf(key: string, schema: z.ZodType, value: unknown, shown: string): string {
-  const { accepts, choices, aliases } = fieldMeta(schema);
+  const { accepts, choices, aliases, typeLabel } = fieldMeta(schema);
+  if (typeLabel.startsWith("int") && typeof value === "number" && value > Number.MAX_SAFE_INTEGER && Number.isFinite(value))
+    return `${key}: ${aboveSafeInteger(shown, key, true)}`;
   if (choices !== undefined && typeof value === "string") {
     const word = value.trim().toLowerCase();
     // Tighter than for field names: a one- or two-letter value is no typo of "mp" or "v".
@@ -55,6 +57,16 @@ export function problemOf(key: string, schema: z.ZodType, value: unknown, shown:
     if (near !== undefined) return `${key}: got ${shown}; did you mean ${JSON.stringify(near)}? (${accepts})`;
   }
   return `${key}: got ${shown}; expected ${accepts}`;
+}
+
+/**
+ * Why an integer above 2^53 − 1 is refused: JavaScript's numbers hold it only approximately (seeds
+ * 2^53 and 2^53 + 1 would be one seed). A number read from a file or a key=value override has
+ * already been rounded (`asRead`), so the message says the value shown may not be the one written.
+ */
+export function aboveSafeInteger(shown: string, what: string, asRead: boolean): string {
+  const read = asRead ? " (a larger one is rounded when it is read, so this is the value as read)" : "";
+  return `${shown} is above 2^53 − 1 (${Number.MAX_SAFE_INTEGER}), the largest integer JavaScript holds exactly${read}; use a smaller ${what}`;
 }
 
 export const int = (min: number, def: number) => accepting(z.number().int().min(min).default(def), `an integer ≥ ${min}`, `int ≥ ${min}`);

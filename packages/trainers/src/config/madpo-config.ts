@@ -85,7 +85,7 @@ export const MADPO_FIELDS = {
   verbose: bool(true).describe("Print progress and log lines on stderr."),
   reward_concurrency: int(1, 8).describe("Most reward_func calls in flight at once (for async rewards such as LLM judges)."),
   reward_timeout_s: positiveOrNull(300).describe(
-    "Seconds one reward_func or reward_processor call may take before the run stops with an error; null: no limit.",
+    "Seconds one call of the run's own code may take before the run stops with an error: a reward_func or reward_processor call and, as the run starts, an asynchronous formatter's call (pbrl train: a formatters module's) or a chat template's rendering of one prompt; null: no limit.",
   ),
   // TRL's name
   max_prompt_length: intOrNull(1, null).describe(
@@ -96,7 +96,9 @@ export const MADPO_FIELDS = {
     "Where metrics go besides metrics.jsonl: jsonl (nowhere else) or tensorboard (event files in output_dir/tensorboard).",
   ),
   // TRL's name
-  overwrite_output_dir: bool(false).describe("Let a fresh run write into an output_dir that holds an earlier run's files (which it replaces)."),
+  overwrite_output_dir: bool(false).describe(
+    "Let a fresh run replace an earlier run's files in output_dir: only those pbrl listed in .pbrl-run.json, never anyone else's.",
+  ),
   generation_batch_size: int(1, 64).describe("Most sequences generated in one batch (several items' candidates share a batch)."),
   // TRL's names
   push_to_hub: bool(false).describe(

@@ -4,6 +4,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { hostname as osHostname } from "node:os";
 import * as path from "node:path";
+import { fileWriteError } from "@pbrl/core-tensor";
 import { encodeFileVersionEvent, encodeSessionStartEvent, encodeSummaryEvent, type SummaryValue } from "./event.js";
 import { histogramOf, type HistogramBins } from "./histogram.js";
 import { frameRecord } from "./record.js";
@@ -57,17 +58,21 @@ export class TensorBoardWriter {
 
   constructor(dir: string, options: TensorBoardWriterOptions = {}) {
     this.now = options.now ?? (() => Date.now() / 1000);
-    mkdirSync(dir, { recursive: true });
     const base = path.join(dir, eventFileName(this.now(), options.hostname ?? osHostname(), process.pid));
     let file = base;
-    for (let n = 1; ; n++) {
-      try {
-        this.fd = openSync(file, "ax");
-        break;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "EEXIST" || n > 1000) throw e;
-        file = `${base}.${n}`;
+    try {
+      mkdirSync(dir, { recursive: true });
+      for (let n = 1; ; n++) {
+        try {
+          this.fd = openSync(file, "ax");
+          break;
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "EEXIST" || n > 1000) throw e;
+          file = `${base}.${n}`;
+        }
       }
+    } catch (err) {
+      throw fileWriteError(err, file);
     }
     this.file = file;
     const wallTime = this.now();
@@ -117,6 +122,8 @@ export class TensorBoardWriter {
     this.fd = undefined;
     try {
       fsyncSync(fd);
+    } catch (err) {
+      throw fileWriteError(err, this.file);
     } finally {
       closeSync(fd);
     }
@@ -125,7 +132,11 @@ export class TensorBoardWriter {
   private append(event: Uint8Array): void {
     if (this.fd === undefined) throw new Error(`TensorBoardWriter: ${this.file} is closed`);
     const rec = frameRecord(event);
-    // writeSync may write less than asked (rare, for regular files); loop until the record is out.
-    for (let off = 0; off < rec.length;) off += writeSync(this.fd, rec, off, rec.length - off);
+    try {
+      // writeSync may write less than asked (rare, for regular files); loop until the record is out.
+      for (let off = 0; off < rec.length;) off += writeSync(this.fd, rec, off, rec.length - off);
+    } catch (err) {
+      throw fileWriteError(err, this.file);
+    }
   }
 }
