@@ -1,11 +1,13 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import { deviceOf, tf, toDevice, transposesAreFree, variableFrom, type HostTensor } from "@pbrl/core-tensor";
+import { deviceOf, onDevice, tf, toDevice, transposesAreFree, variableFrom, type HostTensor } from "@pbrl/core-tensor";
 import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
 import { decoderLayer, norm, type BlockWeights, type CallConstants, type RotaryTables } from "./decoder-layer.js";
-import { fusedDecodeSupport, type DecodeWeights } from "./fused-decode.js";
+import { fusedDecodeSupport, type DecodeWeights, type FusedDecodeSupport } from "./fused-decode.js";
 import { gatherRows, matMul } from "./ops.js";
 import { checkFiniteWeight } from "./finite-weights.js";
+import { LoraAdapter } from "./lora/adapter.js";
+import { loraTargets, type LoraSettings } from "./lora/settings.js";
 import { isIgnorableCheckpointEntry, parameterSpecs, type ParameterSpec } from "./parameters.js";
 import { RotaryEmbedding } from "./rope.js";
 import { WeightLoadError } from "./weight-load-error.js";
@@ -41,12 +43,57 @@ export interface ForwardInput {
 let nextModelId = 0;
 
 /**
+ * A model's frozen-or-not weights, shared by every LoRA view of them (agents, comparator copies,
+ * the KL reference, which is the base with no adapter): freed when the last view is disposed.
+ * Copies on other devices are made once per device and shared the same way.
+ */
+class SharedWeights {
+  private refs = 1;
+  private readonly copies = new Map<string, SharedWeights>();
+
+  constructor(
+    readonly params: Map<string, tf.Variable>,
+    private readonly onRelease: () => void = () => {},
+  ) {}
+
+  retain(): this {
+    this.refs++;
+    return this;
+  }
+
+  release(): void {
+    if (--this.refs > 0) return;
+    for (const v of this.params.values()) v.dispose();
+    this.onRelease();
+  }
+
+  /** These weights on `device`, copied the first time a view asks and shared after that (retained for the caller). */
+  onDevice(device: string, name: (weight: string) => string): SharedWeights {
+    const have = this.copies.get(device);
+    if (have !== undefined) return have.retain();
+    const params = new Map<string, tf.Variable>();
+    for (const [n, v] of this.params) params.set(n, variableFrom(toDevice(v, device), v.trainable, name(n)));
+    const copy = new SharedWeights(params, () => this.copies.delete(device));
+    this.copies.set(device, copy);
+    return copy;
+  }
+}
+
+/**
  * A causal language model of one of the supported families (families.ts) on TensorFlow.js,
  * computing in float32 with the same operation order as transformers' eager implementation.
  * Weights are tf.Variables keyed by their Hugging Face names.
  */
 export class CausalLM {
+  /** Every weight by its Hugging Face name: the base's, then a LoRA adapter's factors ("….q_proj.lora_A.weight"). */
   readonly params: Map<string, tf.Variable>;
+  /** The checkpoint (folder or hub id) the base weights were loaded from, when known: a saved adapter's base_model_name_or_path. */
+  origin: string | undefined;
+  /** The LoRA adapter this view adds to its (frozen, shared) base weights; undefined for a plain model. */
+  readonly adapter: LoraAdapter | undefined;
+  private readonly base: SharedWeights;
+  /** tf variable name → weight name, for gradients keyed by variable. */
+  private readonly weightNames: Map<string, string>;
   private readonly rope: RotaryEmbedding;
   private readonly localRope: RotaryEmbedding | undefined;
   private readonly id = nextModelId++;
@@ -56,12 +103,22 @@ export class CausalLM {
 
   private constructor(
     readonly config: CausalLMConfig,
-    weights: Map<string, tf.Tensor>,
+    weights: Map<string, tf.Tensor> | { shared: SharedWeights; adapter: LoraAdapter | undefined },
   ) {
     this.rope = new RotaryEmbedding({ theta: config.ropeTheta, scaling: config.ropeScaling }, config.rotaryDim);
     this.localRope = config.localRope === undefined ? undefined : new RotaryEmbedding(config.localRope, config.rotaryDim);
-    this.params = new Map();
-    for (const [name, t] of weights) this.params.set(name, variableFrom(t, true, `m${this.id}/${name}`));
+    if (weights instanceof Map) {
+      const own = new Map<string, tf.Variable>();
+      for (const [name, t] of weights) own.set(name, variableFrom(t, true, `m${this.id}/${name}`));
+      this.base = new SharedWeights(own);
+      this.adapter = undefined;
+    } else {
+      this.base = weights.shared;
+      this.adapter = weights.adapter;
+    }
+    this.origin = undefined;
+    this.params = this.adapter === undefined ? this.base.params : new Map([...this.base.params, ...this.adapter.namedVariables()]);
+    this.weightNames = new Map([...this.params].map(([name, v]) => [v.name, name]));
   }
 
   /** Builds the model from host tensors (a loaded checkpoint). Names, shapes and finiteness are checked. */
@@ -141,8 +198,52 @@ export class CausalLM {
   }
 
   private linear(x: tf.Tensor2D, prefix: string, bias: boolean): tf.Tensor2D {
-    const y = this.project(x, `${prefix}.weight`);
-    return bias ? (tf.add(y, this.w(`${prefix}.bias`)) as tf.Tensor2D) : y;
+    let y = this.project(x, `${prefix}.weight`);
+    if (bias) y = tf.add(y, this.w(`${prefix}.bias`)) as tf.Tensor2D;
+    // PEFT's order: the base layer's output (bias included), then the low-rank update.
+    return this.adapter?.covers(prefix) === true ? (tf.add(y, this.adapter.delta(x, prefix)) as tf.Tensor2D) : y;
+  }
+
+  /**
+   * A LoRA view of this model: its weights, frozen and shared (not copied), plus a fresh adapter
+   * on the modules `settings` names (PEFT's init: the outputs do not change until it trains).
+   * Freezes this model's weights for every view of them.
+   */
+  withLora(settings: LoraSettings, rng: RngStream): CausalLM {
+    const modules = loraTargets(this.config, settings.targetModules);
+    const adapter = onDevice(this.device(), () => LoraAdapter.init(settings, modules, (m) => this.w(`${m}.weight`).shape as [number, number], rng));
+    return this.withAdapter(adapter);
+  }
+
+  /** A view of this model's (frozen, shared) weights with `adapter` added; the view owns the adapter. */
+  withAdapter(adapter: LoraAdapter): CausalLM {
+    if (this.adapter !== undefined) throw new Error("withAdapter: this model already has a LoRA adapter; take baseModel() first");
+    for (const m of adapter.spec.modules) {
+      const w = this.params.get(`${m}.weight`);
+      const f = adapter.modules.get(m)!;
+      if (w === undefined || f.a.shape[1] !== w.shape[1] || f.b.shape[0] !== w.shape[0])
+        throw new WeightLoadError(
+          `LoRA adapter: module ${m} ${w === undefined ? "is not a linear layer of this model" : `does not fit its weight [${w.shape}]`}`,
+        );
+    }
+    for (const v of this.base.params.values()) v.trainable = false;
+    return this.view(this.base.retain(), adapter);
+  }
+
+  private view(shared: SharedWeights, adapter: LoraAdapter | undefined): CausalLM {
+    const m = new CausalLM(this.config, { shared, adapter });
+    m.origin = this.origin;
+    return m;
+  }
+
+  /** The base weights with no adapter (the frozen reference of a LoRA agent), shared, not copied. */
+  baseModel(): CausalLM {
+    return this.view(this.base.retain(), undefined);
+  }
+
+  /** Whether two models read the very same base weights (LoRA views of one base). */
+  sharesBaseWith(other: CausalLM): boolean {
+    return this.base === other.base;
   }
 
   /**
@@ -151,7 +252,7 @@ export class CausalLM {
    */
   decodeWeights(): DecodeWeights {
     const c = this.config;
-    const support = fusedDecodeSupport(c);
+    const support = this.fusedDecodeSupport();
     if (!support.ok) throw new Error(`decodeWeights: the fused decoders cannot run this ${c.modelType} model: ${support.reason}`);
     const opt = (name: string, present: boolean): tf.Variable | undefined => (present ? this.w(name) : undefined);
     return {
@@ -275,31 +376,62 @@ export class CausalLM {
     return tf.tidy(() => this.logits(this.hidden(input)));
   }
 
-  /** All weights, for optimizers and gradient tapes. */
+  /** Whether core-tensor's fused decoders can run this model: the family's layout, and no adapter (they read the base weights only). */
+  fusedDecodeSupport(): FusedDecodeSupport {
+    if (this.adapter !== undefined) return { ok: false, reason: "a LoRA adapter" };
+    return fusedDecodeSupport(this.config);
+  }
+
+  /** The weights training updates: all of them, or a LoRA view's adapter factors (its base is frozen). */
   trainableVariables(): tf.Variable[] {
-    return [...this.params.values()];
+    return [...this.params.values()].filter((v) => v.trainable);
   }
 
   /** Maps gradients keyed by tf variable names (as variableGrads returns them) to weight names. */
   gradsByWeightName(grads: tf.NamedTensorMap): Map<string, tf.Tensor> {
     const out = new Map<string, tf.Tensor>();
-    const prefix = `m${this.id}/`;
     for (const [varName, g] of Object.entries(grads)) {
-      if (!varName.startsWith(prefix)) throw new Error(`gradient for "${varName}" does not belong to this model`);
-      out.set(varName.slice(prefix.length), g);
+      const name = this.weightNames.get(varName);
+      if (name === undefined) throw new Error(`gradient for "${varName}" does not belong to this model`);
+      out.set(name, g);
     }
     return out;
   }
 
-  /** A copy of every weight in host memory, in Hugging Face naming and layout. */
+  /**
+   * Host copies of the weights this model trains, in Hugging Face naming and layout: every weight,
+   * or a LoRA view's adapter factors only ("….q_proj.lora_A.weight"; the base is the checkpoint's).
+   */
   hostWeights(): Map<string, HostTensor> {
+    if (this.adapter !== undefined) return this.adapter.hostWeights();
     const out = new Map<string, HostTensor>();
     for (const [name, v] of this.params) out.set(name, { dtype: "float32", shape: [...v.shape], data: Float32Array.from(v.dataSync() as Float32Array) });
     return out;
   }
 
-  /** An independent copy (its own variables) with the same config and weights, on `device` (default: where this one is). */
+  /** Every weight of the model as it computes, a LoRA adapter merged in (W + s·B·A): a full checkpoint's weights. */
+  mergedHostWeights(): Map<string, HostTensor> {
+    const out = new Map<string, HostTensor>();
+    for (const [name, v] of this.base.params) {
+      const module = name.slice(0, -".weight".length);
+      const t = this.adapter?.covers(module) === true && name.endsWith(".weight") ? this.adapter.merged(module, v as tf.Tensor2D) : v;
+      out.set(name, { dtype: "float32", shape: [...v.shape], data: Float32Array.from(t.dataSync() as Float32Array) });
+      if (t !== v) t.dispose();
+    }
+    return out;
+  }
+
+  /**
+   * A copy with the same config and weights, on `device` (default: where this one is): its own
+   * variables for a plain model; for a LoRA view, its own adapter over the same base weights
+   * (one copy of the base per device, shared).
+   */
   clone(device?: string): CausalLM {
+    if (this.adapter !== undefined) {
+      const shared = device === undefined || device === this.device() ? this.base.retain() : this.base.onDevice(device, (n) => `m${nextModelId++}/${n}`);
+      const adapter = this.adapter.clone(device === undefined ? undefined : (t) => toDevice(t, device));
+      return this.view(shared, adapter);
+    }
     const weights = new Map<string, tf.Tensor>();
     for (const [name, v] of this.params) weights.set(name, device === undefined ? tf.clone(v) : toDevice(v, device));
     return new CausalLM(this.config, weights);
@@ -310,10 +442,12 @@ export class CausalLM {
     return deviceOf(this.params.values().next().value!);
   }
 
-  /** Overwrites this model's weights with another's of the same config. */
+  /** Overwrites this model's weights with another's of the same config (a LoRA view: its adapter's factors). */
   copyWeightsFrom(other: CausalLM): void {
-    for (const [name, v] of this.params) {
-      const src = other.params.get(name);
+    const own = this.adapter?.namedVariables() ?? this.params;
+    const theirs = other.adapter?.namedVariables() ?? other.params;
+    for (const [name, v] of own) {
+      const src = theirs.get(name);
       if (src === undefined || src.shape.join() !== v.shape.join()) throw new Error(`copyWeightsFrom: weight "${name}" is missing or differs in shape`);
       v.assign(src);
     }
@@ -321,6 +455,7 @@ export class CausalLM {
 
   /** Overwrites this model's weights with host copies (as {@link hostWeights} gives), every name and shape checked first. */
   assignHostWeights(host: ReadonlyMap<string, HostTensor>, source = "host weights"): void {
+    if (this.adapter !== undefined) return this.adapter.assignHostWeights(host, source);
     for (const [name, v] of this.params) {
       const t = host.get(name);
       if (t === undefined || t.dtype !== "float32" || t.shape.join() !== v.shape.join()) {
@@ -330,16 +465,23 @@ export class CausalLM {
     for (const [name, v] of this.params) tf.tidy(() => v.assign(tf.tensor(host.get(name)!.data, v.shape, "float32")));
   }
 
-  /** Number of scalar weights. */
+  /** Number of scalar weights (a LoRA view: the base's and the adapter's). */
   numParameters(): number {
     let n = 0;
     for (const v of this.params.values()) n += v.size;
     return n;
   }
 
+  /** Number of scalar weights training updates. */
+  numTrainableParameters(): number {
+    return this.trainableVariables().reduce((n, v) => n + v.size, 0);
+  }
+
+  /** Frees this view: its adapter, and the base weights once no other view reads them. */
   dispose(): void {
     if (this.disposed) return;
-    for (const v of this.params.values()) v.dispose();
+    this.adapter?.dispose();
+    this.base.release();
     this.disposed = true;
   }
 }

@@ -1,4 +1,4 @@
-import { promises as fs } from "node:fs";
+import { existsSync, promises as fs } from "node:fs";
 import * as path from "node:path";
 import {
   checkDevice,
@@ -19,6 +19,7 @@ import { resolveModelDir } from "./hub.js";
 import { checkMemory, describeModel } from "./memory-check.js";
 import { weightsEstimate } from "./memory-estimate.js";
 import { Tokenizer } from "./tokenizer.js";
+import { isAdapterFolder, loadAdapter, readAdapterConfig, saveAdapter } from "./lora/peft-files.js";
 
 /** A causal LM with what its checkpoint folder ships beside the weights. */
 export interface Pretrained {
@@ -51,15 +52,56 @@ async function readJson(file: string, required: boolean): Promise<Record<string,
   return (await readJsonText(file, required))?.json;
 }
 
+export interface LoadOptions {
+  revision?: string;
+  device?: string;
+  /**
+   * For a PEFT adapter folder: the base checkpoint (a folder or hub id) to load it on, instead of
+   * the adapter_config.json's base_model_name_or_path.
+   */
+  baseModel?: string;
+}
+
 /**
  * Loads a checkpoint folder or hub id: config.json, safetensors weights (single or sharded, any
  * of F32/F16/BF16, computed in float32), the tokenizer when present, generation_config.json.
  * `device` places the weights (libtorch: "cpu", "cuda", "cuda:N"; other backends: their one device).
+ * A PEFT LoRA adapter folder (adapter_config.json) loads its base model with the adapter on it;
+ * the adapter folder's tokenizer and generation config, when it has them, win over the base's.
  */
-export async function loadPretrained(source: string, options: { revision?: string; device?: string } = {}): Promise<Pretrained> {
+export async function loadPretrained(source: string, options: LoadOptions = {}): Promise<Pretrained> {
   // A device the backend cannot place tensors on fails before anything is read.
   if (options.device !== undefined) checkDevice(options.device);
   const dir = await resolveModelDir(source, options.revision);
+  if (isAdapterFolder(dir)) return loadAdapterFolder(dir, options);
+  return loadCheckpointFolder(source, dir, options);
+}
+
+async function loadAdapterFolder(dir: string, options: LoadOptions): Promise<Pretrained> {
+  const cfg = await readAdapterConfig(dir);
+  const baseSource = options.baseModel ?? cfg.baseModel;
+  if (baseSource === undefined)
+    throw new ModelConfigError(
+      `${path.join(dir, "adapter_config.json")} names no base model (base_model_name_or_path); pass the checkpoint the adapter was trained on (--base_model, or baseModel in the library)`,
+    );
+  const { revision: _revision, baseModel: _base, ...rest } = options;
+  const base = await loadPretrained(baseSource, rest);
+  let adapter;
+  try {
+    adapter = await onDevice(base.model.device(), () => loadAdapter(dir, base.model.config, (m) => base.model.params.get(`${m}.weight`)?.shape));
+  } catch (err) {
+    base.model.dispose();
+    throw err;
+  }
+  const model = base.model.withAdapter(adapter);
+  base.model.dispose(); // the view keeps the base weights
+  model.origin = baseSource;
+  const tokenizer = existsSync(path.join(dir, "tokenizer.json")) ? await Tokenizer.fromDir(dir) : base.tokenizer;
+  const genRaw = await readJson(path.join(dir, "generation_config.json"), false);
+  return { model, tokenizer, generation: genRaw !== undefined ? parseGenerationConfig(genRaw) : base.generation, dir };
+}
+
+async function loadCheckpointFolder(source: string, dir: string, options: LoadOptions): Promise<Pretrained> {
   const configPath = path.join(dir, "config.json");
   const configFile = (await readJsonText(configPath, true))!;
   const config = { ...parseModelConfig(configFile.json, configPath), integralFloats: integralFloatPaths(configFile.text) };
@@ -68,6 +110,7 @@ export async function loadPretrained(source: string, options: { revision?: strin
   const weights = await readSafetensorsCheckpoint(dir);
   const host = new Map([...weights.tensors].map(([name, t]) => [name, t.tensor]));
   const model = guardHeap("loading the model", () => onDevice(options.device ?? "auto", () => CausalLM.fromHostWeights(config, host, dir)));
+  model.origin = source;
   let tokenizer: Tokenizer | undefined;
   try {
     await fs.access(path.join(dir, "tokenizer.json"));
@@ -88,6 +131,13 @@ export interface SaveOptions {
   dtype?: SaveDtype;
   /** Shard the weights into files of at most this many bytes. */
   maxShardBytes?: number;
+  /**
+   * A LoRA view: write the merged full checkpoint (W + s·B·A) instead of the PEFT adapter folder
+   * (adapter_config.json + adapter_model.safetensors) that is written by default.
+   */
+  merge?: boolean;
+  /** A LoRA adapter's base_model_name_or_path; default the checkpoint its base was loaded from. */
+  baseModel?: string;
 }
 
 /**
@@ -103,10 +153,19 @@ export async function savePretrained(
 ): Promise<void> {
   const dtype = options.dtype ?? "float32";
   const stDtype = SAFETENSORS_DTYPE[dtype];
+  const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
+  const adapter = what.model.adapter;
+  if (adapter !== undefined && options.merge !== true) {
+    await replaceDirAtomic(dir, async (tmp) => {
+      await saveAdapter(tmp, adapter, what.model.config, options.baseModel ?? what.model.origin);
+      if (what.generation !== undefined) await writeFileAtomic(path.join(tmp, "generation_config.json"), json(what.generation.raw));
+      if (what.tokenizer !== undefined) await what.tokenizer.save(tmp, writeFileAtomic);
+    });
+    return;
+  }
   const tensors = new Map<string, TensorToWrite>();
-  for (const [name, tensor] of what.model.hostWeights()) tensors.set(name, { tensor, dtype: stDtype });
+  for (const [name, tensor] of adapter !== undefined ? what.model.mergedHostWeights() : what.model.hostWeights()) tensors.set(name, { tensor, dtype: stDtype });
   await replaceDirAtomic(dir, async (tmp) => {
-    const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
     const config = what.model.config;
     await writeFileAtomic(path.join(tmp, "config.json"), stringifyConfigJson(serializeModelConfig(config, dtype), new Set(config.integralFloats ?? [])) + "\n");
     await writeSafetensorsCheckpoint(tmp, tensors, options.maxShardBytes !== undefined ? { maxShardBytes: options.maxShardBytes } : {});

@@ -14,7 +14,7 @@ import {
 import { positionsFromMask, windowedKeyMask } from "./attention-mask.js";
 import { disposeCache, emptyCache, type CausalLM, type KVCache } from "./causal-lm.js";
 import { checkContextLength } from "./context-length.js";
-import { decodeKernelOrder, fusedDecodeSupport } from "./fused-decode.js";
+import { decodeKernelOrder } from "./fused-decode.js";
 import { checkGeneration } from "./memory-check.js";
 import { gatherRows } from "./ops.js";
 import { chooseToken, validateSampling, type SamplingOptions } from "./sampling.js";
@@ -127,7 +127,7 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     const vocab = model.config.vocabSize;
     // Families the fused decoders implement (fused-decode.ts); the others decode with the
     // generic path below, which runs on every backend.
-    const support = fusedDecodeSupport(model.config);
+    const support = model.fusedDecodeSupport();
     const fusedWindow = support.ok ? support.window : undefined;
     // On the native backend the steps after the prompt run in one addon call each (see
     // nativeDecodeStep), from a copy of the prompt's keys and values.
