@@ -1,6 +1,8 @@
 import { existsSync } from "node:fs";
 import * as path from "node:path";
 import type { Policy } from "@pbrl/preference-data";
+import { loadAdapterOnto, type CausalLM } from "@pbrl/models";
+import { placement } from "./devices.js";
 import { loadModelSources, pairWithAgent, releaseLoaded, type LoadedModel } from "./model-sources.js";
 import type { PolicySource, RoundPolicy } from "./policy-source.js";
 
@@ -55,14 +57,16 @@ export class HistoryWeights implements PolicySource {
     const from = this.sourceRound(round);
     const dir = await this.o.weightsAt(from);
     const folders = this.indices.map((i) => path.join(dir, `agent_${i}`));
-    const missing = folders.filter((f) => !existsSync(path.join(f, "config.json")));
+    // A full checkpoint per agent, or a LoRA agent's adapter (adapter_config.json).
+    const missing = folders.filter((f) => !existsSync(path.join(f, "config.json")) && !existsSync(path.join(f, "adapter_config.json")));
     if (missing.length > 0) {
       throw new Error(
         `history comparator (round ${round}, k=${this.o.k}): the weights round ${from} started from are incomplete; missing checkpoint folder${missing.length > 1 ? "s" : ""}: ${missing.join(", ")}`,
       );
     }
-    const loaded = await loadModelSources(
+    const loaded = await loadHistory(
       folders,
+      this.indices.map((i) => this.o.agents[i]!.model),
       this.indices.map((i) => this.o.devices?.[i] ?? "auto"),
     );
     try {
@@ -92,4 +96,29 @@ export class HistoryWeights implements PolicySource {
     this.loaded = [];
     this.ready = undefined;
   }
+}
+
+/**
+ * The history checkpoint's models: a LoRA agent's adapter onto the agent's own base (its snapshot
+ * is an adapter, no second copy of the base) when it stays on the agent's device; full checkpoints
+ * (and adapters placed elsewhere) as model sources.
+ */
+async function loadHistory(folders: readonly string[], agents: readonly CausalLM[], devices: readonly string[]): Promise<LoadedModel[]> {
+  const onAgentBase = (i: number) => agents[i]!.adapter !== undefined && (placement(devices[i]) ?? agents[i]!.device()) === agents[i]!.device();
+  const rest = folders.map((_, i) => i).filter((i) => !onAgentBase(i));
+  const loaded: LoadedModel[] = new Array<LoadedModel>(folders.length);
+  const others = await loadModelSources(
+    rest.map((i) => folders[i]!),
+    rest.map((i) => devices[i]!),
+  );
+  rest.forEach((i, slot) => (loaded[i] = others[slot]!));
+  try {
+    for (const [i, folder] of folders.entries()) {
+      if (onAgentBase(i)) loaded[i] = { model: await loadAdapterOnto(folder, agents[i]!), tokenizer: undefined, owned: true, label: folder };
+    }
+  } catch (err) {
+    releaseLoaded(loaded.filter((m) => m !== undefined));
+    throw err;
+  }
+  return loaded;
 }

@@ -40,6 +40,7 @@ export type { RngState, RngStreamsState } from "./rng.js";
 export { AdamW } from "./adamw.js";
 export type { AdamWOptions, AdamWState, NamedVariables } from "./adamw.js";
 export { clipGradNorm, globalGradNorm } from "./grad-clip.js";
+export { addGrads } from "./grad-accumulation.js";
 export { liveTensorCount, scoped, assertNoTensorLeak, disposeAll, variableFrom, TensorLeakError } from "./memory.js";
 export {
   formatBytes,

@@ -1,4 +1,4 @@
-import { globalGradNorm, tf } from "@pbrl/core-tensor";
+import { addGrads, globalGradNorm, tf } from "@pbrl/core-tensor";
 import { NonFiniteError, type AgentPairTokens, type TrainableAgent } from "@pbrl/preference-data";
 import { agentLoss, marginMetrics, othersSum, type MarginMetrics } from "./loss.js";
 import { agentMargins } from "./scoring.js";
@@ -6,6 +6,12 @@ import { agentMargins } from "./scoring.js";
 export interface MadpoUpdateOptions {
   beta: number;
   scoreLastToken: boolean;
+  /**
+   * Pairs per forward and backward pass (gradient_accumulation_steps: train_batch_size): the
+   * batch's gradients are summed over micro-batches, each weighted by its share of the batch, then
+   * one optimizer step, the update of the whole batch at once. Default: the whole batch.
+   */
+  microBatch?: number;
   /** Names the batch (and round) in errors, e.g. "round 3, batch 7". */
   where: string;
 }
@@ -37,17 +43,34 @@ export function checkMargins(margins: readonly number[], index: number, where: s
  */
 export function agentStep(agent: TrainableAgent, pairs: readonly AgentPairTokens[], others: Float32Array, index: number, options: MadpoUpdateOptions): void {
   const opts = { scoreLastToken: options.scoreLastToken, padTokenId: agent.padTokenId };
-  const { value, grads } = tf.variableGrads(() => agentLoss(agentMargins(agent.model, pairs, opts), others, options.beta), agent.model.trainableVariables());
-  const named = agent.model.gradsByWeightName(grads);
-  const loss = value.dataSync()[0]!;
+  const size = options.microBatch ?? pairs.length;
+  if (!Number.isInteger(size) || size < 1) throw new RangeError(`microBatch must be an integer ≥ 1, got ${size}`);
+  const named = new Map<string, tf.Tensor>();
+  let loss = 0;
+  for (let start = 0; start < pairs.length; start += size) {
+    const part = pairs.slice(start, start + size);
+    const share = part.length / pairs.length; // the batch's mean loss, summed over its parts
+    const { value, grads } = agent.model.training(() =>
+      tf.variableGrads(
+        () =>
+          tf.tidy(
+            () => tf.mul(agentLoss(agentMargins(agent.model, part, opts), others.subarray(start, start + part.length), options.beta), share) as tf.Scalar,
+          ),
+        agent.model.trainableVariables(),
+      ),
+    );
+    loss += value.dataSync()[0]!;
+    value.dispose();
+    addGrads(named, agent.model.gradsByWeightName(grads));
+  }
   const norm = Number.isFinite(loss) ? globalGradNorm(named.values()) : NaN;
   if (!Number.isFinite(loss) || !Number.isFinite(norm)) {
-    tf.dispose([value, ...named.values()]);
+    tf.dispose([...named.values()]);
     const what = Number.isFinite(loss) ? `non-finite gradients (norm ${norm})` : `a non-finite loss (${loss})`;
     throw new NonFiniteError(`MADPO: agent ${index} has ${what} in ${options.where}`);
   }
   agent.optimizer.step(named);
-  tf.dispose([value, ...named.values()]);
+  tf.dispose([...named.values()]);
 }
 
 /**

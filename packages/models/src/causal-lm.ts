@@ -89,6 +89,8 @@ export class CausalLM {
   readonly params: Map<string, tf.Variable>;
   /** The checkpoint (folder or hub id) the base weights were loaded from, when known: a saved adapter's base_model_name_or_path. */
   origin: string | undefined;
+  /** The stream a LoRA adapter's dropout draws its masks from in {@link training} passes (the run's, saved in checkpoints); undefined: no dropout. */
+  dropoutStream: RngStream | undefined;
   /** The LoRA adapter this view adds to its (frozen, shared) base weights; undefined for a plain model. */
   readonly adapter: LoraAdapter | undefined;
   private readonly base: SharedWeights;
@@ -117,6 +119,7 @@ export class CausalLM {
       this.adapter = weights.adapter;
     }
     this.origin = undefined;
+    this.dropoutStream = undefined;
     this.params = this.adapter === undefined ? this.base.params : new Map([...this.base.params, ...this.adapter.namedVariables()]);
     this.weightNames = new Map([...this.params].map(([name, v]) => [v.name, name]));
   }
@@ -234,6 +237,11 @@ export class CausalLM {
     const m = new CausalLM(this.config, { shared, adapter });
     m.origin = this.origin;
     return m;
+  }
+
+  /** Runs `fn`, a forward pass that trains: a LoRA adapter applies its dropout there (PEFT's train mode). */
+  training<T>(fn: () => T): T {
+    return this.adapter !== undefined && this.dropoutStream !== undefined ? this.adapter.training(this.dropoutStream, fn) : fn();
   }
 
   /** The base weights with no adapter (the frozen reference of a LoRA agent), shared, not copied. */

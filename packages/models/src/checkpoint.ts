@@ -86,19 +86,29 @@ async function loadAdapterFolder(dir: string, options: LoadOptions): Promise<Pre
     );
   const { revision: _revision, baseModel: _base, ...rest } = options;
   const base = await loadPretrained(baseSource, rest);
-  let adapter;
   try {
-    adapter = await onDevice(base.model.device(), () => loadAdapter(dir, base.model.config, (m) => base.model.params.get(`${m}.weight`)?.shape));
-  } catch (err) {
-    base.model.dispose();
-    throw err;
+    const model = await loadAdapterOnto(dir, base.model);
+    const tokenizer = existsSync(path.join(dir, "tokenizer.json")) ? await Tokenizer.fromDir(dir) : base.tokenizer;
+    const genRaw = await readJson(path.join(dir, "generation_config.json"), false);
+    return { model, tokenizer, generation: genRaw !== undefined ? parseGenerationConfig(genRaw) : base.generation, dir };
+  } finally {
+    base.model.dispose(); // the adapter's view keeps the base weights
   }
-  const model = base.model.withAdapter(adapter);
-  base.model.dispose(); // the view keeps the base weights
-  model.origin = baseSource;
-  const tokenizer = existsSync(path.join(dir, "tokenizer.json")) ? await Tokenizer.fromDir(dir) : base.tokenizer;
-  const genRaw = await readJson(path.join(dir, "generation_config.json"), false);
-  return { model, tokenizer, generation: genRaw !== undefined ? parseGenerationConfig(genRaw) : base.generation, dir };
+}
+
+/**
+ * The PEFT adapter in `dir` on `base`'s weights (shared, not copied; `base` may be a LoRA view, whose
+ * base is used): a new view owning the adapter. Agents, history snapshots and checkpoints of one
+ * run load their adapters onto the base the run already holds this way.
+ */
+export async function loadAdapterOnto(dir: string, base: CausalLM): Promise<CausalLM> {
+  const plain = base.adapter === undefined ? base : base.baseModel();
+  try {
+    const adapter = await onDevice(plain.device(), () => loadAdapter(dir, plain.config, (m) => plain.params.get(`${m}.weight`)?.shape));
+    return plain.withAdapter(adapter);
+  } finally {
+    if (plain !== base) plain.dispose();
+  }
 }
 
 async function loadCheckpointFolder(source: string, dir: string, options: LoadOptions): Promise<Pretrained> {

@@ -13,7 +13,7 @@ export { Tokenizer, TokenizerLoadError } from "./tokenizer.js";
 export type { ChatMessage, TokenizerFiles } from "./tokenizer.js";
 export { parseGenerationConfig } from "./generation-config.js";
 export type { GenerationDefaults } from "./generation-config.js";
-export { loadPretrained, savePretrained, type LoadOptions } from "./checkpoint.js";
+export { loadAdapterOnto, loadPretrained, savePretrained, type LoadOptions } from "./checkpoint.js";
 export type { Pretrained, SaveOptions, SaveDtype } from "./checkpoint.js";
 export {
   resolveModelDir,

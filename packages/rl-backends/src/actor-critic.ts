@@ -1,4 +1,4 @@
-import { globalGradNorm, tf } from "@pbrl/core-tensor";
+import { addGrads, globalGradNorm, tf } from "@pbrl/core-tensor";
 import { buildScoringBatch, gatherRows, matMul, selectedLogProbs, type CausalLM, type ScoringItem } from "@pbrl/models";
 import { ADVANTAGE_STD_FLOOR, shapeReturns, stdPop } from "./advantages.js";
 import {
@@ -15,7 +15,6 @@ import {
 import { runCollections, type BatchReport, type CollectionSettings } from "./epochs.js";
 import type { Rollout } from "./rollouts.js";
 import { mean, NonFiniteError, type TrainableAgent } from "@pbrl/preference-data";
-import { addGrads } from "./grads.js";
 import { policyGradientStep } from "./policy-step.js";
 import { policyRows, rowOwners, type Penalties } from "./update.js";
 import { valueLoss, valueLossTerms } from "./value-loss.js";
@@ -332,15 +331,17 @@ function sharedHeadStep(
       const tg = vt.targets.slice(start, start + size);
       const old = vt.oldValues.slice(start, start + size);
       let policyPart = 0;
-      const { value, grads: raw } = tf.variableGrads(() => {
-        const { sums, values } = actorForward(agent.model, vt.head, part, agent.padTokenId, vt.type);
-        logProbs.push(...sums.dataSync());
-        preds.push(...values.dataSync());
-        const pl = tf.div(tf.sum(tf.mul(tf.neg(sums), tf.tensor1d(a))), n);
-        policyPart = pl.dataSync()[0]!;
-        const vl = valueLoss(values, tg, { oldValues: old, clipRange: vt.clipRange, denominator: n });
-        return tf.add(pl, tf.mul(vl, vt.coef)) as tf.Scalar;
-      }, [...agent.model.trainableVariables(), ...vt.head.head.trainableVariables()]);
+      const { value, grads: raw } = agent.model.training(() =>
+        tf.variableGrads(() => {
+          const { sums, values } = actorForward(agent.model, vt.head, part, agent.padTokenId, vt.type);
+          logProbs.push(...sums.dataSync());
+          preds.push(...values.dataSync());
+          const pl = tf.div(tf.sum(tf.mul(tf.neg(sums), tf.tensor1d(a))), n);
+          policyPart = pl.dataSync()[0]!;
+          const vl = valueLoss(values, tg, { oldValues: old, clipRange: vt.clipRange, denominator: n });
+          return tf.add(pl, tf.mul(vl, vt.coef)) as tf.Scalar;
+        }, [...agent.model.trainableVariables(), ...vt.head.head.trainableVariables()]),
+      );
       loss += policyPart;
       value.dispose();
       const split = splitGrads(agent.model, vt.head.head, raw);

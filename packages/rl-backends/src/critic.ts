@@ -1,9 +1,8 @@
 import { existsSync } from "node:fs";
 import * as path from "node:path";
-import { AdamW, deviceOf, globalGradNorm, onDevice, replaceDirAtomic, tf, type RngStream } from "@pbrl/core-tensor";
+import { AdamW, addGrads, deviceOf, globalGradNorm, onDevice, replaceDirAtomic, tf, type RngStream } from "@pbrl/core-tensor";
 import { gatherRows, loadPretrained, savePretrained, ScalarHead, type CausalLM, type Tokenizer } from "@pbrl/models";
 import { mean, NonFiniteError } from "@pbrl/preference-data";
-import { addGrads } from "./grads.js";
 import { valueLoss, valueLossTerms } from "./value-loss.js";
 
 /**

@@ -55,10 +55,14 @@ export function sequenceKl(policyLogProbs: readonly number[], referenceLogProbs:
  * A frozen copy of a policy: its own variables with the same weights, on `device`
  * (`reference_devices`; "auto" or undefined: where the policy is). It is frozen by use: no
  * optimizer is ever built over it, and the KL functions only score with it (no gradient tape).
- * The caller owns it and disposes it.
+ * A LoRA agent whose adapter has not changed its base yet (a fresh one: B = 0) is referenced by
+ * its base with the adapter off, no copy; one loaded with a trained adapter by a copy of that
+ * adapter over the same base. The caller owns it and disposes it.
  */
 export function frozenReference(model: CausalLM, device?: string): CausalLM {
-  return model.clone(device === undefined || device === "auto" || device === model.device() ? undefined : device);
+  const where = device === undefined || device === "auto" || device === model.device() ? undefined : device;
+  if (where === undefined && model.adapter?.isIdentity() === true) return model.baseModel();
+  return model.clone(where);
 }
 
 /** A policy scored against its reference: its model and the id padding its batches. */

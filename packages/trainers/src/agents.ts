@@ -1,5 +1,16 @@
 import * as path from "node:path";
-import { CausalLM, loadPretrained, savePretrained, type GenerationDefaults, type Pretrained, type SaveDtype, type Tokenizer } from "@pbrl/models";
+import type { RngStream } from "@pbrl/core-tensor";
+import {
+  CausalLM,
+  loadAdapterOnto,
+  loadPretrained,
+  savePretrained,
+  type GenerationDefaults,
+  type LoraSettings,
+  type Pretrained,
+  type SaveDtype,
+  type Tokenizer,
+} from "@pbrl/models";
 import type { Policy } from "@pbrl/preference-data";
 
 /** Where an agent comes from: a checkpoint folder or hub id, a built model, or a loaded checkpoint. */
@@ -61,14 +72,36 @@ export async function resolveAgents(options: {
   centralized?: boolean;
   /** Where each agent's weights live (agent_devices resolved; "auto" leaves them where they load). */
   devices?: readonly string[];
+  /**
+   * use_peft: every agent is a LoRA view of its checkpoint, frozen and shared by the agents that
+   * load the same one, with a fresh adapter drawn from `initRng(agent)`; an agent source that is a
+   * PEFT adapter folder keeps training its adapter.
+   */
+  lora?: { settings: LoraSettings; initRng: (agent: number) => RngStream };
 }): Promise<ResolvedAgent[]> {
   const out = await loadAgents(options);
   const devices = options.devices;
   if (devices === undefined) return out;
-  // A model object, or one checkpoint cloned for every agent, is copied to a device that is not its own.
-  return out.map((ag, i) =>
-    devices[i] === undefined || devices[i] === "auto" || ag.model.device() === devices[i] ? ag : { ...ag, model: ag.model.clone(devices[i]) },
-  );
+  // A model object, or one checkpoint cloned for every agent, is copied to a device that is not its own
+  // (a LoRA view: its adapter, over one copy of its base per device).
+  return out.map((ag, i) => {
+    if (devices[i] === undefined || devices[i] === "auto" || ag.model.device() === devices[i]) return ag;
+    const moved = ag.model.clone(devices[i]);
+    if (ag.model.adapter !== undefined) ag.model.dispose();
+    return { ...ag, model: moved };
+  });
+}
+
+/** A loaded agent model as the run trains it: as it is, or (use_peft) a LoRA view with a fresh adapter unless it has one. */
+function trainable(model: CausalLM, source: string, i: number, lora: Parameters<typeof resolveAgents>[0]["lora"]): CausalLM {
+  if (lora === undefined) {
+    if (model.adapter !== undefined)
+      throw new AgentSourceError(
+        `${source} is a LoRA adapter folder; training it needs use_peft=true (or merge it into a full checkpoint first: pbrl convert --model ${source} --out DIR --merge)`,
+      );
+    return model;
+  }
+  return model.adapter !== undefined ? model : model.withLora(lora.settings, lora.initRng(i));
 }
 
 async function loadAgents(options: Parameters<typeof resolveAgents>[0]): Promise<ResolvedAgent[]> {
@@ -87,27 +120,65 @@ async function loadAgents(options: Parameters<typeof resolveAgents>[0]): Promise
       throw new AgentSourceError(`tokenizer: got ${t.length} tokenizers for num_agents=${numAgents}; pass one shared tokenizer or one per agent`);
     return t[i];
   };
+  const lora = options.lora;
   if (agentModel !== undefined) {
     const first = await loadPretrained(agentModel, { device: options.devices?.[0] ?? "auto" });
-    const out = [asResolved({ ...first, tokenizer: tokenizerFor(0) ?? first.tokenizer }, agentModel, agentModel)];
-    for (let i = 1; i < numAgents; i++) out.push({ ...out[0]!, model: first.model.clone(), tokenizer: tokenizerFor(i) ?? out[0]!.tokenizer });
+    const model0 = trainable(first.model, agentModel, 0, lora);
+    const out = [asResolved({ ...first, model: model0, tokenizer: tokenizerFor(0) ?? first.tokenizer }, agentModel, agentModel)];
+    for (let i = 1; i < numAgents; i++) {
+      // LoRA: the same frozen base for every agent, each with its adapter (a loaded one copied); else a full copy each.
+      const model = lora === undefined || first.model.adapter !== undefined ? model0.clone() : first.model.withLora(lora.settings, lora.initRng(i));
+      out.push({ ...out[0]!, model, tokenizer: tokenizerFor(i) ?? out[0]!.tokenizer });
+    }
+    if (model0 !== first.model) first.model.dispose(); // the views keep the base
     return out;
   }
   if (agents!.length !== numAgents) throw new AgentSourceError(`agents: got ${agents!.length} agent source(s) but num_agents=${numAgents}`);
   const out: ResolvedAgent[] = [];
-  for (const [i, src] of agents!.entries()) {
-    if (typeof src === "string") {
-      const p = await loadPretrained(src, { device: options.devices?.[i] ?? "auto" });
-      out.push(asResolved({ ...p, tokenizer: tokenizerFor(i) ?? p.tokenizer }, src, src));
-    } else if (src instanceof CausalLM) {
-      out.push(
-        asResolved({ model: src, tokenizer: tokenizerFor(i), generation: undefined }, `agents[${i}] (a ${src.config.modelType} model object)`, undefined),
-      );
-    } else {
-      out.push(asResolved({ ...src, tokenizer: tokenizerFor(i) ?? src.tokenizer }, src.dir, src.dir));
+  // Agents naming the same checkpoint share its base weights under LoRA (loaded once).
+  const bases = new Map<string, Pretrained>();
+  try {
+    for (const [i, src] of agents!.entries()) {
+      if (typeof src === "string") {
+        const shared = lora !== undefined ? bases.get(src) : undefined;
+        const p = shared ?? (await loadPretrained(src, { device: options.devices?.[i] ?? "auto" }));
+        if (lora !== undefined && shared === undefined && p.model.adapter === undefined) bases.set(src, p);
+        out.push(asResolved({ ...p, model: trainable(p.model, src, i, lora), tokenizer: tokenizerFor(i) ?? p.tokenizer }, src, src));
+      } else if (src instanceof CausalLM) {
+        out.push(
+          asResolved(
+            { model: trainable(src, `agents[${i}]`, i, lora), tokenizer: tokenizerFor(i), generation: undefined },
+            `agents[${i}] (a ${src.config.modelType} model object)`,
+            undefined,
+          ),
+        );
+      } else {
+        out.push(asResolved({ ...src, model: trainable(src.model, src.dir, i, lora), tokenizer: tokenizerFor(i) ?? src.tokenizer }, src.dir, src.dir));
+      }
     }
+  } finally {
+    for (const p of bases.values()) p.model.dispose(); // the agents' views keep what they use
   }
   return out;
+}
+
+/**
+ * An agent as a run saved it (`dir`, written by saveAgents), read back like `like` is: a full
+ * checkpoint onto `device`, or a LoRA adapter onto `like`'s shared base (no second copy of it).
+ */
+export async function loadSavedAgent(dir: string, like: CausalLM, device: string): Promise<CausalLM> {
+  if (like.adapter !== undefined) {
+    if (device === "auto" || device === like.device()) return loadAdapterOnto(dir, like);
+    const base = like.baseModel();
+    const moved = base.clone(device); // a reference on another device: a copy of the base there
+    base.dispose();
+    try {
+      return await loadAdapterOnto(dir, moved);
+    } finally {
+      moved.dispose(); // the adapter's view keeps it
+    }
+  }
+  return (await loadPretrained(dir, device === "auto" ? {} : { device })).model;
 }
 
 /** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder, its weights stored as `dtype` (default float32). */

@@ -11,6 +11,7 @@ export type EpochSettings = Pick<
   MADPOConfig,
   | "num_train_epochs"
   | "train_batch_size"
+  | "gradient_accumulation_steps"
   | "eval_interval"
   | "dpo_beta"
   | "madpo_score_last_token"
@@ -37,23 +38,30 @@ export interface EpochsContext {
 
 /**
  * MADPO over a fixed set of pairs for num_train_epochs: a seeded shuffle per epoch, batches of
- * train_batch_size, one update per batch, evaluation on the eval_interval schedule (counted in
- * updates across the whole run), train metrics through the logging_steps gate.
+ * train_batch_size × gradient_accumulation_steps pairs, one update per batch (its gradients
+ * summed over micro-batches of train_batch_size), evaluation on the eval_interval schedule
+ * (counted in updates across the whole run), train metrics through the logging_steps gate.
  */
 export async function runMadpoEpochs(pairs: readonly CollectedPair[], ctx: EpochsContext): Promise<void> {
   const a = ctx.args;
   const c = ctx.counters;
-  const batches = Math.ceil(pairs.length / a.train_batch_size);
+  const batchSize = a.train_batch_size * a.gradient_accumulation_steps;
+  const batches = Math.ceil(pairs.length / batchSize);
   for (let epoch = 0; epoch < a.num_train_epochs; epoch++) {
     const order = ctx.shuffleRng.permutation(pairs.length);
     const bar = new ProgressBar(`${ctx.label}MADPO epoch ${epoch + 1}/${a.num_train_epochs}`, batches, ctx.progress);
     for (let b = 0; b < batches; b++) {
       if (a.eval_interval > 0 && c.updates % a.eval_interval === 0) await ctx.evaluate();
-      const batch = order.slice(b * a.train_batch_size, (b + 1) * a.train_batch_size).map((k) => pairs[k]!);
+      const batch = order.slice(b * batchSize, (b + 1) * batchSize).map((k) => pairs[k]!);
       const m = await madpoUpdate(
         ctx.agents,
         batch.map((p) => p.tokens),
-        { beta: a.dpo_beta, scoreLastToken: a.madpo_score_last_token, where: `${ctx.label}epoch ${epoch + 1}, batch ${b + 1}` },
+        {
+          beta: a.dpo_beta,
+          scoreLastToken: a.madpo_score_last_token,
+          microBatch: a.train_batch_size,
+          where: `${ctx.label}epoch ${epoch + 1}, batch ${b + 1}`,
+        },
       );
       c.updates += 1;
       if (a.use_environment_step) c.envStep += a.environment_steps_per_pair * batch.length;

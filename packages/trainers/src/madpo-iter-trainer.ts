@@ -16,6 +16,7 @@ import { declaredRewardRange } from "./reward-distribution.js";
 import { recordRound, roundSummary, type RoundSummary } from "./round-record.js";
 import { checkpointToResume, restoreFromCheckpoint } from "./round-resume.js";
 import { recordResumeChanges, runConfigRecord } from "./run-config-record.js";
+import { attachDropoutStreams } from "./lora-settings.js";
 import { openRunDir, planRunDir, type RunDirOptions } from "./run-dir.js";
 import { runInputs } from "./run-inputs.js";
 import { samplingSettings } from "./sampling-settings.js";
@@ -128,6 +129,7 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
       record,
     });
     const streams = new RngStreams(a.seed);
+    attachDropoutStreams(agents, streams);
     // One actor writing every role answers the joint prompt itself, so its comparator samples
     // that prompt directly rather than splitting and re-joining roles.
     const comparatorArgs = a.collaboration_mode === "centralized" ? { ...a, comparator_generation_mode: "decentralized" as const } : a;

@@ -9,6 +9,7 @@ import type { LearnSession } from "./learner.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
 import { runConfigRecord } from "./run-config-record.js";
+import { attachDropoutStreams } from "./lora-settings.js";
 import { openRunDir, planRunDir, type RunDirOptions } from "./run-dir.js";
 import { runInputs } from "./run-inputs.js";
 import { samplingSettings } from "./sampling-settings.js";
@@ -76,6 +77,7 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
   private async collectAndLearn(agents: ResolvedAgent[], record: Record<string, unknown>, metrics: MetricsLog): Promise<TrainResult> {
     const a = this.args;
     const streams = new RngStreams(a.seed);
+    attachDropoutStreams(agents, streams);
     const progress = ProgressBar.enabledFor(a.verbose);
 
     // 1. Preference data, once, from the initial policies, labelled by the task reward.

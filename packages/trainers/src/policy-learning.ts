@@ -43,6 +43,7 @@ export type PolicyFields = CriticFields &
     | "advantage_normalization"
     | "num_train_epochs"
     | "train_batch_size"
+    | "gradient_accumulation_steps"
     | "rollout_buffer_size"
     | "reward_concurrency"
     | "eval_interval"
@@ -93,7 +94,10 @@ export async function runPolicyLearning(o: {
     rewardConcurrency: a.reward_concurrency,
     normalize: a.advantage_normalization,
     numTrainEpochs: a.num_train_epochs,
-    trainBatchSize: a.train_batch_size,
+    // gradient_accumulation_steps: mini-batches of k × train_batch_size items, one optimizer step
+    // each, their gradients summed over forward passes of train_batch_size items' samples.
+    trainBatchSize: a.train_batch_size * a.gradient_accumulation_steps,
+    ...(a.gradient_accumulation_steps > 1 ? { maxRowsPerForward: a.train_batch_size * a.num_generations } : {}),
     rolloutBufferSize: a.rollout_buffer_size,
     shuffleRng: ctx.streams.get(STREAMS.shuffle),
     label: ctx.label,

@@ -3,11 +3,11 @@
  * policy, on reference_devices. A failure part-way frees what was already made.
  */
 import * as path from "node:path";
-import { loadPretrained, type CausalLM } from "@pbrl/models";
+import type { CausalLM } from "@pbrl/models";
 import { frozenReference } from "@pbrl/rl-backends";
-import type { ResolvedAgent } from "./agents.js";
+import { loadSavedAgent, type ResolvedAgent } from "./agents.js";
 import type { MARLHFConfig } from "./config/marlhf-config.js";
-import { loadOn, referenceDevices } from "./role-devices.js";
+import { referenceDevices } from "./role-devices.js";
 
 type ReferenceFields = Pick<MARLHFConfig, "reference_kl_enabled" | "reference_devices">;
 
@@ -26,7 +26,7 @@ export async function loadReferences(a: ReferenceFields, agents: readonly Resolv
   const devices = referenceDevices(a.reference_devices, agents);
   const refs: CausalLM[] = [];
   await freeOnFailure(refs, async () => {
-    for (let i = 0; i < agents.length; i++) refs.push((await loadPretrained(path.join(dir, `agent_${i}`), loadOn(devices[i]!))).model);
+    for (let i = 0; i < agents.length; i++) refs.push(await loadSavedAgent(path.join(dir, `agent_${i}`), agents[i]!.model, devices[i]!));
   });
   return refs;
 }

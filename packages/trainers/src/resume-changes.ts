@@ -6,6 +6,7 @@
  */
 import { redactRecord } from "@pbrl/core-tensor";
 import { ConfigError } from "./config/define-config.js";
+import { MADPO_FIELDS } from "./config/madpo-config.js";
 
 export const RESUMABLE_FIELDS: ReadonlySet<string> = new Set([
   // how long: more rounds continue the run
@@ -57,12 +58,32 @@ export interface ConfigChange {
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /**
+ * Fields added after runs were checkpointed without them: such a checkpoint ran as the field's
+ * default does (no LoRA, no recomputation, one micro-batch), so it resumes with the default.
+ */
+const ADDED_LATER = [
+  "use_peft",
+  "lora_r",
+  "lora_alpha",
+  "lora_dropout",
+  "lora_target_modules",
+  "use_rslora",
+  "gradient_checkpointing",
+  "gradient_accumulation_steps",
+] as const satisfies readonly (keyof typeof MADPO_FIELDS)[];
+
+function withLaterDefaults(saved: Readonly<Record<string, unknown>>, current: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const missing = ADDED_LATER.filter((f) => !(f in saved) && f in current);
+  return { ...saved, ...Object.fromEntries(missing.map((f) => [f, MADPO_FIELDS[f].parse(undefined)])) };
+}
+
+/**
  * Fields whose values differ between the checkpoint's config and this run's, both compared (and
  * named) redacted: a secret was written redacted, so the same secret given again is no change, and
  * a checkpoint written before a secret was redacted neither refuses the resume nor shows its secret.
  */
 export function configChanges(saved: Readonly<Record<string, unknown>>, current: Readonly<Record<string, unknown>>): ConfigChange[] {
-  const [was, now] = [redactRecord(saved), redactRecord(current)];
+  const [was, now] = [redactRecord(withLaterDefaults(saved, current)), redactRecord(current)];
   const fields = [...new Set([...Object.keys(was), ...Object.keys(now)])].sort();
   return fields.filter((f) => !START_FIELDS.has(f) && !same(was[f], now[f])).map((field) => ({ field, from: was[field], to: now[field] }));
 }

@@ -4,9 +4,8 @@
  */
 import * as path from "node:path";
 import type { AdamW, RngStreams } from "@pbrl/core-tensor";
-import { loadPretrained } from "@pbrl/models";
 import type { ReplayBuffer } from "@pbrl/preference-data";
-import type { ResolvedAgent } from "./agents.js";
+import { loadSavedAgent, type ResolvedAgent } from "./agents.js";
 import type { Learner } from "./learner.js";
 import { checkResumeChanges, configChanges, type ConfigChange } from "./resume-changes.js";
 import { CheckpointError, loadTrainingCheckpoint, type LoadedCheckpoint } from "./training-checkpoint.js";
@@ -52,9 +51,9 @@ export async function restoreFromCheckpoint(o: {
 }): Promise<void> {
   const { ckpt } = o;
   for (const [i, ag] of o.agents.entries()) {
-    const saved = await loadPretrained(path.join(ckpt.agentsDir, `agent_${i}`), { device: ag.model.device() });
-    ag.model.copyWeightsFrom(saved.model);
-    saved.model.dispose();
+    const saved = await loadSavedAgent(path.join(ckpt.agentsDir, `agent_${i}`), ag.model, ag.model.device());
+    ag.model.copyWeightsFrom(saved);
+    saved.dispose();
     o.optimizers[i]!.setState(ckpt.optimizers[i]!);
   }
   o.streams.setState(ckpt.state.rng);

@@ -49,6 +49,12 @@ export interface RunMemoryPlan {
    * parameter) beside the float32 ones for as long as they live (libtorch's Bf16Copy).
    */
   bf16: boolean;
+  /**
+   * use_peft: the agents are LoRA views over `bases` shared frozen weight sets (the agents' configs,
+   * first come first), each agent training an adapter of `adapterParameters` weights; comparator
+   * copies, references and critics copy the adapter, not the base.
+   */
+  lora?: { adapterParameters: number; bases: number };
 }
 
 const prefixed = (e: MemoryEstimate, prefix: string): MemoryItem[] => e.items.map((i) => ({ ...i, label: `${prefix}${i.label}` }));
@@ -61,10 +67,17 @@ function without(e: MemoryEstimate, drop: (label: string) => boolean): MemoryEst
 function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] {
   const first = p.agents[0]!;
   const largest = p.agents.reduce((a, c) => (modelSizes(c).parameters > modelSizes(a).parameters ? c : a), first);
+  const copied = (c: CausalLMConfig) => (p.lora !== undefined ? p.lora.adapterParameters : modelSizes(c).parameters) * 4;
   const copyItems: MemoryItem[] =
     p.comparatorCopies > 0
-      ? p.agents.map((c, i) => ({ label: `comparator's copy of agent ${i}`, bytes: modelSizes(c).parameters * 4 * p.comparatorCopies, pool: "tensors" }))
+      ? p.agents.map((c, i) => ({
+          label: `comparator's copy of agent ${i}${p.lora !== undefined ? "'s LoRA adapter" : ""}`,
+          bytes: copied(c) * p.comparatorCopies,
+          pool: "tensors",
+        }))
       : [];
+  const adapterGradients: MemoryItem[] =
+    p.lora !== undefined ? [{ label: "LoRA adapter gradients", bytes: p.lora.adapterParameters * 4, pool: "tensors" }] : [];
   const out = [
     {
       name: "generation",
@@ -81,15 +94,27 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
     },
     {
       name: "training step",
-      // The weights and moments are resident already.
-      estimate: without(
-        trainingStepEstimate(largest, { sequences: p.trainSequences, seqLen: p.promptTokens + p.maxNewTokens, kernels: p.kernels }),
-        (l) => l.startsWith("weights") || l.startsWith("AdamW"),
-      ),
+      // The weights and moments are resident already; LoRA: gradients of the adapter only.
+      estimate: memoryEstimate([
+        ...without(
+          trainingStepEstimate(largest, { sequences: p.trainSequences, seqLen: p.promptTokens + p.maxNewTokens, kernels: p.kernels }),
+          (l) => l.startsWith("weights") || l.startsWith("AdamW") || (p.lora !== undefined && l.startsWith("gradients")),
+        ).items,
+        ...adapterGradients,
+      ]),
     },
   ];
   if (p.rewardModel !== undefined) {
-    out.push({ name: "reward-model fit", estimate: trainingStepEstimate(first, { ...p.rewardModel, kernels: p.kernels }, "reward model") });
+    const fit = trainingStepEstimate(first, { ...p.rewardModel, kernels: p.kernels }, "reward model");
+    // LoRA: the reward model's backbone is a copy of agent 0's adapter over the shared base.
+    const estimate =
+      p.lora === undefined
+        ? fit
+        : memoryEstimate([
+            ...without(fit, (l) => l.startsWith("weights") || l.startsWith("gradients") || l.startsWith("AdamW")).items,
+            { label: "reward model's LoRA adapter, gradients and AdamW moments", bytes: 16 * p.lora.adapterParameters, pool: "tensors" },
+          ]);
+    out.push({ name: "reward-model fit", estimate });
   }
   return out;
 }
@@ -101,20 +126,37 @@ export function runMemoryEstimate(p: RunMemoryPlan): { estimate: MemoryEstimate;
   const bf16Copies = (what: string, float32Bytes: number): void => {
     if (p.bf16) resident.push({ label: `${what}: bfloat16 copy of the weights (bf16)`, bytes: float32Bytes / 2, pool: "tensors" });
   };
-  p.agents.forEach((c, i) => {
-    const bytes = modelSizes(c).parameters * 4;
-    resident.push({ label: `agent ${i} weights`, bytes, pool: "tensors" });
-    resident.push({ label: `agent ${i} AdamW moments`, bytes: 2 * bytes, pool: "tensors" });
-    bf16Copies(`agent ${i}`, bytes);
-    if (p.referenceCopies > 0) {
-      resident.push({ label: `agent ${i} frozen reference`, bytes: bytes * p.referenceCopies, pool: "tensors" });
-      bf16Copies(`agent ${i} frozen reference`, bytes * p.referenceCopies);
+  if (p.lora !== undefined) {
+    const lora = p.lora;
+    p.agents.slice(0, lora.bases).forEach((c, b) => {
+      const bytes = modelSizes(c).parameters * 4;
+      resident.push({ label: `base weights ${b} (frozen, shared by the agents that load it)`, bytes, pool: "tensors" });
+      bf16Copies(`base weights ${b}`, bytes);
+    });
+    const adapter = lora.adapterParameters * 4;
+    p.agents.forEach((_, i) => {
+      resident.push({ label: `agent ${i} LoRA adapter and its AdamW moments`, bytes: 3 * adapter, pool: "tensors" });
+      // A fresh adapter's reference is its base with the adapter off; a loaded one's a copy of the adapter.
+      if (p.referenceCopies > 0)
+        resident.push({ label: `agent ${i} frozen reference (its adapter's copy at most)`, bytes: adapter * p.referenceCopies, pool: "tensors" });
+    });
+    for (let k = 0; k < p.critics; k++) resident.push({ label: `critic ${k}: LoRA adapter and AdamW moments`, bytes: 3 * adapter, pool: "tensors" });
+  } else {
+    p.agents.forEach((c, i) => {
+      const bytes = modelSizes(c).parameters * 4;
+      resident.push({ label: `agent ${i} weights`, bytes, pool: "tensors" });
+      resident.push({ label: `agent ${i} AdamW moments`, bytes: 2 * bytes, pool: "tensors" });
+      bf16Copies(`agent ${i}`, bytes);
+      if (p.referenceCopies > 0) {
+        resident.push({ label: `agent ${i} frozen reference`, bytes: bytes * p.referenceCopies, pool: "tensors" });
+        bf16Copies(`agent ${i} frozen reference`, bytes * p.referenceCopies);
+      }
+    });
+    const backbone = modelSizes(p.agents[0]!).parameters * 4;
+    for (let k = 0; k < p.critics; k++) {
+      resident.push({ label: `critic ${k}: weights and AdamW moments`, bytes: 3 * backbone, pool: "tensors" });
+      bf16Copies(`critic ${k}`, backbone);
     }
-  });
-  const backbone = modelSizes(p.agents[0]!).parameters * 4;
-  for (let k = 0; k < p.critics; k++) {
-    resident.push({ label: `critic ${k}: weights and AdamW moments`, bytes: 3 * backbone, pool: "tensors" });
-    bf16Copies(`critic ${k}`, backbone);
   }
   const all = phases(p);
   const top = all.reduce((a, b) => (b.estimate.tensorBytes > a.estimate.tensorBytes ? b : a));
@@ -201,16 +243,25 @@ const RUN_ADVICE: Record<string, string> = {
  * `promptTokens`: the longest prompt the run samples from (runPromptTokens).
  */
 export function checkRunMemory(trainer: string, args: RunMemoryArgs, agents: readonly ResolvedAgent[], promptTokens: number, items: number): void {
-  const configs = agents.map((ag) => ag.model.config);
+  const models = agents.map((ag) => ag.model);
+  // LoRA views of one base count it once: the distinct bases first, in the agents' order.
+  const bases = models.filter((m, i) => m.adapter === undefined || !models.slice(0, i).some((o) => o.sharesBaseWith(m)));
+  const lora = models.every((m) => m.adapter !== undefined)
+    ? { adapterParameters: Math.max(...models.map((m) => m.adapter!.numParameters())), bases: bases.length }
+    : undefined;
   const plan = runMemoryPlan(trainer, args, {
-    agents: configs,
+    agents: lora !== undefined ? [...bases, ...models.filter((m) => !bases.includes(m))].map((m) => m.config) : models.map((m) => m.config),
     promptTokens,
     items,
     kernels: activeKernelFamily(),
     nativeDecode: tf.getBackend() === "native",
   });
+  if (lora !== undefined) plan.lora = lora;
   const { estimate, largestPhase } = runMemoryEstimate(plan);
-  const loaded = [...new Set(agents.map((ag) => ag.model))].reduce((s, m) => s + m.numParameters() * 4, 0);
+  const loaded =
+    lora !== undefined
+      ? bases.reduce((s, m) => s + (m.numParameters() - m.adapter!.numParameters()) * 4, 0) + models.length * lora.adapterParameters * 4
+      : [...new Set(models)].reduce((s, m) => s + m.numParameters() * 4, 0);
   checkMemory(estimate, {
     what: `this ${trainer} run (${agents.length} agent${agents.length === 1 ? "" : "s"}, prompts up to ${plan.promptTokens} tokens, ${formatBytes(loaded)} of weights loaded; its largest phase is the ${largestPhase})`,
     advice: RUN_ADVICE[largestPhase] ?? RUN_ADVICE["training step"]!,

@@ -10,4 +10,7 @@ export const STREAMS = {
   comparator: "comparator_sampling",
   replay: "replay",
   apiBackoff: "comparator_api_backoff",
+  // per agent: `${name}/agent_<i>`
+  loraInit: "lora_init",
+  loraDropout: "lora_dropout",
 } as const;

@@ -1,4 +1,7 @@
+import { RngStream } from "@pbrl/core-tensor";
 import type { Tokenizer } from "@pbrl/models";
+import { loraSettingsOf, type LoraArgs } from "./lora-settings.js";
+import { STREAMS } from "./stream-names.js";
 import type { TaskItem } from "@pbrl/preference-data";
 import { resolveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import type { TaskSetup } from "./collaboration.js";
@@ -12,7 +15,7 @@ import { checkRunMemory, type RunMemoryArgs } from "./run-memory.js";
 export async function loadTrainerAgents(o: {
   trainerName: string;
   configName: string;
-  args: ComputeArgs & RunMemoryArgs & { verbose: boolean; collaboration_mode: string };
+  args: ComputeArgs & RunMemoryArgs & LoraArgs & { verbose: boolean; collaboration_mode: string; seed: number };
   task: TaskSetup;
   sources: {
     agents?: readonly AgentSource[] | undefined;
@@ -38,6 +41,7 @@ export async function loadTrainerAgents(o: {
         numAgents: task.actors,
         centralized: a.collaboration_mode === "centralized",
         devices,
+        ...(a.use_peft ? { lora: { settings: loraSettingsOf(a), initRng: (i: number) => RngStream.fromSeed(a.seed, `${STREAMS.loraInit}/agent_${i}`) } } : {}),
       }),
     fits: async (agents) => checkRunMemory(o.trainerName, a, agents, await o.promptTokens(agents), s.trainDataset.length),
     log: o.log,

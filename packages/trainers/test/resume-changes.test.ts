@@ -59,3 +59,22 @@ describe("what a resume may change", () => {
     }
   });
 });
+
+describe("fields added after a checkpoint was written", () => {
+  it("a checkpoint without use_peft, lora_* or the memory controls resumes with their defaults, and not with other values", () => {
+    const saved = { trainer: "madpo_iter", dpo_beta: 0.1 };
+    const current = {
+      ...saved,
+      use_peft: false,
+      lora_r: 16,
+      lora_alpha: 32,
+      lora_dropout: 0.05,
+      lora_target_modules: null,
+      use_rslora: false,
+      gradient_checkpointing: false,
+      gradient_accumulation_steps: 1,
+    };
+    expect(configChanges(saved, current)).toEqual([]);
+    expect(configChanges(saved, { ...current, use_peft: true })).toEqual([{ field: "use_peft", from: false, to: true }]);
+  });
+});

@@ -164,6 +164,11 @@ export class LoraAdapter {
     return tf.tidy(() => tf.add(weight, tf.mul(tf.matMul(f.b, f.a), f.scaling)) as tf.Tensor2D);
   }
 
+  /** Whether the update is zero everywhere (every B is zero, as a fresh adapter's): the model computes as its base. */
+  isIdentity(): boolean {
+    return [...this.modules.values()].every((f) => tf.tidy(() => tf.max(tf.abs(f.b)).dataSync()[0]!) === 0);
+  }
+
   numParameters(): number {
     return this.variables().reduce((n, v) => n + v.size, 0);
   }

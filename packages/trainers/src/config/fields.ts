@@ -111,3 +111,17 @@ export const devices = () =>
     "null, a device name, or a non-empty list of device names",
     "string | string[] | null",
   );
+
+/** lora_target_modules: null (PEFT's default for the family), "all-linear", or a non-empty list of module names. */
+export const targetModules = () =>
+  accepting(
+    z
+      .union([z.literal("all-linear"), z.array(z.string().min(1)).min(1)])
+      .nullable()
+      .default(null),
+    'null (PEFT\'s default for the model family), "all-linear", or a non-empty list of module names such as ["q_proj", "v_proj"]',
+    'string[] | "all-linear" | null',
+  );
+
+/** A fraction in [0, 1) (dropout rates). */
+export const fraction = (def: number) => accepting(z.number().min(0).lt(1).default(def), "a number in [0, 1)", "number in [0, 1)");

@@ -18,6 +18,8 @@ import {
   nonNegative,
   positive,
   positiveOrNull,
+  targetModules,
+  fraction,
   text,
   textOrNull,
   unitInterval,
@@ -106,6 +108,22 @@ export const MADPO_FIELDS = {
   ),
   hub_model_id: textOrNull(null).describe("The hub repo push_to_hub uploads to, as org/name (created if missing)."),
   hub_private_repo: bool(false).describe("Create the push_to_hub repo private (an existing repo keeps its visibility)."),
+  // TRL's ModelConfig names (docs/lora.md)
+  use_peft: bool(false).describe(
+    "Train LoRA adapters instead of every weight: agents that start from one checkpoint share one frozen copy of it, each with its own adapter.",
+  ),
+  lora_r: int(1, 16).describe("Rank of each LoRA update B·A."),
+  lora_alpha: positive(32).describe("LoRA scale numerator: the update is scaled by lora_alpha / lora_r (lora_alpha / √lora_r with use_rslora)."),
+  lora_dropout: fraction(0.05).describe("Dropout on each adapted layer's input to A, in training forward passes only (seeded by the run)."),
+  lora_target_modules: targetModules().describe(
+    'Linear layers that get adapters, by module name (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj; Phi-3: qkv_proj, gate_up_proj) or "all-linear"; null: PEFT\'s default for the family.',
+  ),
+  use_rslora: bool(false).describe("Rank-stabilised LoRA: scale by lora_alpha / √lora_r."),
+  // TRL's names: memory controls
+  gradient_checkpointing: bool(false).describe("Keep only each decoder layer's input in the forward pass and recompute its activations in the backward pass."),
+  gradient_accumulation_steps: int(1, 1).describe(
+    "Micro-batches whose gradients are summed before one optimizer step (the update of one k-times larger batch).",
+  ),
 };
 
 type Fields = ConfigOf<typeof MADPO_FIELDS>;
@@ -162,6 +180,14 @@ export function madpoRules<C extends Fields>(): ConfigRule<C>[] {
     },
     deviceRule<C>("agent_devices"),
     deviceRule<C>("reference_devices"),
+    {
+      field: "parallel_training",
+      uses: ["use_peft"],
+      check: (c) =>
+        c.use_peft && c.parallel_training === "mp"
+          ? 'is "mp", which gives every worker thread a copy of its agent\'s model; with use_peft=true the agents share one base in one thread: set parallel_training="none"'
+          : undefined,
+    },
   ];
 }
 

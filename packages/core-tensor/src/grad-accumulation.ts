@@ -1,4 +1,4 @@
-import { tf } from "@pbrl/core-tensor";
+import { tf } from "./tf.js";
 
 /**
  * Adds a forward chunk's gradients into the running sums by weight name (gradient accumulation
