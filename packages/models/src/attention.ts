@@ -70,6 +70,11 @@ export class CausalAttention {
     return tf.reshape(tf.transpose(tf.reshape(matMul(probs, v), [b, heads, t, d]), [0, 2, 1, 3]), [b * t, heads * d]);
   }
 
+  /** Keeps the mask through enclosing tidies (a recomputing backward pass needs it after the forward call's scope). */
+  keep(): void {
+    tf.keep(this.mask);
+  }
+
   dispose(): void {
     this.mask.dispose();
   }

@@ -89,6 +89,10 @@ export class CausalLM {
   readonly params: Map<string, tf.Variable>;
   /** The checkpoint (folder or hub id) the base weights were loaded from, when known: a saved adapter's base_model_name_or_path. */
   origin: string | undefined;
+  /** gradient_checkpointing: training passes ({@link training}) recompute each decoder layer in the backward pass. */
+  gradientCheckpointing = false;
+  /** Inside {@link training}: what to release once its backward pass is over. */
+  private trainingPass: (() => void)[] | undefined;
   /** The stream a LoRA adapter's dropout draws its masks from in {@link training} passes (the run's, saved in checkpoints); undefined: no dropout. */
   dropoutStream: RngStream | undefined;
   /** The LoRA adapter this view adds to its (frozen, shared) base weights; undefined for a plain model. */
@@ -239,9 +243,50 @@ export class CausalLM {
     return m;
   }
 
-  /** Runs `fn`, a forward pass that trains: a LoRA adapter applies its dropout there (PEFT's train mode). */
+  /**
+   * Runs `fn`, a forward pass that trains (with its backward pass, as tf.variableGrads runs both): a
+   * LoRA adapter applies its dropout there (PEFT's train mode), and with {@link gradientCheckpointing}
+   * each decoder layer is recomputed in the backward pass instead of keeping its activations.
+   */
   training<T>(fn: () => T): T {
-    return this.adapter !== undefined && this.dropoutStream !== undefined ? this.adapter.training(this.dropoutStream, fn) : fn();
+    if (this.trainingPass !== undefined) return fn();
+    const pass: (() => void)[] = [];
+    this.trainingPass = pass;
+    try {
+      return this.adapter !== undefined && this.dropoutStream !== undefined ? this.adapter.training(this.dropoutStream, fn) : fn();
+    } finally {
+      this.trainingPass = undefined;
+      for (const release of pass) release();
+    }
+  }
+
+  /**
+   * Decoder layer `i` on h as one op whose backward pass recomputes the layer (with the dropout
+   * masks of the forward pass: its stream's state is replayed) and takes the layer's gradient with
+   * respect to h and its trainable weights; the forward pass keeps only h.
+   */
+  private recomputedLayer(k: CallConstants, i: number, h: tf.Tensor2D): tf.Tensor2D {
+    const prefix = `model.layers.${i}.`;
+    const vars = [...this.params].filter(([name, v]) => name.startsWith(prefix) && v.trainable).map(([, v]) => v);
+    const dropout = this.adapter !== undefined && this.adapter.spec.dropout > 0 ? this.adapter.dropoutState() : undefined;
+    const layer = (x: tf.Tensor2D) => decoderLayer(this.config, this.blockWeights, k, i, x, undefined).h;
+    const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+      const x = args[0] as tf.Tensor2D;
+      const save = args[args.length - 1] as tf.GradSaveFunc;
+      save([x]);
+      const value = layer(x);
+      const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+        const hv = tf.variable(saved[0]!, true);
+        const run = () => tf.variableGrads(() => tf.sum(tf.mul(layer(hv as tf.Tensor2D), dy)) as tf.Scalar, [hv, ...vars]);
+        const { value: dot, grads } = dropout !== undefined ? this.adapter!.replaying(dropout, run) : run();
+        dot.dispose();
+        const out = [grads[hv.name]!, ...vars.map((v) => grads[v.name]!)];
+        hv.dispose();
+        return out;
+      };
+      return { value, gradFunc };
+    });
+    return op(h, ...vars) as tf.Tensor2D;
   }
 
   /** The base weights with no adapter (the frozen reference of a LoRA agent), shared, not copied. */
@@ -310,17 +355,26 @@ export class CausalLM {
     // Constants built outside any tape: rotary tables and attention masks.
     const k = this.callConstants(b, t, past, positions, input.keyMask, input.sequenceLengths);
     const newCache: { k: tf.Tensor4D; v: tf.Tensor4D }[] = [];
+    // gradient_checkpointing: in a training pass, each layer keeps only its input for the backward
+    // pass, which recomputes the layer; its call constants must live until then.
+    const checkpoint = this.gradientCheckpointing && this.trainingPass !== undefined && input.cache === undefined;
+    if (checkpoint) keepCallConstants(k);
     const out = tf.tidy(() => {
       let h = gatherRows(this.w("model.embed_tokens.weight") as tf.Tensor2D, input.ids);
       if (c.arch.embedScale !== undefined) h = tf.mul(h, c.arch.embedScale);
       for (let i = 0; i < c.numLayers; i++) {
+        if (checkpoint) {
+          h = this.recomputedLayer(k, i, h);
+          continue;
+        }
         const layer = decoderLayer(c, this.blockWeights, k, i, h, input.cache?.layers[i]);
         h = layer.h;
         if (input.cache !== undefined) newCache.push({ k: tf.keep(layer.k), v: tf.keep(layer.v) });
       }
       return norm(c, this.blockWeights, h, "model.norm.weight");
     });
-    disposeCallConstants(k);
+    if (checkpoint) this.trainingPass!.push(() => disposeCallConstants(k));
+    else disposeCallConstants(k);
     if (input.cache !== undefined) {
       for (const l of input.cache.layers) tf.dispose([l.k, l.v]);
       input.cache.layers = newCache;
@@ -498,6 +552,12 @@ function defaultPositions(b: number, t: number, past: number): Int32Array {
   const out = new Int32Array(b * t);
   for (let r = 0; r < b; r++) for (let i = 0; i < t; i++) out[r * t + i] = past + i;
   return out;
+}
+
+function keepCallConstants(k: CallConstants): void {
+  const { global, local } = k.rotary;
+  for (const t of [global.cos, global.sin, ...(local !== undefined ? [local.cos, local.sin] : [])]) tf.keep(t);
+  for (const a of new Set(k.attention)) a.keep();
 }
 
 function disposeCallConstants(k: CallConstants): void {

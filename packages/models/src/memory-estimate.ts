@@ -162,6 +162,8 @@ export interface TrainingStepWorkload {
   /** Positions whose logits are computed; default every position but the last of each sequence. */
   scoredTokens?: number;
   kernels: KernelFamily;
+  /** gradient_checkpointing: each layer keeps only its input; one layer's activations live at a time, recomputed. */
+  gradientCheckpointing?: boolean;
 }
 
 function checkCounts(what: string, values: Record<string, number>): void {
@@ -178,11 +180,11 @@ export function trainingActivationBytes(c: CausalLMConfig, w: TrainingStepWorklo
   const k = TRAINING[w.kernels];
   const tokens = w.sequences * w.seqLen;
   const sizes = modelSizes(c);
+  const perLayer = tokens * perTokenLayer(c, k, w.seqLen, w.kernels, "training");
+  // Checkpointed: every layer's input [tokens, hidden] kept, and one layer's activations at a time.
+  const layers = w.gradientCheckpointing === true ? c.numLayers * tokens * c.hiddenSize + perLayer : c.numLayers * perLayer;
   const floats =
-    tokens * c.numLayers * perTokenLayer(c, k, w.seqLen, w.kernels, "training") +
-    k.layerWeights * c.numLayers * sizes.layerProjections +
-    k.lmHead * c.vocabSize * c.hiddenSize +
-    logitFloats(c, k.logits) * scored * c.vocabSize;
+    layers + k.layerWeights * c.numLayers * sizes.layerProjections + k.lmHead * c.vocabSize * c.hiddenSize + logitFloats(c, k.logits) * scored * c.vocabSize;
   return floats * F32;
 }
 

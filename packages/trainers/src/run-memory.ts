@@ -55,6 +55,8 @@ export interface RunMemoryPlan {
    * copies, references and critics copy the adapter, not the base.
    */
   lora?: { adapterParameters: number; bases: number };
+  /** gradient_checkpointing: the training step keeps each layer's input, not its activations. */
+  gradientCheckpointing?: boolean;
 }
 
 const prefixed = (e: MemoryEstimate, prefix: string): MemoryItem[] => e.items.map((i) => ({ ...i, label: `${prefix}${i.label}` }));
@@ -97,7 +99,12 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
       // The weights and moments are resident already; LoRA: gradients of the adapter only.
       estimate: memoryEstimate([
         ...without(
-          trainingStepEstimate(largest, { sequences: p.trainSequences, seqLen: p.promptTokens + p.maxNewTokens, kernels: p.kernels }),
+          trainingStepEstimate(largest, {
+            sequences: p.trainSequences,
+            seqLen: p.promptTokens + p.maxNewTokens,
+            kernels: p.kernels,
+            gradientCheckpointing: p.gradientCheckpointing === true,
+          }),
           (l) => l.startsWith("weights") || l.startsWith("AdamW") || (p.lora !== undefined && l.startsWith("gradients")),
         ).items,
         ...adapterGradients,
@@ -178,6 +185,7 @@ export interface RunMemoryArgs {
   reward_max_length?: number | null;
   use_separate_critic?: boolean;
   bf16?: boolean;
+  gradient_checkpointing?: boolean;
 }
 
 /** Rows of one generate call: as many prompts as fit in generation_batch_size (and the data set has), each with n candidates. */
@@ -221,6 +229,7 @@ export function runMemoryPlan(trainer: string, a: RunMemoryArgs, ctx: RunMemoryC
     kernels,
     nativeDecode,
     bf16: a.bf16 === true,
+    gradientCheckpointing: a.gradient_checkpointing === true,
   };
   // The reward model reads every agent's prompt and completion joined into one text.
   if (marlhf) plan.rewardModel = { sequences: 2 * (a.reward_train_batch_size ?? 1), seqLen: a.reward_max_length ?? completions * agents.length };

@@ -15,7 +15,7 @@ import { checkRunMemory, type RunMemoryArgs } from "./run-memory.js";
 export async function loadTrainerAgents(o: {
   trainerName: string;
   configName: string;
-  args: ComputeArgs & RunMemoryArgs & LoraArgs & { verbose: boolean; collaboration_mode: string; seed: number };
+  args: ComputeArgs & RunMemoryArgs & LoraArgs & { verbose: boolean; collaboration_mode: string; seed: number; gradient_checkpointing: boolean };
   task: TaskSetup;
   sources: {
     agents?: readonly AgentSource[] | undefined;
@@ -33,8 +33,8 @@ export async function loadTrainerAgents(o: {
     configName: o.configName,
     args: a,
     actors: task.actors,
-    resolve: (devices) =>
-      resolveAgents({
+    resolve: async (devices) => {
+      const agents = await resolveAgents({
         agents: s.agents,
         agentModel: s.agentModel,
         tokenizer: s.tokenizer,
@@ -42,7 +42,10 @@ export async function loadTrainerAgents(o: {
         centralized: a.collaboration_mode === "centralized",
         devices,
         ...(a.use_peft ? { lora: { settings: loraSettingsOf(a), initRng: (i: number) => RngStream.fromSeed(a.seed, `${STREAMS.loraInit}/agent_${i}`) } } : {}),
-      }),
+      });
+      for (const ag of agents) ag.model.gradientCheckpointing = a.gradient_checkpointing;
+      return agents;
+    },
     fits: async (agents) => checkRunMemory(o.trainerName, a, agents, await o.promptTokens(agents), s.trainDataset.length),
     log: o.log,
   });

@@ -120,6 +120,31 @@ describe("use_peft: LoRA agents", () => {
     expect(existsSync(path.join(out, "agents", "agent_1", "adapter_model.safetensors"))).toBe(true);
   });
 
+  it("gradient_checkpointing=true trains the same adapters (one round), with gradient_accumulation_steps too", async () => {
+    const adapters = async (over: Record<string, unknown>) => {
+      const out = tmp();
+      const t = new MADPOIterTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: countE, args: iter(out, { num_iterations: 1, ...over }) });
+      await t.train();
+      t.dispose();
+      return (await import("@pbrl/core-tensor")).readSafetensors(path.join(out, "agents", "agent_0", "adapter_model.safetensors"));
+    };
+    const plain = await adapters({});
+    const worst = (other: Awaited<ReturnType<typeof adapters>>) => {
+      let w = 0;
+      for (const [name, t] of plain.tensors) t.tensor.data.forEach((x, i) => (w = Math.max(w, Math.abs(x - other.tensors.get(name)!.tensor.data[i]!))));
+      return w;
+    };
+    expect(worst(await adapters({ gradient_checkpointing: true }))).toBeLessThanOrEqual(1e-5);
+    // Batches of 2 pairs as 2 micro-batches of 1: the same updates (without dropout, whose masks are drawn per micro-batch).
+    const noDropout = await adapters({ lora_dropout: 0 });
+    const split = await adapters({ lora_dropout: 0, gradient_accumulation_steps: 2, train_batch_size: 1 });
+    let w = 0;
+    for (const [name, t] of noDropout.tensors) t.tensor.data.forEach((x, i) => (w = Math.max(w, Math.abs(x - split.tensors.get(name)!.tensor.data[i]!))));
+    expect(w).toBeLessThanOrEqual(1e-5);
+    // The run trained: its adapters are not the fresh ones.
+    expect(worst(await adapters({ num_train_epochs: 1, agent_learning_rate: 1e-9 }))).toBeGreaterThan(1e-4);
+  });
+
   it("parallel_training=mp with use_peft is a config error that says why", () => {
     expect(() => iter(tmp(), { parallel_training: "mp", agent_devices: "cpu" })).toThrow(ConfigError);
     expect(() => iter(tmp(), { parallel_training: "mp", agent_devices: "cpu" })).toThrow(

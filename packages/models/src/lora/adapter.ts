@@ -6,7 +6,7 @@
  * inside {@link LoraAdapter.training}, with masks drawn from the stream given there (the run's,
  * saved in checkpoints, so a resumed run draws the same masks).
  */
-import { tf, variableFrom, type HostTensor, type RngStream } from "@pbrl/core-tensor";
+import { RngStream, tf, variableFrom, type HostTensor, type RngState } from "@pbrl/core-tensor";
 import { matMul } from "../ops.js";
 import { loraScaling, type LoraSettings } from "./settings.js";
 
@@ -104,6 +104,16 @@ export class LoraAdapter {
     const threshold = p * 4294967296;
     for (let i = 0; i < mask.length; i++) mask[i] = rng.nextUint32() < threshold ? 0 : keep;
     return tf.mul(x, tf.tensor2d(mask, x.shape)) as tf.Tensor2D;
+  }
+
+  /** Where the dropout stream is now (undefined outside training): a recomputation replays its masks from here. */
+  dropoutState(): RngState | undefined {
+    return this.dropoutRng?.getState();
+  }
+
+  /** Runs `fn` with dropout drawing from a copy of the stream at `state`, the masks of an earlier pass, leaving the stream itself where it is. */
+  replaying<T>(state: RngState, fn: () => T): T {
+    return this.training(RngStream.fromState(state), fn);
   }
 
   /** Runs `fn` (a training forward pass) with dropout drawing its masks from `rng`. */
