@@ -7,7 +7,12 @@ preference pairs given as token ids. For each agent i, with margins
 per-agent loss is mean_p −log σ(β (δᵢ(p) + Σ_{k≠i} δₖ(p).detach())) and its gradient is taken
 with respect to agent i's parameters only. Also the single-agent case, −log σ(β (log π(w) − log π(l))).
 
-Writes packages/dpo/test/fixtures/: madpo_reference.json and madpo_grads_*.safetensors.
+The same through LoRA agents: each fixture with the PEFT adapter of
+tests/test-fixtures/models/lora/ (make_lora_fixtures.py) on it, gradients taken with respect to the
+adapters' factors only, named as pbrl names them (model.layers.0.self_attn.q_proj.lora_A.weight).
+
+Writes packages/dpo/test/fixtures/: madpo_reference.json, madpo_grads_*.safetensors,
+madpo_lora_reference.json and madpo_lora_grads_agent*.safetensors (peft 0.21 needed for the last).
 Run: .venv-ref/bin/python scripts/reference/make_madpo_fixtures.py
 """
 import json
@@ -105,6 +110,34 @@ def main():
 
     (OUT / "madpo_reference.json").write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "pairs"}, indent=1))
+    lora_agents(pairs)
+
+
+def pbrl_name(torch_name):
+    """base_model.model.<module>.lora_A.default.weight -> <module>.lora_A.weight (pbrl's weight names)."""
+    return torch_name.removeprefix("base_model.model.").replace(".default.", ".")
+
+
+def lora_agents(pairs):
+    from peft import PeftModel
+
+    agents = []
+    for name in ("tiny-llama", "tiny-qwen2"):
+        m = PeftModel.from_pretrained(load(name), MODELS / "lora" / name)
+        m.train()  # the adapters have lora_dropout 0
+        for n, p in m.named_parameters():
+            p.requires_grad_("lora_" in n)
+        agents.append(m)
+    with torch.no_grad():
+        detached = [margins(m, pairs, i, False) for i, m in enumerate(agents)]
+    result = {"beta": BETA, "margins": [d.tolist() for d in detached], "agent_losses": []}
+    for i, m in enumerate(agents):
+        others = sum(d for k, d in enumerate(detached) if k != i)
+        loss = (-F.logsigmoid(BETA * (margins(m, pairs, i, False) + others))).mean()
+        result["agent_losses"].append(loss.item())
+        grads = {pbrl_name(n): g for n, g in grads_of(m, loss).items()}
+        save_file(grads, str(OUT / f"madpo_lora_grads_agent{i}.safetensors"), metadata={"format": "pt"})
+    (OUT / "madpo_lora_reference.json").write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -76,4 +76,26 @@ describeEachBackend("MADPO parity with PyTorch on $backend", ADDONS, (backend) =
     await expectGradsClose(named, "madpo_grads_single.safetensors");
     tf.dispose([value, ...named.values()]);
   });
+
+  it("through LoRA agents (PEFT's adapters on both): each agent's loss within 1e-5 and its adapter's gradient within 1e-4", async () => {
+    const lora = JSON.parse(readFileSync(path.join(FIX, "madpo_lora_reference.json"), "utf8")) as { margins: number[][]; agent_losses: number[] };
+    const agents = [
+      (await loadPretrained(path.join(MODELS, "lora", "tiny-llama"), { baseModel: path.join(MODELS, "tiny-llama") })).model,
+      (await loadPretrained(path.join(MODELS, "lora", "tiny-qwen2"), { baseModel: path.join(MODELS, "tiny-qwen2") })).model,
+    ];
+    const detached = margins(agents, false);
+    detached.forEach((row, i) => row.forEach((v, p) => expect(Math.abs(v - lora.margins[i]![p]!)).toBeLessThanOrEqual(1e-4)));
+    for (let i = 0; i < 2; i++) {
+      const model = agents[i]!;
+      const { value, grads } = tf.variableGrads(
+        () => agentLoss(agentMargins(model, tokens(i), { scoreLastToken: false, padTokenId: PADS[i]! }), othersSum(detached, i), ref.beta),
+        model.trainableVariables(),
+      );
+      expect(Math.abs(value.dataSync()[0]! - lora.agent_losses[i]!)).toBeLessThanOrEqual(1e-5);
+      const named = model.gradsByWeightName(grads);
+      await expectGradsClose(named, `madpo_lora_grads_agent${i}.safetensors`);
+      tf.dispose([value, ...named.values()]);
+    }
+    agents.forEach((m) => m.dispose());
+  });
 });
