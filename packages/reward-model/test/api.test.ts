@@ -86,9 +86,10 @@ describe("truncation (reward_max_length) keeps the end of the joint text", () =>
       expect(m.scores([x], { maxLength: 200 })).toEqual(m.scoreIds([m.encode(x, 200)]));
       expect(m.evaluate([differAtStart])["reward/margin"]).toBe(0);
       // Truncated to equal texts, the pair carries no signal: every step sees s_w − s_l = 0 (to the
-      // last bit on wasm and cpu; a BLAS may round two equal rows of one product apart by an ulp).
+      // last bit on wasm and cpu; a BLAS may round two equal rows of one product apart by a few
+      // ulps of the scores: 1.07e-6 with MKL's AVX2 kernels on a Zen 3).
       const r = await m.train([differAtStart], { ...trainOpts(), epochs: 2, batchSize: 1 });
-      for (const e of r.epochs) expect(Math.abs(e["reward/margin"]!)).toBeLessThan(1e-6);
+      for (const e of r.epochs) expect(Math.abs(e["reward/margin"]!)).toBeLessThan(1e-5);
       expect(r.epochs[0]!["reward/loss"]).toBeCloseTo(Math.LN2, 6);
     } finally {
       m.dispose();
