@@ -122,6 +122,43 @@ def main() -> int:
     train_s = sum(s for s, _ in steps)
     del opt
 
+    # --lora: the same steps training a PEFT LoRA adapter on every linear layer (the base frozen).
+    lora_report: dict[str, float] = {}
+    if w.get("lora"):
+        from peft import LoraConfig, get_peft_model
+
+        lw = w["lora"]
+        peft_model = get_peft_model(model, LoraConfig(r=lw["r"], lora_alpha=lw["alpha"], lora_dropout=lw["dropout"],
+                                                      target_modules=lw["target_modules"], task_type="CAUSAL_LM"))
+        peft_model.train()
+        opt = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=w["lr"], weight_decay=w["weight_decay"])
+
+        def lora_step() -> tuple[float, float]:
+            ids = torch.randint(0, vocab, (b, t), generator=data)
+            t0 = time.perf_counter()
+            with autocast():
+                loss = peft_model(input_ids=ids, labels=ids, use_cache=False).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            return time.perf_counter() - t0, loss.item()
+
+        for _ in range(w["train_warmup_steps"]):
+            s, loss = lora_step()
+            say(f"train (LoRA) warm-up step: {s:.2f} s, loss {loss:.4f}")
+        lora_steps = []
+        for i in range(w["train_steps"]):
+            s, loss = lora_step()
+            lora_steps.append(s)
+            say(f"train (LoRA) step {i + 1}/{w['train_steps']} ({b}×{t}): {s:.2f} s, {b * t / s:.0f} tokens/s, loss {loss:.4f}")
+        lora_report = {
+            "lora_train_tokens_per_s": b * t * len(lora_steps) / sum(lora_steps),
+            "lora_train_step_s_mean": sum(lora_steps) / len(lora_steps),
+            "lora_parameters": sum(p.numel() for p in peft_model.parameters() if p.requires_grad),
+        }
+        del opt
+        model = peft_model.unload()  # the base model again, for generation
+
     # Generation: random prompts, sampling, every row produces exactly gen_new_tokens tokens.
     model.eval()
     new = w["gen_new_tokens"]
@@ -184,6 +221,7 @@ def main() -> int:
         "train_step_s_min": min(s for s, _ in steps),
         "train_loss_first": steps[0][1],
         "train_loss_last": steps[-1][1],
+        **lora_report,
         **results,
         "peak_rss_mb": peak_rss_mb(),
         "peak_rss_mb_after_load": rss_after_load,

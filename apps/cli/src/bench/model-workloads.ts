@@ -6,7 +6,7 @@ import { AdamW, guardHeap, liveTensorCount, RngStream, tf, type ComputePrecision
 import { buildScoringBatch, CausalLM, checkTrainingStep, completionLogProbs, generate, loadPretrained, type CausalLMConfig } from "@pbrl/models";
 import { fastRandomModel } from "./fast-init.js";
 import { REAL_SIZE_PRESETS, type ModelSource } from "./presets.js";
-import { BF16_WEIGHTS_METRICS, genMetric, type Bf16WeightsMetric, type GenMetric, type RateMetric, type Workloads } from "./workloads.js";
+import { BF16_WEIGHTS_METRICS, genMetric, type Bf16WeightsMetric, type GenMetric, type RateMetric, type VariantMetric, type Workloads } from "./workloads.js";
 
 /** What the model workloads measure; uncached generation metrics only when the workloads time it. */
 export type ModelResult = {
@@ -34,7 +34,20 @@ export type ModelResult = {
   live_tensors_before: number;
   live_tensors_after: number;
 } & Pick<Record<RateMetric, number>, "train_tokens_per_s" | "gen_b1_cached_tokens_per_s" | "gen_b8_cached_tokens_per_s"> &
-  Partial<Record<GenMetric | Bf16WeightsMetric, number>>;
+  Partial<Record<GenMetric | Bf16WeightsMetric | VariantMetric, number>> & {
+    /**
+     * Largest tf.memory() above the weights and AdamW moments during a training step (one
+     * untimed step each): activations and gradients; ckpt_ with gradient_checkpointing, lora_
+     * for the LoRA step (whose weight gradients are the adapter's).
+     */
+    train_activation_peak_mb?: number;
+    ckpt_train_activation_peak_mb?: number;
+    lora_train_activation_peak_mb?: number;
+    /** LoRA's trainable weights (the adapter) and step time. */
+    lora_parameters?: number;
+    lora_train_step_s_mean?: number;
+    ckpt_train_step_s_mean?: number;
+  };
 
 const MB = 1024 * 1024;
 
@@ -76,46 +89,42 @@ export async function modelWorkloads(
     const data = RngStream.fromSeed(0, "bench-data");
     const vocab = config.vocabSize;
 
-    // Training: mean next-token NLL over every position of batch × seq_len random tokens.
-    const opt = new AdamW(model.params, { lr: w.lr, weightDecay: w.weight_decay });
-    const trainStep = (): { seconds: number; loss: number } => {
-      const rows = Array.from({ length: w.train_batch }, () => randomIds(data, w.train_seq_len, vocab));
-      const batch = buildScoringBatch(
-        rows.map((r) => ({ promptIds: r.slice(0, 1), completionIds: r.slice(1) })),
-        0,
-      );
-      const t = performance.now();
-      const { value, grads } = guardHeap("a bench training step", () =>
-        tf.variableGrads(() => {
-          const { tokens, sums } = completionLogProbs(model, batch);
-          sums.dispose();
-          return tf.neg(tf.mean(tokens)) as tf.Scalar;
-        }, model.trainableVariables()),
-      );
-      opt.step(model.gradsByWeightName(grads));
-      const loss = value.dataSync()[0]!;
-      const seconds = (performance.now() - t) / 1000;
-      value.dispose();
-      tf.dispose(Object.values(grads));
-      return { seconds, loss };
-    };
-    const tokensPerStep = w.train_batch * w.train_seq_len;
-    for (let i = 0; i < w.train_warmup_steps; i++) {
-      const s = trainStep();
-      say(`train warm-up step: ${s.seconds.toFixed(2)} s, loss ${s.loss.toFixed(4)}`);
-    }
-    const steps: { seconds: number; loss: number }[] = [];
-    for (let i = 0; i < w.train_steps; i++) {
-      const s = trainStep();
-      steps.push(s);
-      say(
-        `train step ${i + 1}/${w.train_steps} (${w.train_batch}×${w.train_seq_len}): ${s.seconds.toFixed(2)} s, ${(tokensPerStep / s.seconds).toFixed(0)} tokens/s, loss ${s.loss.toFixed(4)}`,
-      );
-    }
-    const trainSeconds = steps.reduce((a, s) => a + s.seconds, 0);
-    const tfMemoryWithOptimizer = tf.memory().numBytes;
+    // Training: mean next-token NLL over every position of batch × seq_len random tokens; the
+    // full model first, then (--gradient_checkpointing) recomputing, then (--lora) an adapter.
+    const full = timeTraining(model, w, data, say, "train");
+    const tfMemoryWithOptimizer = full.tfMemoryWithOptimizer;
     const peakRssAfterTrain = process.resourceUsage().maxRSS / 1024;
-    opt.dispose();
+    const variants: Partial<ModelResult> = { train_activation_peak_mb: full.activationPeakMb };
+    if (w.gradient_checkpointing === true) {
+      model.gradientCheckpointing = true;
+      const ckpt = timeTraining(model, w, data, say, "train (gradient checkpointing)");
+      model.gradientCheckpointing = false;
+      Object.assign(variants, {
+        ckpt_train_tokens_per_s: ckpt.tokensPerS,
+        ckpt_train_step_s_mean: ckpt.stepMean,
+        ckpt_train_activation_peak_mb: ckpt.activationPeakMb,
+      });
+    }
+    if (w.lora !== undefined) {
+      const l = w.lora;
+      const lora = model.withLora(
+        { r: l.r, alpha: l.alpha, dropout: l.dropout, targetModules: l.target_modules, useRslora: false },
+        RngStream.fromSeed(0, "bench-lora"),
+      );
+      lora.dropoutStream = RngStream.fromSeed(0, "bench-lora-dropout");
+      try {
+        const t = timeTraining(lora, w, data, say, "train (LoRA)");
+        Object.assign(variants, {
+          lora_train_tokens_per_s: t.tokensPerS,
+          lora_train_step_s_mean: t.stepMean,
+          lora_train_activation_peak_mb: t.activationPeakMb,
+          lora_parameters: lora.numTrainableParameters(),
+        });
+      } finally {
+        lora.dispose();
+        for (const v of model.params.values()) v.trainable = true; // the base again, for what follows
+      }
+    }
 
     // Generation: random prompts, sampling at temperature 1, no EOS; uncached only when asked.
     const gen: Partial<Record<GenMetric, number>> = {};
@@ -148,11 +157,12 @@ export async function modelWorkloads(
       parameters: model.numParameters(),
       workloads: w,
       load_s: loadS,
-      train_tokens_per_s: (tokensPerStep * steps.length) / trainSeconds,
-      train_step_s_mean: trainSeconds / steps.length,
-      train_step_s_min: Math.min(...steps.map((s) => s.seconds)),
-      train_loss_first: steps[0]!.loss,
-      train_loss_last: steps[steps.length - 1]!.loss,
+      train_tokens_per_s: full.tokensPerS,
+      train_step_s_mean: full.stepMean,
+      train_step_s_min: full.stepMin,
+      train_loss_first: full.lossFirst,
+      train_loss_last: full.lossLast,
+      ...variants,
       ...(gen as Record<"gen_b1_cached_tokens_per_s" | "gen_b8_cached_tokens_per_s", number>),
       peak_rss_mb: process.resourceUsage().maxRSS / 1024,
       peak_rss_mb_after_load: peakRssAfterLoad,
@@ -168,4 +178,83 @@ export async function modelWorkloads(
   } finally {
     model.dispose();
   }
+}
+
+/**
+ * Warm-up and timed AdamW steps of `model` (its trainable weights) on random tokens, then one
+ * untimed step that records the largest tensor memory above what was live before it (weights and
+ * moments): the activations and gradients of a step.
+ */
+function timeTraining(model: CausalLM, w: Workloads, data: RngStream, say: (msg: string) => void, label: string) {
+  const opt = new AdamW(model.params, { lr: w.lr, weightDecay: w.weight_decay });
+  const step = (): { seconds: number; loss: number } => {
+    const rows = Array.from({ length: w.train_batch }, () => randomIds(data, w.train_seq_len, model.config.vocabSize));
+    const batch = buildScoringBatch(
+      rows.map((r) => ({ promptIds: r.slice(0, 1), completionIds: r.slice(1) })),
+      0,
+    );
+    const t = performance.now();
+    const { value, grads } = guardHeap("a bench training step", () =>
+      model.training(() =>
+        tf.variableGrads(() => {
+          const { tokens, sums } = completionLogProbs(model, batch);
+          sums.dispose();
+          return tf.neg(tf.mean(tokens)) as tf.Scalar;
+        }, model.trainableVariables()),
+      ),
+    );
+    opt.step(model.gradsByWeightName(grads));
+    const loss = value.dataSync()[0]!;
+    const seconds = (performance.now() - t) / 1000;
+    value.dispose();
+    tf.dispose(Object.values(grads));
+    return { seconds, loss };
+  };
+  const tokensPerStep = w.train_batch * w.train_seq_len;
+  try {
+    for (let i = 0; i < w.train_warmup_steps; i++) {
+      const s = step();
+      say(`${label} warm-up step: ${s.seconds.toFixed(2)} s, loss ${s.loss.toFixed(4)}`);
+    }
+    const steps: { seconds: number; loss: number }[] = [];
+    for (let i = 0; i < w.train_steps; i++) {
+      const s = step();
+      steps.push(s);
+      say(
+        `${label} step ${i + 1}/${w.train_steps} (${w.train_batch}×${w.train_seq_len}): ${s.seconds.toFixed(2)} s, ${(tokensPerStep / s.seconds).toFixed(0)} tokens/s, loss ${s.loss.toFixed(4)}`,
+      );
+    }
+    const tfMemoryWithOptimizer = tf.memory().numBytes;
+    const activationPeakMb = peakAbove(tfMemoryWithOptimizer, step) / MB;
+    const seconds = steps.reduce((a, s) => a + s.seconds, 0);
+    return {
+      tokensPerS: (tokensPerStep * steps.length) / seconds,
+      stepMean: seconds / steps.length,
+      stepMin: Math.min(...steps.map((s) => s.seconds)),
+      lossFirst: steps[0]!.loss,
+      lossLast: steps[steps.length - 1]!.loss,
+      tfMemoryWithOptimizer,
+      activationPeakMb,
+    };
+  } finally {
+    opt.dispose();
+  }
+}
+
+/** The largest tf.memory().numBytes above `base` while `fn` runs, read after every kernel. */
+function peakAbove(base: number, fn: () => unknown): number {
+  const engine = tf.engine() as unknown as { runKernel: (...args: unknown[]) => unknown };
+  const run = engine.runKernel.bind(engine);
+  let peak = base;
+  engine.runKernel = (...args: unknown[]) => {
+    const out = run(...args);
+    peak = Math.max(peak, tf.memory().numBytes);
+    return out;
+  };
+  try {
+    fn();
+  } finally {
+    engine.runKernel = run;
+  }
+  return peak - base;
 }

@@ -1,7 +1,15 @@
 /** Ratios between pbrl's columns and PyTorch's, and between pbrl's native and wasm backends. */
 import type { TorchResult } from "./torch.js";
 import type { BackendResult, NotMeasured } from "./worker.js";
-import { BF16_WEIGHTS_METRICS, RATE_METRICS, type Bf16WeightsMetric, type RateMetric, type Workloads } from "./workloads.js";
+import {
+  BF16_WEIGHTS_METRICS,
+  RATE_METRICS,
+  VARIANT_METRICS,
+  type Bf16WeightsMetric,
+  type RateMetric,
+  type VariantMetric,
+  type Workloads,
+} from "./workloads.js";
 
 export type PbrlOutcome = BackendResult | NotMeasured | { failed: string } | { skipped: string };
 export type Outcome = PbrlOutcome | TorchResult;
@@ -10,7 +18,7 @@ export type Outcome = PbrlOutcome | TorchResult;
 export const TORCH_COLUMNS = ["pytorch", "pytorch_bf16"] as const;
 export type TorchColumn = (typeof TORCH_COLUMNS)[number];
 
-type RatioMetric = RateMetric | Bf16WeightsMetric | "peak_rss_mb" | "load_s";
+type RatioMetric = RateMetric | VariantMetric | Bf16WeightsMetric | "peak_rss_mb" | "load_s";
 
 /** A metric is absent when either side did not measure it (uncached generation at real sizes, bf16 weights on pbrl). */
 export type Ratios = Partial<Record<RatioMetric, number>> & {
@@ -51,7 +59,7 @@ function denominator(m: RatioMetric, qIsFloat32Torch: boolean): RatioMetric {
 
 function ratiosOf(p: Rated, q: Rated, meaning: string, qIsFloat32Torch = false): Ratios {
   const ratios: Partial<Record<RatioMetric, number>> = {};
-  for (const m of [...RATE_METRICS, ...BF16_WEIGHTS_METRICS, "peak_rss_mb", "load_s"] as const) {
+  for (const m of [...RATE_METRICS, ...VARIANT_METRICS, ...BF16_WEIGHTS_METRICS, "peak_rss_mb", "load_s"] as const) {
     const a = p[m];
     const b = q[denominator(m, qIsFloat32Torch)];
     if (typeof a === "number" && typeof b === "number" && b > 0) ratios[m] = round(a / b, 4);
@@ -89,6 +97,18 @@ export function computeRatios(results: Record<string, Outcome>): Record<string, 
         same_workloads: JSON.stringify(p.workloads) === JSON.stringify(best.r.workloads),
         meaning: BEST_MEANING,
       };
+      // --lora: pbrl's LoRA rate ÷ the better PyTorch+peft rate (its own best column).
+      const loraRates = torch.flatMap((t) => (typeof t.r.lora_train_tokens_per_s === "number" ? [{ name: t.name, rate: t.r.lora_train_tokens_per_s }] : []));
+      if (typeof p.lora_train_tokens_per_s === "number" && loraRates.length === 2) {
+        const bestLora = loraRates.reduce((a, b) => (b.rate > a.rate ? b : a));
+        out[`${name}_lora_vs_pytorch_best`] = {
+          lora_train_tokens_per_s: round(p.lora_train_tokens_per_s / bestLora.rate, 4),
+          pytorch_best: bestLora.name,
+          same_workloads: JSON.stringify(p.workloads) === JSON.stringify(torch.find((t) => t.name === bestLora.name)!.r.workloads),
+          meaning:
+            "pbrl's LoRA training rate ÷ the higher of PyTorch+peft float32 and bf16 autocast (pytorch_best names it): > 1 means pbrl trains the adapters faster than either",
+        };
+      }
     }
   }
   const native = results["pbrl_native"];

@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CliIO } from "../io.js";
 import { lastLine, runChild, tail } from "./child.js";
-import type { Bf16WeightsMetric, GenMetric, Workloads } from "./workloads.js";
+import type { Bf16WeightsMetric, GenMetric, VariantMetric, Workloads } from "./workloads.js";
 
 /** float32, or bf16: torch.autocast("cpu", dtype=torch.bfloat16) around forward and loss, AdamW in float32. */
 export type TorchPrecision = "float32" | "bf16";
@@ -37,7 +37,7 @@ export type TorchMeasured = {
   demo_round?: { not_measured: string };
   flatness?: { not_measured: string };
 } & Record<"train_tokens_per_s" | "gen_b1_cached_tokens_per_s" | "gen_b8_cached_tokens_per_s", number> &
-  Partial<Record<GenMetric | Bf16WeightsMetric, number>>;
+  Partial<Record<GenMetric | Bf16WeightsMetric | VariantMetric, number>>;
 
 export type TorchResult = TorchMeasured | { skipped: string } | { failed: string };
 

@@ -36,7 +36,24 @@ export interface Workloads {
   /** AdamW hyper-parameters of the training step. */
   lr: number;
   weight_decay: number;
+  /**
+   * --lora: after the full training steps, the same steps training a LoRA adapter (PEFT's
+   * LoraConfig on the PyTorch side) on every linear layer: lora_train_tokens_per_s.
+   */
+  lora?: BenchLora;
+  /** --gradient_checkpointing: the full training steps once more with each layer recomputed in the backward pass. */
+  gradient_checkpointing?: boolean;
 }
+
+/** The LoRA workload's settings: TRL's defaults (r 16, alpha 32, dropout 0.05) on every linear layer. */
+export interface BenchLora {
+  r: number;
+  alpha: number;
+  dropout: number;
+  target_modules: "all-linear";
+}
+
+export const BENCH_LORA: BenchLora = { r: 16, alpha: 32, dropout: 0.05, target_modules: "all-linear" };
 
 /** What the command line can change about the workloads. */
 export interface WorkloadFlags {
@@ -44,6 +61,8 @@ export interface WorkloadFlags {
   trainBatch?: number | undefined;
   trainSeq?: number | undefined;
   uncached?: boolean | undefined;
+  lora?: boolean | undefined;
+  gradientCheckpointing?: boolean | undefined;
 }
 
 /**
@@ -83,6 +102,8 @@ export function workloadsFor(backend: BackendName | "pytorch", scale: Scale, par
     ...sized,
     ...(flags.trainBatch !== undefined ? { train_batch: flags.trainBatch } : {}),
     ...(flags.trainSeq !== undefined ? { train_seq_len: flags.trainSeq } : {}),
+    ...(flags.lora === true ? { lora: BENCH_LORA } : {}),
+    ...(flags.gradientCheckpointing === true ? { gradient_checkpointing: true } : {}),
   };
 }
 
@@ -96,6 +117,13 @@ export const RATE_METRICS = [
 ] as const;
 export type RateMetric = (typeof RATE_METRICS)[number];
 export type GenMetric = Exclude<RateMetric, "train_tokens_per_s">;
+
+/**
+ * Training rates of the optional workloads (--lora, --gradient_checkpointing), with what they
+ * are measured against: LoRA steps and recomputing steps beside the full steps of the same run.
+ */
+export const VARIANT_METRICS = ["lora_train_tokens_per_s", "ckpt_train_tokens_per_s"] as const;
+export type VariantMetric = (typeof VARIANT_METRICS)[number];
 
 /**
  * KV-cache generation with the model's weights held in bfloat16: transformers after

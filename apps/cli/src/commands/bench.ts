@@ -43,6 +43,13 @@ then, for the small presets, times one round of the embedded demo on each backen
                    parameters, else 2)
   --train_seq N    tokens per training sequence (default 128)
   --uncached       also time generation without the KV cache at real sizes (minutes)
+  --lora           after the full training steps, the same steps training a LoRA adapter (r 16,
+                   alpha 32, dropout 0.05, every linear layer; PEFT on the PyTorch side):
+                   lora_train_tokens_per_s, and <column>_lora_vs_pytorch_best in ratios
+  --gradient_checkpointing
+                   the full training steps once more recomputing each layer in the backward
+                   pass: ckpt_train_tokens_per_s and ckpt_train_activation_peak_mb beside
+                   train_activation_peak_mb (pbrl only)
   --python PATH    Python with torch and transformers (default: $PBRL_PYTHON, then
                    <repo>/.venv-ref/bin/python, then python3); runs scripts/bench/torch_bench.py
   --no-torch       skip the PyTorch comparison
@@ -226,6 +233,8 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
       train_batch: { type: "string" },
       train_seq: { type: "string" },
       uncached: { type: "boolean" },
+      lora: { type: "boolean" },
+      gradient_checkpointing: { type: "boolean" },
       worker: { type: "string" },
     },
     "bench",
@@ -256,6 +265,8 @@ export async function benchCommand(argv: string[], io: CliIO): Promise<number> {
       "an integer of at least 2 (one prompt token and one scored token)",
     ),
     uncached: values.uncached === true,
+    lora: values.lora === true,
+    gradientCheckpointing: values.gradient_checkpointing === true,
   };
   const noTorch = values["no-torch"] === true;
   if (noTorch && values.python !== undefined) throw new UsageError("pbrl bench: --python cannot be combined with --no-torch");
