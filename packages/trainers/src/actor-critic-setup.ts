@@ -7,6 +7,7 @@ import { CausalLM, loadPretrained, type Pretrained } from "@pbrl/models";
 import { ActorValueHead, Critic, criticDevices, resolveCriticSources, type ActorCriticSetup, type CriticPlan, type CriticSource } from "@pbrl/rl-backends";
 import type { ResolvedAgent } from "./agents.js";
 import type { MARLHFConfig } from "./config/marlhf-config.js";
+import { loraBackbone, type LoraArgs } from "./lora-settings.js";
 import { agentDevicesOf, loadOn } from "./role-devices.js";
 
 /** Where actor-critic critics may come from besides the config: checkpoint ids or model objects. */
@@ -23,6 +24,7 @@ export type CriticFields = Pick<
   | "agent_learning_rate"
   | "critic_value_head_hidden_dim"
   | "value_head_hidden_dim"
+  | keyof LoraArgs
 >;
 
 /** The config's critic fields translated once into the algorithm package's options. */
@@ -55,7 +57,12 @@ export async function buildActorCritic(
   const dispose = () => made.forEach((m) => m.dispose());
   const critic = async (source: CriticSource, device: string): Promise<Critic> => {
     let c: Critic;
-    if (source.kind === "id") {
+    // use_peft: a critic on an agent's own checkpoint is that agent's base with an adapter of its own (one base in memory).
+    const agent = source.kind === "id" && a.use_peft && a.critic_model_name === null ? agents.find((ag) => ag.checkpoint === source.id) : undefined;
+    if (agent !== undefined && agent.model.device() === (device === "auto" ? agent.model.device() : device)) {
+      const p = loraBackbone(agent, a, rng);
+      c = Critic.create({ backbone: p.model, tokenizer: agent.tokenizer, headHiddenDim: a.critic_value_head_hidden_dim, rng, learningRate, copy: false });
+    } else if (source.kind === "id") {
       const p = await loadPretrained(source.id, loadOn(device));
       if (p.tokenizer === undefined) {
         p.model.dispose();

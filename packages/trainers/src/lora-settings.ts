@@ -1,6 +1,7 @@
 /** The LoRA fields of every trainer config (TRL's ModelConfig names) as @pbrl/models' settings. */
-import type { RngStreams } from "@pbrl/core-tensor";
-import type { CausalLM, LoraSettings } from "@pbrl/models";
+import type { RngStream, RngStreams } from "@pbrl/core-tensor";
+import { parseGenerationConfig, type CausalLM, type LoraSettings, type Pretrained } from "@pbrl/models";
+import type { ResolvedAgent } from "./agents.js";
 import { STREAMS } from "./stream-names.js";
 
 export interface LoraArgs {
@@ -19,4 +20,19 @@ export function loraSettingsOf(a: LoraArgs): LoraSettings {
 /** Each LoRA agent's dropout draws from the run's stream `lora_dropout/agent_<i>` (saved in checkpoints, so a resume draws the same masks). */
 export function attachDropoutStreams(agents: readonly { model: CausalLM }[], streams: RngStreams): void {
   for (const [i, ag] of agents.entries()) if (ag.model.adapter !== undefined) ag.model.dropoutStream = streams.get(`${STREAMS.loraDropout}/agent_${i}`);
+}
+
+/** A LoRA view of `agent`'s base with a fresh adapter, as a loaded checkpoint: the backbone of a reward model or critic of a LoRA team. */
+export function loraBackbone(agent: ResolvedAgent, a: LoraArgs, rng: RngStream): Pretrained {
+  const base = agent.model.baseModel();
+  try {
+    return {
+      model: base.withLora(loraSettingsOf(a), rng),
+      tokenizer: agent.tokenizer,
+      generation: agent.generation ?? parseGenerationConfig({}),
+      dir: agent.source,
+    };
+  } finally {
+    base.dispose();
+  }
 }

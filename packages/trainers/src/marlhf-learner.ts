@@ -19,7 +19,9 @@ import type { ResolvedAgent } from "./agents.js";
 import type { MARLHFConfig, MARLHFIterConfig } from "./config/marlhf-config.js";
 import type { LearnContext, Learner, PreferenceScoring } from "./learner.js";
 import { runPolicyLearning } from "./policy-learning.js";
+import { loraBackbone } from "./lora-settings.js";
 import { fitRewardModel, rewardModelReward, rewardModelSource } from "./reward-model-fit.js";
+import { STREAMS } from "./stream-names.js";
 import { loadReferences, referencesFor } from "./reference-policies.js";
 import { agentDevicesOf, rewardModelDevice } from "./role-devices.js";
 import { samplingSettings } from "./sampling-settings.js";
@@ -94,9 +96,11 @@ export class MarlhfLearner implements Learner {
     const references = await this.referencePolicies(ctx);
     const records = pairs.map((p) => p.record);
     // The learner owns the model as soon as it exists, also if learning fails.
+    // use_peft: the reward model's backbone is agent 0's base with an adapter of its own (one base in memory).
+    const lora = a.use_peft && a.reward_model_name === null ? loraBackbone(ctx.agents[0]!, a, ctx.streams.get(STREAMS.rewardLoraInit)) : undefined;
     const rm = await fitRewardModel({
       args: a,
-      source: rewardModelSource(a, ctx.agents),
+      source: lora ?? rewardModelSource(a, ctx.agents),
       device: rewardModelDevice(a.reward_model_device, ctx.agents),
       pairs: records,
       streams: ctx.streams,
@@ -105,7 +109,7 @@ export class MarlhfLearner implements Learner {
       progress: ctx.progress,
       label: ctx.label,
       extra: ctx.extra,
-    });
+    }).finally(() => lora?.model.dispose()); // the reward model holds its own copy of the adapter
     this.setRewardModel(rm);
     const fit = rm.evaluate(records);
     ctx.log(

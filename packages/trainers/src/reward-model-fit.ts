@@ -4,6 +4,7 @@
  */
 import type { RngStreams } from "@pbrl/core-tensor";
 import type { PairRecord } from "@pbrl/preference-data";
+import type { Pretrained } from "@pbrl/models";
 import { JointRewardModel } from "@pbrl/reward-model";
 import { resolveRewardModelSource, type JointReward } from "@pbrl/rl-backends";
 import type { ResolvedAgent } from "./agents.js";
@@ -40,7 +41,8 @@ export function rewardModelSource(args: Pick<MARLHFConfig, "reward_model_name">,
  */
 export async function fitRewardModel(o: {
   args: RewardFields;
-  source: string;
+  /** A checkpoint (reward_model_name, or agent 0's), or (use_peft) a LoRA view of agent 0's base. */
+  source: string | Pretrained;
   /** reward_model_device resolved (see role-devices.ts). */
   device: string;
   pairs: readonly PairRecord[];

@@ -13,4 +13,5 @@ export const STREAMS = {
   // per agent: `${name}/agent_<i>`
   loraInit: "lora_init",
   loraDropout: "lora_dropout",
+  rewardLoraInit: "reward_lora_init",
 } as const;

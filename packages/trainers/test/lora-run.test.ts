@@ -9,7 +9,9 @@ import { RngStream } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
 import { frozenReference } from "@pbrl/rl-backends";
 import { ConfigError, MADPOIterConfig, MADPOIterTrainer, MARLHFIterConfig, MARLHFIterTrainer } from "../src/index.js";
+import { buildActorCritic } from "../src/actor-critic-setup.js";
 import { resolveAgents } from "../src/agents.js";
+import { loraBackbone } from "../src/lora-settings.js";
 import { countE, items, small, TINY } from "./small-madpo-run.js";
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-lora-run-"));
@@ -143,6 +145,45 @@ describe("use_peft: LoRA agents", () => {
     expect(w).toBeLessThanOrEqual(1e-5);
     // The run trained: its adapters are not the fresh ones.
     expect(worst(await adapters({ num_train_epochs: 1, agent_learning_rate: 1e-9 }))).toBeGreaterThan(1e-4);
+  });
+
+  it("a LoRA team's critics and reward model are adapters over the agents' base, not copies of the model", async () => {
+    const args = MARLHFIterConfig({ ...LORA, num_agents: 2, rl_algorithm: "iac", use_separate_critic: true });
+    const agents = await resolveAgents({
+      agentModel: TINY,
+      numAgents: 2,
+      lora: {
+        settings: { r: 4, alpha: 8, dropout: 0, targetModules: "all-linear", useRslora: false },
+        initRng: (i) => RngStream.fromSeed(0, `lora_init/agent_${i}`),
+      },
+    });
+    const { setup, dispose } = await buildActorCritic(args, agents, RngStream.fromSeed(1, "critic"), undefined);
+    expect(setup.algorithm === "iac" && setup.layout === "separate").toBe(true);
+    if (setup.algorithm === "iac" && setup.layout === "separate")
+      for (const c of setup.critics) {
+        expect(c.backbone.adapter).toBeDefined();
+        expect(c.backbone.sharesBaseWith(agents[0]!.model)).toBe(true);
+      }
+    const backbone = loraBackbone(agents[0]!, args, RngStream.fromSeed(2, "rm"));
+    expect(backbone.model.sharesBaseWith(agents[1]!.model) && backbone.model.adapter!.isIdentity()).toBe(true);
+    backbone.model.dispose();
+    dispose();
+    for (const ag of agents) ag.model.dispose();
+  });
+
+  it("marlhf_iter with maac trains a LoRA team and its critic", async () => {
+    const out = tmp();
+    const args = MARLHFIterConfig({
+      ...small({ output_dir: out, eval_interval: 0 }),
+      ...LORA,
+      num_agents: 2,
+      num_iterations: 1,
+      num_generations: 2,
+      rl_algorithm: "maac",
+    });
+    const t = new MARLHFIterTrainer({ agentModel: TINY, trainDataset: items, rewardFunc: countE, args });
+    expect((await t.train()).rounds).toHaveLength(1);
+    t.dispose();
   });
 
   it("parallel_training=mp with use_peft is a config error that says why", () => {
