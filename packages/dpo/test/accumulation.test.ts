@@ -1,9 +1,10 @@
 // gradient_accumulation_steps: k micro-batches whose gradients are summed (each weighted by its
-// share of the batch) give the gradient of the whole batch in one pass, within 1e-6, for full and
+// share of the batch) give the gradient of the whole batch in one pass, within 1e-6 (relative to the
+// largest gradient), for full and
 // LoRA agents, so the optimizer takes the same step.
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { AdamW, RngStream, type tf } from "@pbrl/core-tensor";
+import { AdamW, RngStream, tf } from "@pbrl/core-tensor";
 import { DEFAULT_LORA, loadPretrained, type CausalLM } from "@pbrl/models";
 import type { AgentPairTokens } from "@pbrl/preference-data";
 import { localAgents, madpoUpdate, type TrainableAgent } from "../src/index.js";
@@ -32,14 +33,7 @@ async function team(lora: boolean): Promise<{ agents: TrainableAgent[]; models: 
     const m = lora ? base.withLora({ ...DEFAULT_LORA, r: 4, dropout: 0, targetModules: "all-linear" }, RngStream.fromSeed(i, "init")) : base;
     if (lora) {
       // B = 0 would make A's first gradient zero: start from a trained-looking adapter.
-      for (const f of m.adapter!.modules.values())
-        f.b.assign(
-          f.a
-            .transpose()
-            .slice([0, 0], f.b.shape as [number, number])
-            .mul(0)
-            .add(0.01),
-        );
+      for (const f of m.adapter!.modules.values()) tf.tidy(() => f.b.assign(tf.mul(tf.onesLike(f.b), 0.01)));
       base.dispose();
     }
     models.push(m);
@@ -67,6 +61,7 @@ describe.each([false, true])("MADPO gradient accumulation (LoRA: %s)", (lora) =>
       const ms = await madpoUpdate(localAgents(split.agents), batch, { beta: 0.1, scoreLastToken: false, where: "split", microBatch: 2 });
       expect(ms.loss).toBeCloseTo(mw.loss, 6);
     }
+    const blas = ["native", "libtorch"].includes(tf.getBackend());
     // The same gradients, step after step (the second from the same weights too, as the first steps agree).
     let worst = 0;
     let largest = 0;
@@ -79,10 +74,13 @@ describe.each([false, true])("MADPO gradient accumulation (LoRA: %s)", (lora) =>
           g.forEach((x, j) => ((worst = Math.max(worst, Math.abs(x - sp[s]!.get(name)![j]!))), (largest = Math.max(largest, Math.abs(x)))));
       });
       // (Full models' weights are not compared: AdamW turns a rounding difference in a tiny gradient into a full-size step.)
-      if (lora) expect(maxDiff(whole.models[i]!, split.models[i]!)).toBeLessThanOrEqual(1e-6);
+      if (lora) expect(maxDiff(whole.models[i]!, split.models[i]!)).toBeLessThanOrEqual(blas ? 3e-5 : 1e-6);
     }
     expect(largest).toBeGreaterThan(1e-3);
-    expect(worst).toBeLessThanOrEqual(1e-6);
+    // Within 1e-6 of the largest gradient where the kernels sum in a fixed order (wasm, cpu); a BLAS
+    // (native's OpenBLAS, libtorch's MKL) blocks a product of 2 rows and one of 6 differently, so its
+    // float32 sums round apart by up to ~1e-5 of the largest gradient (measured on a Zen 3).
+    expect(worst / Math.max(1, largest)).toBeLessThanOrEqual(blas ? 3e-5 : 1e-6);
     // The weights did move: the comparison is not of two untouched models.
     const fresh = await team(lora);
     expect(maxDiff(whole.models[0]!, fresh.models[0]!)).toBeGreaterThan(1e-4);

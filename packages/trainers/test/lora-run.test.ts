@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "no
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { RngStream } from "@pbrl/core-tensor";
+import { RngStream, tf } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
 import { frozenReference } from "@pbrl/rl-backends";
 import { ConfigError, MADPOIterConfig, MADPOIterTrainer, MARLHFIterConfig, MARLHFIterTrainer } from "../src/index.js";
@@ -90,14 +90,7 @@ describe("use_peft: LoRA agents", () => {
     const ref = frozenReference(agent);
     expect(ref.adapter).toBeUndefined();
     expect(ref.sharesBaseWith(agent)).toBe(true);
-    for (const f of agent.adapter!.modules.values())
-      f.b.assign(
-        f.a
-          .transpose()
-          .slice([0, 0], f.b.shape as [number, number])
-          .mul(0)
-          .add(0.5),
-      );
+    for (const f of agent.adapter!.modules.values()) tf.tidy(() => f.b.assign(tf.mul(tf.onesLike(f.b), 0.5)));
     const ref2 = frozenReference(agent);
     expect(ref2.adapter).toBeDefined();
     expect(ref2.hostWeights()).toEqual(agent.hostWeights());
