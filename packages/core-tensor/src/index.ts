@@ -81,3 +81,4 @@ export type {
 export { bf16BitsToFloat32, float32ToBf16Bits, f16BitsToFloat32, float32ToF16Bits } from "./half.js";
 export { nativeHeapOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows } from "./native-decode.js";
 export type { DecodeDims } from "./native-decode.js";
+export { isWithin, resolvedPath } from "./paths.js";

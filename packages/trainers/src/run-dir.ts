@@ -6,8 +6,9 @@
  * run, whatever overwrite_output_dir says; a folder pbrl did not create is never removed; and no
  * run folder may be, hold or lie inside what the run reads (models, datasets, modules).
  */
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import * as path from "node:path";
+import { isWithin, resolvedPath } from "@pbrl/core-tensor";
 import { roundFileName } from "@pbrl/preference-data";
 import { RUN_MARKER, readRunMarker, writeRunMarker } from "./run-marker.js";
 import { acquireRunLock, LOCK_FILE } from "./run-lock.js";
@@ -91,15 +92,6 @@ interface FolderState extends RunFolder {
   others: string[];
 }
 
-/** The path with symlinks resolved as far as it exists (the rest appended as written). */
-function realish(p: string): string {
-  const abs = path.resolve(p);
-  if (existsSync(abs)) return realpathSync(abs);
-  const parent = path.dirname(abs);
-  return parent === abs ? abs : path.join(realish(parent), path.basename(abs));
-}
-
-const within = (inner: string, outer: string) => inner === outer || inner.startsWith(outer.endsWith(path.sep) ? outer : outer + path.sep);
 /** The first path segment of `inner` under `outer` (inner strictly within outer). */
 const firstSegment = (inner: string, outer: string) => path.relative(outer, inner).split(path.sep)[0]!;
 const list = (names: readonly string[]) => names.slice(0, 6).join(", ") + (names.length > 6 ? `, … (${names.length} in all)` : "");
@@ -111,13 +103,13 @@ function runFolders(o: RunDirOptions): RunFolder[] {
   const rounds = Array.from({ length: o.rounds ?? 0 }, (_, i) => i + 1);
   const wanted: { field: string; dir: string; claims: string[] }[] = [{ field: "output_dir", dir: o.outputDir, claims: [...RUN_OUTPUTS] }];
   const extra = (field: string, dir: string | null | undefined, fallback: string, claims: string[]) => {
-    if (dir !== null && dir !== undefined && realish(dir) !== realish(path.join(o.outputDir, fallback))) wanted.push({ field, dir, claims });
+    if (dir !== null && dir !== undefined && resolvedPath(dir) !== resolvedPath(path.join(o.outputDir, fallback))) wanted.push({ field, dir, claims });
   };
   extra("policy_checkpoint_dir", o.policyCheckpointDir, "checkpoints", ["initial", "latest.json", ...rounds.map(roundDirName)]);
   extra("preference_replay_dir", o.preferenceReplayDir, "preference_replay", rounds.map(roundFileName));
   const folders: RunFolder[] = [];
   for (const w of wanted) {
-    const real = realish(w.dir);
+    const real = resolvedPath(w.dir);
     const same = folders.find((f) => f.real === real);
     if (same !== undefined) {
       same.fields.push(w.field);
@@ -146,10 +138,10 @@ function inspect(f: RunFolder, all: readonly RunFolder[]): FolderState {
     if (name === RUN_MARKER || (f.isOutputDir && name === LOCK_FILE)) continue;
     if (temp !== null && (temp[1] === RUN_MARKER || f.claims.has(temp[1]!) || listed.has(temp[1]!))) continue;
     state.present.push(name);
-    const real = realish(path.join(f.dir, name));
+    const real = resolvedPath(path.join(f.dir, name));
     if (listed.has(name)) state.ours.push(name);
     else if (f.claims.has(name)) state.clashes.push(name);
-    else if (!all.some((g) => g !== f && within(g.real, real))) state.others.push(name);
+    else if (!all.some((g) => g !== f && isWithin(g.real, real))) state.others.push(name);
   }
   return state;
 }
@@ -159,23 +151,23 @@ function checkLayout(states: readonly FolderState[], inputs: readonly RunInput[]
   const writes = (s: FolderState, name: string) => s.claims.has(name) || (s.marker instanceof Set && s.marker.has(name));
   for (const input of inputs) {
     if (!existsSync(input.path)) continue; // a hub id, read from the hub cache
-    const real = realish(input.path);
+    const real = resolvedPath(input.path);
     for (const s of states) {
       const field = fieldsOf(s);
       if (real === s.real)
         throw new RunDirError(
           `${field} ${s.dir} is the ${input.what} ${input.path}, which the run reads; pbrl never writes its run files into an input. Choose a new folder for ${field}`,
         );
-      if (within(s.real, real))
+      if (isWithin(s.real, real))
         throw new RunDirError(
           `${field} ${s.dir} lies inside the ${input.what} ${input.path}, which the run reads; pbrl never writes into an input. Choose another ${field}, outside it`,
         );
-      if (within(real, s.real) && writes(s, firstSegment(real, s.real)))
+      if (isWithin(real, s.real) && writes(s, firstSegment(real, s.real)))
         throw new RunDirError(
           `the ${input.what} ${input.path} lies inside ${path.join(s.dir, firstSegment(real, s.real))}, which this run writes (and overwrite_output_dir replaces); pbrl never writes over an input. Move it out of ${field} ${s.dir}, or choose another ${field}`,
         );
       // output_dir may hold the user's files beside the run's; the other folders only pbrl's
-      if (within(real, s.real) && !s.isOutputDir)
+      if (isWithin(real, s.real) && !s.isOutputDir)
         throw new RunDirError(
           `${field} ${s.dir} holds the ${input.what} ${input.path}, which the run reads; pbrl writes ${field} only into a folder of its own. Choose a new or empty folder for ${field}`,
         );
@@ -183,7 +175,7 @@ function checkLayout(states: readonly FolderState[], inputs: readonly RunInput[]
   }
   for (const a of states)
     for (const b of states) {
-      if (a === b || !within(b.real, a.real)) continue;
+      if (a === b || !isWithin(b.real, a.real)) continue;
       const seg = firstSegment(b.real, a.real);
       if (writes(a, seg))
         throw new RunDirError(
@@ -241,7 +233,8 @@ export function planRunDir(o: RunDirOptions): RunDirPlan {
   // run's, so the run may write on in them (openRunDir lists nothing there, so nothing is ever deleted).
   const adopts =
     resuming &&
-    (o.resumeLatest || (o.checkpointsDir !== undefined && o.resumeCheckpoint !== undefined && within(realish(o.resumeCheckpoint), realish(o.checkpointsDir))));
+    (o.resumeLatest ||
+      (o.checkpointsDir !== undefined && o.resumeCheckpoint !== undefined && isWithin(resolvedPath(o.resumeCheckpoint), resolvedPath(o.checkpointsDir))));
   for (const s of states) if (s.clashes.length > 0 && !(adopts && s.marker === undefined)) throw clashError(s, o, hasCheckpoint);
   if (resuming) return { resume: true, replace: [] };
 
@@ -253,7 +246,7 @@ export function planRunDir(o: RunDirOptions): RunDirPlan {
     );
   }
   const ours = states.flatMap((s) => s.ours.map((n) => path.join(s.dir, n)));
-  const names = (ps: readonly string[]) => list(ps.map((p) => (within(p, path.resolve(o.outputDir)) ? path.relative(o.outputDir, p) : p)));
+  const names = (ps: readonly string[]) => list(ps.map((p) => (isWithin(p, path.resolve(o.outputDir)) ? path.relative(o.outputDir, p) : p)));
   if (ours.length === 0) {
     if (o.resumeLatest)
       throw new RunDirError(`resume_from_checkpoint=true: ${o.outputDir} holds no run to resume; check output_dir, or start without resume_from_checkpoint`);

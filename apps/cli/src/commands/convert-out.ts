@@ -4,9 +4,10 @@
  * it wrote). Never the source checkpoint, a folder around or inside it, a file, or a folder with
  * anyone else's files: those are refused with the fix, since replacing them would destroy data.
  */
-import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
+import { isWithin, resolvedPath } from "@pbrl/core-tensor";
 import { UsageError } from "../io.js";
 
 /** Written last into every folder convert makes; lets a later convert replace that folder. */
@@ -18,16 +19,6 @@ export interface ConvertOut {
   /** What is there now: nothing, an empty folder, or an earlier convert output (replaced as a whole). */
   existing: "none" | "empty" | "earlier";
 }
-
-/** The path with symlinks resolved as far as it exists (the rest appended as written). */
-function realish(p: string): string {
-  const abs = path.resolve(p);
-  if (existsSync(abs)) return realpathSync(abs);
-  const parent = path.dirname(abs);
-  return parent === abs ? abs : path.join(realish(parent), path.basename(abs));
-}
-
-const within = (inner: string, outer: string) => inner === outer || inner.startsWith(outer.endsWith(path.sep) ? outer : outer + path.sep);
 
 /** The files an earlier convert listed in its marker, or undefined when `dir` has no valid marker. */
 function markedFiles(dir: string): Set<string> | undefined {
@@ -48,18 +39,18 @@ const NEW_FOLDER = "Choose a new or empty folder for --out";
  */
 export function checkConvertOut(out: string, sourceDir: string | undefined): ConvertOut {
   const dir = path.resolve(out);
-  const real = realish(dir);
+  const real = resolvedPath(dir);
   if (sourceDir !== undefined) {
-    const src = realish(sourceDir);
+    const src = resolvedPath(sourceDir);
     if (real === src)
       throw new UsageError(
         `pbrl convert: --out ${out} is the source checkpoint folder; writing there would replace the original weights. ${NEW_FOLDER}, e.g. --out ${path.basename(src)}-converted`,
       );
-    if (within(real, src))
+    if (isWithin(real, src))
       throw new UsageError(
         `pbrl convert: --out ${out} is inside the source checkpoint folder ${sourceDir}; pbrl convert does not write into the checkpoint it reads. ${NEW_FOLDER} outside it`,
       );
-    if (within(src, real))
+    if (isWithin(src, real))
       throw new UsageError(
         `pbrl convert: --out ${out} contains the source checkpoint folder ${sourceDir}; replacing it would delete the source. ${NEW_FOLDER} that does not contain it`,
       );
@@ -72,7 +63,7 @@ export function checkConvertOut(out: string, sourceDir: string | undefined): Con
     );
   if (!st.isDirectory())
     throw new UsageError(`pbrl convert: --out ${out} is an existing file, not a folder; pbrl convert never overwrites a file. ${NEW_FOLDER}`);
-  if (real === realish(process.cwd()))
+  if (real === resolvedPath(process.cwd()))
     throw new UsageError(`pbrl convert: --out ${out} is the current directory, which pbrl convert does not replace. ${NEW_FOLDER}, e.g. --out converted`);
   const entries = readdirSync(dir);
   if (entries.length === 0) return { dir, existing: "empty" };
