@@ -4,7 +4,8 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { loadLibtorchAddon, loadNativeAddon, nativeThreads, readSafetensors, tf, useBackend } from "@pbrl/core-tensor";
-import { describeEachBackend, expectCloseToReference, maxAbsDifference } from "@pbrl/test-fixtures";
+import { loadPretrained } from "@pbrl/models";
+import { describeEachBackend, expectCloseToReference, maxAbsDifference, MODEL_FIXTURES } from "@pbrl/test-fixtures";
 import type { PairRecord } from "@pbrl/preference-data";
 import { JointRewardModel, jointText, padRows } from "../src/index.js";
 import { FIXTURES, TINY_LLAMA } from "./helpers.js";
@@ -95,5 +96,27 @@ describeEachBackend("joint reward model parity with PyTorch on $backend", ADDONS
       `[${backend}] loss |diff| ${lossDiff.toExponential(2)}; grad max |diff| backbone ${worst["reward_grads_backbone.safetensors"]!.toExponential(2)}, head ${worst["reward_grads_head.safetensors"]!.toExponential(2)}`,
     );
     tf.dispose([value, ...named.values()]);
+  });
+
+  it("on a LoRA backbone (PEFT's adapter): Bradley–Terry loss within 1e-5, adapter and head gradients within 1e-4", async () => {
+    const lora = JSON.parse(readFileSync(path.join(FIXTURES, "reward_lora_reference.json"), "utf8")) as { loss: number; scores: number[] };
+    const backbone = await loadPretrained(path.join(MODEL_FIXTURES, "lora", "tiny-llama"), { baseModel: TINY_LLAMA });
+    const lm = await JointRewardModel.create({ source: backbone, headFile: path.join(FIXTURES, "reward_head.safetensors"), freezeBackbone: false });
+    backbone.model.dispose();
+    try {
+      expect(lm.backbone.adapter).toBeDefined();
+      const { value, grads } = tf.variableGrads(
+        () => lm.pairLoss(ref.token_ids.slice(0, pairs.length), ref.token_ids.slice(pairs.length)).loss,
+        lm.trainableVariables(),
+      );
+      expect(Math.abs(value.dataSync()[0]! - lora.loss)).toBeLessThanOrEqual(1e-5);
+      const named = lm.gradsByWeightName(grads);
+      expectCloseToReference(named, (await readSafetensors(path.join(FIXTURES, "reward_lora_grads.safetensors"))).tensors, 1e-4, {
+        label: "LoRA reward model gradients",
+      });
+      tf.dispose([value, ...named.values()]);
+    } finally {
+      lm.dispose();
+    }
   });
 });
