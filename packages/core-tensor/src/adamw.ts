@@ -1,6 +1,7 @@
 import { adamwStep } from "./fused-ops.js";
 import { variableFrom } from "./memory.js";
 import { makeBf16Copies } from "./precision.js";
+import type { DeferredHostTensor } from "./safetensors.js";
 import { tf } from "./tf.js";
 
 export interface AdamWOptions {
@@ -24,6 +25,12 @@ export interface AdamWState {
   steps: Record<string, number>;
   expAvg: Map<string, Float32Array>;
   expAvgSq: Map<string, Float32Array>;
+}
+
+/** {@link AdamWState} with each moment read when it is used (AdamW.deferredState). */
+export interface AdamWDeferredState extends Omit<AdamWState, "expAvg" | "expAvgSq"> {
+  expAvg: Map<string, DeferredHostTensor>;
+  expAvgSq: Map<string, DeferredHostTensor>;
 }
 
 interface Slot {
@@ -96,17 +103,29 @@ export class AdamW {
     }
   }
 
-  getState(): AdamWState {
+  /**
+   * The state for a checkpoint file, each moment read from the backend only when it is written:
+   * a model's two moments are twice its weights, too much to copy to host memory at once.
+   */
+  deferredState(): AdamWDeferredState {
     const steps: Record<string, number> = {};
-    const expAvg = new Map<string, Float32Array>();
-    const expAvgSq = new Map<string, Float32Array>();
+    const expAvg = new Map<string, DeferredHostTensor>();
+    const expAvgSq = new Map<string, DeferredHostTensor>();
+    const deferred = (v: tf.Variable): DeferredHostTensor => ({ dtype: "float32", shape: [v.size], read: () => v.dataSync() as Float32Array });
     for (const [name, s] of this.slots) {
       if (s.step === 0) continue; // no gradient yet: PyTorch has no state for it
       steps[name] = s.step;
-      expAvg.set(name, (s.m.dataSync() as Float32Array).slice());
-      expAvgSq.set(name, (s.v.dataSync() as Float32Array).slice());
+      expAvg.set(name, deferred(s.m));
+      expAvgSq.set(name, deferred(s.v));
     }
     return { lr: this.lr, betas: [...this.betas], eps: this.eps, weightDecay: this.weightDecay, steps, expAvg, expAvgSq };
+  }
+
+  /** Host copies of the moments and step counts. */
+  getState(): AdamWState {
+    const d = this.deferredState();
+    const copies = (m: Map<string, DeferredHostTensor>) => new Map([...m].map(([name, t]) => [name, Float32Array.from(t.read() as Float32Array)]));
+    return { ...d, expAvg: copies(d.expAvg), expAvgSq: copies(d.expAvgSq) };
   }
 
   /** Restores moments and step counts saved by `getState` (hyper-parameters stay as constructed, except lr). */

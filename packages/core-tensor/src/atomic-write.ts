@@ -62,19 +62,29 @@ async function fsyncDir(dir: string): Promise<void> {
  * the bytes go to a temporary sibling, are flushed, and the sibling is renamed over the target.
  */
 export async function writeFileAtomic(target: string, data: string | Uint8Array): Promise<void> {
+  await writeFileAtomicStream(target, (write) => write(data));
+}
+
+/**
+ * {@link writeFileAtomic} for content made piece by piece: `fill` calls `write` with each piece in
+ * order, so a file larger than memory can hold twice (a model's weights) is never assembled whole.
+ */
+export async function writeFileAtomicStream(target: string, fill: (write: (piece: string | Uint8Array) => Promise<void>) => Promise<void>): Promise<void> {
   try {
-    await writeThenRename(target, data);
+    await writeThenRename(target, fill);
   } catch (err) {
     throw fileWriteError(err, target);
   }
 }
 
-async function writeThenRename(target: string, data: string | Uint8Array): Promise<void> {
+async function writeThenRename(target: string, fill: (write: (piece: string | Uint8Array) => Promise<void>) => Promise<void>): Promise<void> {
   await fs.mkdir(path.dirname(target), { recursive: true });
   const tmp = tempSibling(target);
   const handle = await fs.open(tmp, "w");
   try {
-    await handle.writeFile(data);
+    await fill(async (piece) => {
+      await handle.writeFile(piece);
+    });
     await handle.sync();
   } catch (err) {
     // A full disk may refuse the close's flush too; the write's error is the one to report.

@@ -38,7 +38,7 @@ export type { BlasCoreChoice, CpuFeatures } from "./blas-kernels.js";
 export { RngStream, RngStreams } from "./rng.js";
 export type { RngState, RngStreamsState } from "./rng.js";
 export { AdamW } from "./adamw.js";
-export type { AdamWOptions, AdamWState, NamedVariables } from "./adamw.js";
+export type { AdamWDeferredState, AdamWOptions, AdamWState, NamedVariables } from "./adamw.js";
 export { clipGradNorm, globalGradNorm } from "./grad-clip.js";
 export { addGrads } from "./grad-accumulation.js";
 export { liveTensorCount, scoped, assertNoTensorLeak, disposeAll, variableFrom, TensorLeakError } from "./memory.js";
@@ -54,7 +54,7 @@ export {
   type BackendMemoryLimit,
   type MemoryCapacity,
 } from "./memory-capacity.js";
-export { writeFileAtomic, replaceDirAtomic, FileWriteError, fileWriteError } from "./atomic-write.js";
+export { writeFileAtomic, writeFileAtomicStream, replaceDirAtomic, FileWriteError, fileWriteError } from "./atomic-write.js";
 export { errorText, asError, valueText, MAX_THROWN_TEXT } from "./error-text.js";
 export { timerDelayMs, MAX_TIMER_MS } from "./timer-delay.js";
 export { isSecretName, isSecretQueryName, redactRecord, redactSecretText, redactSecrets, REDACTED, REDACTED_IN_URL } from "./redact-secrets.js";
@@ -64,6 +64,7 @@ export {
   serializeSafetensors,
   writeSafetensors,
   readSafetensorsCheckpoint,
+  openSafetensorsCheckpoint,
   writeSafetensorsCheckpoint,
   SafetensorsError,
   SAFETENSORS_SINGLE,
@@ -76,8 +77,11 @@ export type {
   LoadedTensor,
   SafetensorsFile,
   TensorToWrite,
+  DeferredHostTensor,
+  SafetensorsCheckpoint,
   WriteCheckpointOptions,
 } from "./safetensors.js";
+export { LazyHostTensors } from "./lazy-host-tensors.js";
 export { bf16BitsToFloat32, float32ToBf16Bits, f16BitsToFloat32, float32ToF16Bits } from "./half.js";
 export { nativeHeapOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows } from "./native-decode.js";
 export type { DecodeDims } from "./native-decode.js";

@@ -3,12 +3,13 @@
  * header length, a JSON header mapping names to {dtype, shape, data_offsets}, then raw
  * little-endian bytes. Floating types load as float32, integer types as int32 (range checked).
  */
-import { promises as fs } from "node:fs";
+import { closeSync, fstatSync, openSync, promises as fs, readSync } from "node:fs";
 import * as path from "node:path";
-import { writeFileAtomic } from "./atomic-write.js";
+import { writeFileAtomic, writeFileAtomicStream } from "./atomic-write.js";
 import { bf16BitsToFloat32, f16BitsToFloat32, float32ToBf16Bits, float32ToF16Bits } from "./half.js";
 import { SafetensorsError } from "./safetensors-error.js";
-import { DTYPE_BYTES, parseHeader, type SafetensorsDtype } from "./safetensors-header.js";
+import { LazyHostTensors } from "./lazy-host-tensors.js";
+import { DTYPE_BYTES, parseHeader, type HeaderTensor, type ParsedHeader, type SafetensorsDtype } from "./safetensors-header.js";
 
 export type { SafetensorsDtype };
 /** The dtypes pbrl writes. Floats are stored as F32, F16 or BF16; integers as I32 or I64. */
@@ -85,21 +86,22 @@ function decode(dtype: SafetensorsDtype, bytes: Uint8Array, n: number, where: st
   return out;
 }
 
-/** Parses safetensors bytes. `source` names the file in error messages. */
-export function parseSafetensors(buf: Uint8Array, source = "<buffer>"): SafetensorsFile {
-  if (buf.byteLength < 8) throw new SafetensorsError(`${source}: file too short to be safetensors (${buf.byteLength} bytes)`);
-  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  const headerLen = view.getBigUint64(0, true);
-  if (headerLen > BigInt(buf.byteLength - 8)) {
-    throw new SafetensorsError(
-      `${source}: header length ${headerLen} exceeds the file size (${buf.byteLength} bytes); the file is truncated or not safetensors`,
-    );
+/**
+ * The header of a safetensors file of `size` bytes, read through `bytes(begin, end)` (the file in
+ * memory, or read from disk piece by piece), with where its data starts.
+ */
+function parseFileHeader(bytes: (begin: number, end: number) => Uint8Array, size: number, source: string): { header: ParsedHeader; dataStart: number } {
+  if (size < 8) throw new SafetensorsError(`${source}: file too short to be safetensors (${size} bytes)`);
+  const first = bytes(0, 8);
+  const headerLen = new DataView(first.buffer, first.byteOffset, 8).getBigUint64(0, true);
+  if (headerLen > BigInt(size - 8)) {
+    throw new SafetensorsError(`${source}: header length ${headerLen} exceeds the file size (${size} bytes); the file is truncated or not safetensors`);
   }
   const dataStart = 8 + Number(headerLen);
   let text: string;
   try {
     // fatal: bytes that are not UTF-8 are corruption, not text to repair with U+FFFD.
-    text = new TextDecoder("utf-8", { fatal: true }).decode(buf.subarray(8, dataStart));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes(8, dataStart));
   } catch {
     throw new SafetensorsError(`${source}: header is not valid UTF-8; the file is corrupt or not safetensors`);
   }
@@ -109,14 +111,94 @@ export function parseSafetensors(buf: Uint8Array, source = "<buffer>"): Safetens
   } catch (err) {
     throw new SafetensorsError(`${source}: header is not valid JSON (${(err as Error).message}); the file is corrupt or not safetensors`);
   }
-  const header = parseHeader(json, buf.byteLength - dataStart, source);
+  return { header: parseHeader(json, size - dataStart, source), dataStart };
+}
+
+function hostTensor(shape: number[], data: HostTensor["data"]): HostTensor {
+  return data instanceof Float32Array ? { dtype: "float32", shape, data } : { dtype: "int32", shape, data };
+}
+
+/** Parses safetensors bytes. `source` names the file in error messages. */
+export function parseSafetensors(buf: Uint8Array, source = "<buffer>"): SafetensorsFile {
+  const { header, dataStart } = parseFileHeader((b, e) => buf.subarray(b, e), buf.byteLength, source);
   const tensors = new Map<string, LoadedTensor>();
   for (const { name, dtype, shape, begin, end } of header.tensors) {
     const data = decode(dtype, buf.subarray(dataStart + begin, dataStart + end), numel(shape), `${source}: tensor "${name}"`);
-    const tensor: HostTensor = data instanceof Float32Array ? { dtype: "float32", shape, data } : { dtype: "int32", shape, data };
-    tensors.set(name, { tensor, storedAs: dtype });
+    tensors.set(name, { tensor: hostTensor(shape, data), storedAs: dtype });
   }
   return { tensors, metadata: header.metadata };
+}
+
+/** Fills `into` from `fd` at `position`, or fails naming the file. */
+function readFully(fd: number, into: Uint8Array, position: number, file: string): Uint8Array {
+  let done = 0;
+  while (done < into.byteLength) {
+    const n = readSync(fd, into, done, into.byteLength - done, position + done);
+    if (n === 0) throw new SafetensorsError(`${file}: the file ended while reading it (it changed or was truncated since its header was read)`);
+    done += n;
+  }
+  return into;
+}
+
+/** An open safetensors file whose tensors are read from disk one at a time. */
+class SafetensorsOnDisk {
+  readonly tensors: ReadonlyMap<string, HeaderTensor>;
+  readonly metadata: Record<string, string>;
+  private readonly dataStart: number;
+
+  private constructor(
+    readonly file: string,
+    private readonly fd: number,
+  ) {
+    const parsed = parseFileHeader((b, e) => readFully(fd, new Uint8Array(e - b), b, file), fstatSync(fd).size, file);
+    this.tensors = new Map(parsed.header.tensors.map((t) => [t.name, t]));
+    this.metadata = parsed.header.metadata;
+    this.dataStart = parsed.dataStart;
+  }
+
+  static open(file: string): SafetensorsOnDisk {
+    let fd: number;
+    try {
+      fd = openSync(file, "r");
+    } catch (err) {
+      throw new SafetensorsError(`cannot read ${file}: ${(err as Error).message}`);
+    }
+    try {
+      return new SafetensorsOnDisk(file, fd);
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
+  }
+
+  read(name: string): HostTensor {
+    const { dtype, shape, begin, end } = this.tensors.get(name)!;
+    const at = this.dataStart + begin;
+    if (dtype === "F32") {
+      // Straight into the tensor's own buffer: no second copy.
+      const data = new Float32Array(numel(shape));
+      readFully(this.fd, new Uint8Array(data.buffer), at, this.file);
+      return hostTensor(shape, data);
+    }
+    return hostTensor(shape, decode(dtype, readFully(this.fd, new Uint8Array(end - begin), at, this.file), numel(shape), `${this.file}: tensor "${name}"`));
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+/**
+ * A checkpoint's weights (one file or shards) read from disk as they are asked for, so that a
+ * model is built from them without a host copy of all its weights; close it when done.
+ */
+export interface SafetensorsCheckpoint {
+  /** Every tensor, read anew each time it is asked for. */
+  tensors: LazyHostTensors;
+  /** How each tensor is stored on disk. */
+  storedAs: ReadonlyMap<string, SafetensorsDtype>;
+  metadata: Record<string, string>;
+  close(): void;
 }
 
 export async function readSafetensors(file: string): Promise<SafetensorsFile> {
@@ -129,24 +211,39 @@ export async function readSafetensors(file: string): Promise<SafetensorsFile> {
   return parseSafetensors(buf, file);
 }
 
+/**
+ * Host data read only when its bytes are written: a file of many tensors (a model's weights, its
+ * AdamW moments) then holds one tensor in host memory at a time, never a copy of them all.
+ */
+export interface DeferredHostTensor {
+  dtype: HostTensor["dtype"];
+  shape: number[];
+  read: () => HostTensor["data"];
+}
+
 export interface TensorToWrite {
-  tensor: HostTensor;
+  tensor: HostTensor | DeferredHostTensor;
   dtype: SafetensorsWriteDtype;
 }
 
+function hostData(t: TensorToWrite["tensor"]): HostTensor["data"] {
+  return "read" in t ? t.read() : t.data;
+}
+
+/** The bytes of one tensor as `dtype` stores them (F32: a view of the data, no copy). */
 function encode(t: TensorToWrite, name: string): Uint8Array {
   const { tensor, dtype } = t;
-  const n = tensor.data.length;
+  const d = hostData(tensor);
+  const n = d.length;
   if (n !== numel(tensor.shape)) throw new SafetensorsError(`tensor "${name}": ${n} values do not match shape [${tensor.shape}]`);
   const isFloat = dtype === "F32" || dtype === "F16" || dtype === "BF16";
-  if (isFloat !== (tensor.dtype === "float32")) throw new SafetensorsError(`tensor "${name}": cannot store ${tensor.dtype} data as ${dtype}`);
+  if (isFloat !== (tensor.dtype === "float32") || isFloat !== d instanceof Float32Array)
+    throw new SafetensorsError(`tensor "${name}": cannot store ${tensor.dtype} data as ${dtype}`);
+  // The platforms Node runs on are little-endian, as safetensors is.
+  if (dtype === "F32") return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
   const out = new Uint8Array(n * BYTES[dtype]);
   const view = new DataView(out.buffer);
-  const d = tensor.data;
   switch (dtype) {
-    case "F32":
-      out.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
-      break;
     case "F16":
       for (let i = 0; i < n; i++) view.setUint16(i * 2, float32ToF16Bits(d[i]!), true);
       break;
@@ -163,39 +260,50 @@ function encode(t: TensorToWrite, name: string): Uint8Array {
   return out;
 }
 
-/** Serialises tensors (in name order) with `{"format": "pt"}` metadata, which transformers requires. */
-export function serializeSafetensors(tensors: ReadonlyMap<string, TensorToWrite>, metadata: Record<string, string> = {}): Uint8Array {
+/**
+ * The file's first bytes (length and JSON header, `{"format": "pt"}` metadata, which transformers
+ * requires) and the order its tensors follow (by name), from the shapes alone.
+ */
+function layout(tensors: ReadonlyMap<string, TensorToWrite>, metadata: Record<string, string>): { head: Uint8Array; names: string[]; dataBytes: number } {
   const names = [...tensors.keys()].sort();
-  const chunks: Uint8Array[] = [];
   const header: Record<string, unknown> = { __metadata__: { format: "pt", ...metadata } };
   let offset = 0;
   for (const name of names) {
     const t = tensors.get(name)!;
-    const bytes = encode(t, name);
-    header[name] = { dtype: t.dtype, shape: t.tensor.shape, data_offsets: [offset, offset + bytes.byteLength] };
-    chunks.push(bytes);
-    offset += bytes.byteLength;
+    const bytes = numel(t.tensor.shape) * BYTES[t.dtype];
+    header[name] = { dtype: t.dtype, shape: t.tensor.shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
   }
-  let headerBytes = new TextEncoder().encode(JSON.stringify(header));
-  const padded = Math.ceil(headerBytes.byteLength / 8) * 8; // 8-byte alignment, padded with spaces as in the reference implementation
-  if (padded !== headerBytes.byteLength) {
-    const p = new Uint8Array(padded).fill(0x20);
-    p.set(headerBytes);
-    headerBytes = p;
-  }
-  const out = new Uint8Array(8 + headerBytes.byteLength + offset);
-  new DataView(out.buffer).setBigUint64(0, BigInt(headerBytes.byteLength), true);
-  out.set(headerBytes, 8);
-  let pos = 8 + headerBytes.byteLength;
-  for (const c of chunks) {
-    out.set(c, pos);
-    pos += c.byteLength;
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  // 8-byte alignment, padded with spaces as in the reference implementation.
+  const padded = Math.ceil(json.byteLength / 8) * 8;
+  const head = new Uint8Array(8 + padded).fill(0x20);
+  new DataView(head.buffer).setBigUint64(0, BigInt(padded), true);
+  head.set(json, 8);
+  return { head, names, dataBytes: offset };
+}
+
+/** Serialises tensors (in name order) into one buffer; {@link writeSafetensors} writes a file without one. */
+export function serializeSafetensors(tensors: ReadonlyMap<string, TensorToWrite>, metadata: Record<string, string> = {}): Uint8Array {
+  const { head, names, dataBytes } = layout(tensors, metadata);
+  const out = new Uint8Array(head.byteLength + dataBytes);
+  out.set(head);
+  let pos = head.byteLength;
+  for (const name of names) {
+    const bytes = encode(tensors.get(name)!, name);
+    out.set(bytes, pos);
+    pos += bytes.byteLength;
   }
   return out;
 }
 
+/** Writes a safetensors file atomically, one tensor at a time (deferred tensors are read as they are written). */
 export async function writeSafetensors(file: string, tensors: ReadonlyMap<string, TensorToWrite>, metadata: Record<string, string> = {}): Promise<void> {
-  await writeFileAtomic(file, serializeSafetensors(tensors, metadata));
+  const { head, names } = layout(tensors, metadata);
+  await writeFileAtomicStream(file, async (write) => {
+    await write(head);
+    for (const name of names) await write(encode(tensors.get(name)!, name));
+  });
 }
 
 export const SAFETENSORS_SINGLE = "model.safetensors";
@@ -206,6 +314,18 @@ export const SAFETENSORS_INDEX = "model.safetensors.index.json";
  * listed in `model.safetensors.index.json`.
  */
 export async function readSafetensorsCheckpoint(dir: string): Promise<SafetensorsFile> {
+  const checkpoint = await openSafetensorsCheckpoint(dir);
+  try {
+    const tensors = new Map<string, LoadedTensor>();
+    for (const [name, tensor] of checkpoint.tensors) tensors.set(name, { tensor, storedAs: checkpoint.storedAs.get(name)! });
+    return { tensors, metadata: checkpoint.metadata };
+  } finally {
+    checkpoint.close();
+  }
+}
+
+/** {@link readSafetensorsCheckpoint} that reads each tensor only when it is asked for (see {@link SafetensorsCheckpoint}). */
+export async function openSafetensorsCheckpoint(dir: string): Promise<SafetensorsCheckpoint> {
   const indexPath = path.join(dir, SAFETENSORS_INDEX);
   let indexText: string | undefined;
   try {
@@ -213,37 +333,52 @@ export async function readSafetensorsCheckpoint(dir: string): Promise<Safetensor
   } catch {
     indexText = undefined;
   }
-  if (indexText === undefined) {
-    const single = path.join(dir, SAFETENSORS_SINGLE);
-    try {
-      await fs.access(single);
-    } catch {
-      throw new SafetensorsError(
-        `${dir} has neither ${SAFETENSORS_SINGLE} nor ${SAFETENSORS_INDEX}; pbrl reads safetensors checkpoints only (convert .bin weights with transformers' save_pretrained(safe_serialization=True))`,
-      );
+  const files: SafetensorsOnDisk[] = [];
+  const fileOf = new Map<string, SafetensorsOnDisk>();
+  const close = () => {
+    for (const f of files) f.close();
+  };
+  try {
+    if (indexText === undefined) {
+      const single = path.join(dir, SAFETENSORS_SINGLE);
+      try {
+        await fs.access(single);
+      } catch {
+        throw new SafetensorsError(
+          `${dir} has neither ${SAFETENSORS_SINGLE} nor ${SAFETENSORS_INDEX}; pbrl reads safetensors checkpoints only (convert .bin weights with transformers' save_pretrained(safe_serialization=True))`,
+        );
+      }
+      files.push(SafetensorsOnDisk.open(single));
+      for (const name of files[0]!.tensors.keys()) fileOf.set(name, files[0]!);
+    } else {
+      const shards = parseShardIndex(indexText, dir, indexPath);
+      for (const shard of [...new Set(shards.values())].sort()) {
+        const part = SafetensorsOnDisk.open(path.join(dir, shard));
+        files.push(part);
+        for (const name of part.tensors.keys()) {
+          const other = fileOf.get(name);
+          // Which copy transformers would use depends on load order: neither is safe to pick.
+          if (other !== undefined)
+            throw new SafetensorsError(
+              `${indexPath}: tensor "${name}" is stored in both ${path.relative(dir, other.file)} and ${shard}; the checkpoint is inconsistent, save it again`,
+            );
+          fileOf.set(name, part);
+        }
+      }
+      const missing = [...shards.keys()].filter((n) => !fileOf.has(n));
+      if (missing.length > 0)
+        throw new SafetensorsError(`${indexPath} lists tensors missing from their shards: ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}`);
     }
-    return readSafetensors(single);
+  } catch (err) {
+    close();
+    throw err;
   }
-  const shards = parseShardIndex(indexText, dir, indexPath);
-  const tensors = new Map<string, LoadedTensor>();
-  const shardOf = new Map<string, string>();
-  const metadata: Record<string, string> = {};
-  for (const shard of [...new Set(shards.values())].sort()) {
-    const part = await readSafetensors(path.join(dir, shard));
-    Object.assign(metadata, part.metadata);
-    for (const [name, t] of part.tensors) {
-      const other = shardOf.get(name);
-      // Which copy transformers would use depends on load order: neither is safe to pick.
-      if (other !== undefined)
-        throw new SafetensorsError(`${indexPath}: tensor "${name}" is stored in both ${other} and ${shard}; the checkpoint is inconsistent, save it again`);
-      shardOf.set(name, shard);
-      tensors.set(name, t);
-    }
-  }
-  const missing = [...shards.keys()].filter((n) => !tensors.has(n));
-  if (missing.length > 0)
-    throw new SafetensorsError(`${indexPath} lists tensors missing from their shards: ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}`);
-  return { tensors, metadata };
+  return {
+    tensors: new LazyHostTensors(new Set(fileOf.keys()), (name) => fileOf.get(name)!.read(name)),
+    storedAs: new Map([...fileOf].map(([name, f]) => [name, f.tensors.get(name)!.dtype])),
+    metadata: Object.assign({}, ...files.map((f) => f.metadata)) as Record<string, string>,
+    close,
+  };
 }
 
 /**
@@ -297,7 +432,7 @@ export async function writeSafetensorsCheckpoint(
   let total = 0;
   for (const name of [...tensors.keys()].sort()) {
     const t = tensors.get(name)!;
-    const bytes = t.tensor.data.length * BYTES[t.dtype];
+    const bytes = numel(t.tensor.shape) * BYTES[t.dtype];
     total += bytes;
     if (size > 0 && size + bytes > limit) {
       shards.push(new Map());

@@ -74,6 +74,46 @@ describe("safetensors round trip", () => {
     expect(Buffer.from(serializeSafetensors(again, { created_by: "pbrl" })).equals(bytes)).toBe(true);
   });
 
+  it("writes deferred tensors one at a time: each is read when its bytes are due, and the file is the one serialized in memory", async () => {
+    const dir = tmp();
+    const file = path.join(dir, "w.safetensors");
+    const values = [f32([2, 3], [1, 2, 3, 4, 5, 6]), f32([4], [-1, 0.5, 7, 8]), f32([1], [9])];
+    const writtenWhenRead: number[] = [];
+    const deferred = new Map<string, TensorToWrite>(
+      values.map((t, i) => [
+        `t${i}`,
+        {
+          dtype: i === 1 ? "BF16" : "F32",
+          tensor: {
+            dtype: "float32",
+            shape: t.shape,
+            read: () => {
+              // The temporary sibling holds the header and the tensors before this one, no more.
+              const partial = readdirSync(dir).filter((n) => n.startsWith(".w.safetensors.tmp-"));
+              expect(partial).toHaveLength(1);
+              writtenWhenRead.push(readFileSync(path.join(dir, partial[0]!)).byteLength);
+              return t.data;
+            },
+          },
+        },
+      ]),
+    );
+    const eager = new Map<string, TensorToWrite>(values.map((t, i) => [`t${i}`, { dtype: i === 1 ? "BF16" : "F32", tensor: t }]));
+    await writeSafetensors(file, deferred, { note: "x" });
+    const bytes = readFileSync(file);
+    expect(new Uint8Array(bytes)).toEqual(serializeSafetensors(eager, { note: "x" }));
+    const head = bytes.byteLength - (6 * 4 + 4 * 2 + 1 * 4);
+    expect(writtenWhenRead).toEqual([head, head + 24, head + 24 + 8]);
+    expect(readdirSync(dir)).toEqual(["w.safetensors"]);
+  });
+
+  it("a deferred tensor whose data does not match its shape stops the write and leaves nothing behind", async () => {
+    const dir = tmp();
+    const bad = new Map<string, TensorToWrite>([["a", { dtype: "F32", tensor: { dtype: "float32", shape: [3], read: () => new Float32Array(2) } }]]);
+    await expect(writeSafetensors(path.join(dir, "bad.safetensors"), bad)).rejects.toThrow(/tensor "a": 2 values do not match shape \[3\]/);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
   it("shards a checkpoint with an index and reads it back", async () => {
     const dir = tmp();
     const tensors = new Map<string, TensorToWrite>();

@@ -1,5 +1,5 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import { deviceOf, onDevice, tf, toDevice, transposesAreFree, variableFrom, type HostTensor } from "@pbrl/core-tensor";
+import { deviceOf, onDevice, tf, toDevice, transposesAreFree, variableFrom, type DeferredHostTensor, type HostTensor } from "@pbrl/core-tensor";
 import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
 import { decoderLayer, norm, type BlockWeights, type CallConstants, type RotaryTables } from "./decoder-layer.js";
@@ -471,14 +471,24 @@ export class CausalLM {
     return out;
   }
 
-  /** Every weight of the model as it computes, a LoRA adapter merged in (W + s·B·A): a full checkpoint's weights. */
-  mergedHostWeights(): Map<string, HostTensor> {
-    const out = new Map<string, HostTensor>();
+  /**
+   * Every weight of the model as it computes, a LoRA adapter merged in (W + s·B·A): a full
+   * checkpoint's weights, each read from the backend only when it is written (a model's weights
+   * are never all copied to host memory at once).
+   */
+  weightsToSave(): Map<string, DeferredHostTensor> {
+    const out = new Map<string, DeferredHostTensor>();
     for (const [name, v] of this.base.params) {
       const module = name.slice(0, -".weight".length);
-      const t = this.adapter?.covers(module) === true && name.endsWith(".weight") ? this.adapter.merged(module, v as tf.Tensor2D) : v;
-      out.set(name, { dtype: "float32", shape: [...v.shape], data: Float32Array.from(t.dataSync() as Float32Array) });
-      if (t !== v) t.dispose();
+      const merged = this.adapter?.covers(module) === true && name.endsWith(".weight");
+      const read = (): Float32Array => {
+        if (!merged) return v.dataSync() as Float32Array;
+        const t = this.adapter!.merged(module, v as tf.Tensor2D);
+        const data = t.dataSync() as Float32Array;
+        t.dispose();
+        return data;
+      };
+      out.set(name, { dtype: "float32", shape: [...v.shape], read });
     }
     return out;
   }

@@ -4,7 +4,7 @@ import {
   checkDevice,
   guardHeap,
   onDevice,
-  readSafetensorsCheckpoint,
+  openSafetensorsCheckpoint,
   replaceDirAtomic,
   writeFileAtomic,
   writeSafetensorsCheckpoint,
@@ -117,9 +117,14 @@ async function loadCheckpointFolder(source: string, dir: string, options: LoadOp
   const config = { ...parseModelConfig(configFile.json, configPath), integralFloats: integralFloatPaths(configFile.text) };
   // Before reading gigabytes of weights that the backend could not hold anyway.
   checkMemory(weightsEstimate(config, "weights, float32"), { what: `loading ${dir} (${describeModel(config)})`, advice: "use a smaller model" });
-  const weights = await readSafetensorsCheckpoint(dir);
-  const host = new Map([...weights.tensors].map(([name, t]) => [name, t.tensor]));
-  const model = guardHeap("loading the model", () => onDevice(options.device ?? "auto", () => CausalLM.fromHostWeights(config, host, dir)));
+  // Read one tensor at a time as the model uploads it: no host copy of all the weights.
+  const weights = await openSafetensorsCheckpoint(dir);
+  let model: CausalLM;
+  try {
+    model = guardHeap("loading the model", () => onDevice(options.device ?? "auto", () => CausalLM.fromHostWeights(config, weights.tensors, dir)));
+  } finally {
+    weights.close();
+  }
   model.origin = source;
   let tokenizer: Tokenizer | undefined;
   try {
@@ -174,7 +179,7 @@ export async function savePretrained(
     return;
   }
   const tensors = new Map<string, TensorToWrite>();
-  for (const [name, tensor] of adapter !== undefined ? what.model.mergedHostWeights() : what.model.hostWeights()) tensors.set(name, { tensor, dtype: stDtype });
+  for (const [name, tensor] of what.model.weightsToSave()) tensors.set(name, { tensor, dtype: stDtype });
   await replaceDirAtomic(dir, async (tmp) => {
     const config = what.model.config;
     await writeFileAtomic(path.join(tmp, "config.json"), stringifyConfigJson(serializeModelConfig(config, dtype), new Set(config.integralFloats ?? [])) + "\n");

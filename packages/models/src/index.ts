@@ -62,6 +62,7 @@ export {
   sumEstimates,
   trainingActivationBytes,
   trainingStepEstimate,
+  optimizerTemporaryBytes,
   weightsEstimate,
 } from "./memory-estimate.js";
 export type { ForwardWorkload, GenerationWorkload, KernelFamily, MemoryEstimate, MemoryItem, ModelSizes, TrainingStepWorkload } from "./memory-estimate.js";

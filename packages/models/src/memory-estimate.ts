@@ -188,6 +188,11 @@ export function trainingActivationBytes(c: CausalLMConfig, w: TrainingStepWorklo
   return floats * F32;
 }
 
+/** What an AdamW step makes beside the parameter it updates (largest: its largest trained parameter's size): tfjs's ops keep about 14 copies of it, the fused kernel 3. */
+export function optimizerTemporaryBytes(kernels: KernelFamily, largest: number): number {
+  return TRAINING[kernels].optimizerTemps * largest * F32;
+}
+
 /** The model's weights in tensor memory. */
 export function weightsEstimate(c: CausalLMConfig, label = "weights"): MemoryEstimate {
   return memoryEstimate([{ label, bytes: modelSizes(c).parameters * F32, pool: "tensors" }]);
@@ -203,7 +208,7 @@ export function trainingStepEstimate(c: CausalLMConfig, w: TrainingStepWorkload,
   const p = weights.parameters * F32;
   const at = label === "" ? "" : ` (${label})`;
   const activations = trainingActivationBytes(c, w);
-  const optimizer = TRAINING[w.kernels].optimizerTemps * weights.largestParameter * F32;
+  const optimizer = optimizerTemporaryBytes(w.kernels, weights.largestParameter);
   return memoryEstimate([
     { label: `weights${at}`, bytes: p, pool: "tensors" },
     { label: `gradients${at}`, bytes: p, pool: "tensors" },

@@ -13,6 +13,7 @@ import {
   generationEstimate,
   memoryEstimate,
   modelSizes,
+  optimizerTemporaryBytes,
   sumEstimates,
   trainingStepEstimate,
   type CausalLMConfig,
@@ -54,7 +55,14 @@ export interface RunMemoryPlan {
    * first come first), each agent training an adapter of `adapterParameters` weights; comparator
    * copies, references and critics copy the adapter, not the base.
    */
-  lora?: { adapterParameters: number; bases: number };
+  lora?: { adapterParameters: number; bases: number; largestFactor: number };
+  /**
+   * libtorch: the process's resident memory besides its tensors (Node.js, libtorch's libraries,
+   * the tokenizer, the reward worker), measured before the run; resident already, so in the
+   * estimate's total but not in what the check asks of free memory. 0 elsewhere: wasm and native
+   * count their heap, not the process.
+   */
+  processBytes?: number;
   /** gradient_checkpointing: the training step keeps each layer's input, not its activations. */
   gradientCheckpointing?: boolean;
 }
@@ -78,8 +86,14 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
           pool: "tensors",
         }))
       : [];
-  const adapterGradients: MemoryItem[] =
-    p.lora !== undefined ? [{ label: "LoRA adapter gradients", bytes: p.lora.adapterParameters * 4, pool: "tensors" }] : [];
+  // LoRA: gradients of the adapter only, and the optimizer's temporaries are its factors' size.
+  const adapterItems: MemoryItem[] =
+    p.lora !== undefined
+      ? [
+          { label: "LoRA adapter gradients", bytes: p.lora.adapterParameters * 4, pool: "tensors" },
+          { label: "optimizer-step temporaries (LoRA factors)", bytes: optimizerTemporaryBytes(p.kernels, p.lora.largestFactor), pool: "tensors" },
+        ]
+      : [];
   const out = [
     {
       name: "generation",
@@ -105,9 +119,9 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
             kernels: p.kernels,
             gradientCheckpointing: p.gradientCheckpointing === true,
           }),
-          (l) => l.startsWith("weights") || l.startsWith("AdamW") || (p.lora !== undefined && l.startsWith("gradients")),
+          (l) => l.startsWith("weights") || l.startsWith("AdamW") || (p.lora !== undefined && (l.startsWith("gradients") || l.startsWith("optimizer-step"))),
         ).items,
-        ...adapterGradients,
+        ...adapterItems,
       ]),
     },
   ];
@@ -165,6 +179,8 @@ export function runMemoryEstimate(p: RunMemoryPlan): { estimate: MemoryEstimate;
       bf16Copies(`critic ${k}`, backbone);
     }
   }
+  if ((p.processBytes ?? 0) > 0)
+    resident.push({ label: "this process besides its tensors (Node.js, the backend's libraries), resident already", bytes: p.processBytes!, pool: "host" });
   const all = phases(p);
   const top = all.reduce((a, b) => (b.estimate.tensorBytes > a.estimate.tensorBytes ? b : a));
   return { estimate: sumEstimates([memoryEstimate(resident), memoryEstimate(prefixed(top.estimate, `${top.name}: `))]), largestPhase: top.name };
@@ -251,12 +267,22 @@ const RUN_ADVICE: Record<string, string> = {
  * tensor memory. The agents are loaded already: their weights are not needed again.
  * `promptTokens`: the longest prompt the run samples from (runPromptTokens).
  */
-export function checkRunMemory(trainer: string, args: RunMemoryArgs, agents: readonly ResolvedAgent[], promptTokens: number, items: number): void {
+export function checkRunMemory(
+  trainer: string,
+  args: RunMemoryArgs,
+  agents: readonly ResolvedAgent[],
+  promptTokens: number,
+  items: number,
+): { estimate: MemoryEstimate; largestPhase: string } {
   const models = agents.map((ag) => ag.model);
   // LoRA views of one base count it once: the distinct bases first, in the agents' order.
   const bases = models.filter((m, i) => m.adapter === undefined || !models.slice(0, i).some((o) => o.sharesBaseWith(m)));
   const lora = models.every((m) => m.adapter !== undefined)
-    ? { adapterParameters: Math.max(...models.map((m) => m.adapter!.numParameters())), bases: bases.length }
+    ? {
+        adapterParameters: Math.max(...models.map((m) => m.adapter!.numParameters())),
+        bases: bases.length,
+        largestFactor: Math.max(...models.flatMap((m) => [...m.adapter!.namedVariables().values()].map((v) => v.size))),
+      }
     : undefined;
   const plan = runMemoryPlan(trainer, args, {
     agents: lora !== undefined ? [...bases, ...models.filter((m) => !bases.includes(m))].map((m) => m.config) : models.map((m) => m.config),
@@ -266,6 +292,11 @@ export function checkRunMemory(trainer: string, args: RunMemoryArgs, agents: rea
     nativeDecode: tf.getBackend() === "native",
   });
   if (lora !== undefined) plan.lora = lora;
+  if (tf.getBackend() === "libtorch") {
+    // What the process holds besides live tensors; dead host buffers (ArrayBuffers the garbage collector has yet to free) left out.
+    const m = process.memoryUsage();
+    plan.processBytes = Math.max(0, m.rss - tf.memory().numBytes - m.arrayBuffers);
+  }
   const { estimate, largestPhase } = runMemoryEstimate(plan);
   const loaded =
     lora !== undefined
@@ -276,4 +307,11 @@ export function checkRunMemory(trainer: string, args: RunMemoryArgs, agents: rea
     advice: RUN_ADVICE[largestPhase] ?? RUN_ADVICE["training step"]!,
     alreadyLiveBytes: loaded,
   });
+  return { estimate, largestPhase };
+}
+
+/** The verbose log's line: the run's estimated peak and where it comes from. */
+export function describeRunMemory(r: { estimate: MemoryEstimate; largestPhase: string }): string {
+  const e = r.estimate;
+  return `memory estimate: ${formatBytes(e.tensorBytes + e.hostBytes)} at the run's peak (its largest phase is the ${r.largestPhase}; ${formatBytes(e.tensorBytes)} of tensors, ${formatBytes(e.hostBytes)} of host memory)`;
 }

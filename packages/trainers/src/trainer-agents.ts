@@ -46,7 +46,9 @@ export async function loadTrainerAgents(o: {
       for (const ag of agents) ag.model.gradientCheckpointing = a.gradient_checkpointing;
       return agents;
     },
-    fits: async (agents) => checkRunMemory(o.trainerName, a, agents, await o.promptTokens(agents), s.trainDataset.length),
+    fits: async (agents) => {
+      checkRunMemory(o.trainerName, a, agents, await o.promptTokens(agents), s.trainDataset.length);
+    },
     log: o.log,
   });
   if (a.verbose) o.log(`pbrl: ${loaded.compute.backend.description}${a.bf16 ? ", bf16 matrix products" : ""}`);

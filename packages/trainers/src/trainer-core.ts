@@ -22,7 +22,7 @@ import { checkContextRoom, runPromptTokens } from "./prompt-room.js";
 import { checkPushReady, hubBaseModel, pushAgents } from "./push-agents.js";
 import { checkDataset } from "./run-config-record.js";
 import type { RunDirPlan } from "./run-dir.js";
-import { checkRunMemory } from "./run-memory.js";
+import { checkRunMemory, describeRunMemory } from "./run-memory.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { stoppableStart } from "./stop-signals.js";
 import { STREAMS } from "./stream-names.js";
@@ -221,7 +221,8 @@ export abstract class TrainerCore<C extends TrainerConfig> {
         const agents = await this.agents();
         await this.renderPrompts(agents);
         const train = this.options.trainDataset;
-        checkRunMemory(this.trainerName, a, agents, runPromptTokens(this.task, train, a), train.length);
+        const memory = checkRunMemory(this.trainerName, a, agents, runPromptTokens(this.task, train, a), train.length);
+        if (a.verbose) this.log(`pbrl: ${describeRunMemory(memory)}`);
         // Eval prompts too: an evaluation must not find one too long after hours of training.
         checkContextRoom(agents, runPromptTokens(this.task, [...train, ...this.evalItems()], a), a);
         return { agents, plan };

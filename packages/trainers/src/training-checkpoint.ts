@@ -21,6 +21,7 @@ import {
   writeFileAtomic,
   writeSafetensors,
   type AdamW,
+  type AdamWDeferredState,
   type AdamWState,
   type RngStreamsState,
   type TensorToWrite,
@@ -52,10 +53,10 @@ export interface TrainingState {
 export const roundDirName = (round: number) => `round_${String(round).padStart(4, "0")}`;
 const ROUND_DIR = /^round_\d{4,}$/;
 
-async function saveOptimizer(file: string, state: AdamWState): Promise<void> {
+async function saveOptimizer(file: string, state: AdamWDeferredState): Promise<void> {
   const tensors = new Map<string, TensorToWrite>();
-  for (const [name, m] of state.expAvg) tensors.set(`exp_avg.${name}`, { tensor: { dtype: "float32", shape: [m.length], data: m }, dtype: "F32" });
-  for (const [name, v] of state.expAvgSq) tensors.set(`exp_avg_sq.${name}`, { tensor: { dtype: "float32", shape: [v.length], data: v }, dtype: "F32" });
+  for (const [name, m] of state.expAvg) tensors.set(`exp_avg.${name}`, { tensor: m, dtype: "F32" });
+  for (const [name, v] of state.expAvgSq) tensors.set(`exp_avg_sq.${name}`, { tensor: v, dtype: "F32" });
   const meta = { lr: state.lr, betas: state.betas, eps: state.eps, weightDecay: state.weightDecay, steps: state.steps };
   await writeSafetensors(file, tensors, { pbrl_adamw: JSON.stringify(meta) });
 }
@@ -99,7 +100,7 @@ export async function saveTrainingCheckpoint(
   const name = roundDirName(state.round);
   await replaceDirAtomic(path.join(root, name), async (tmp) => {
     await saveAgents(path.join(tmp, "agents"), agents);
-    for (const [i, o] of optimizers.entries()) await saveOptimizer(path.join(tmp, `optimizer_${i}.safetensors`), o.getState());
+    for (const [i, o] of optimizers.entries()) await saveOptimizer(path.join(tmp, `optimizer_${i}.safetensors`), o.deferredState());
     await extra?.(tmp);
     const record = state.config === undefined ? state : { ...state, config: redactRecord(state.config) };
     await writeFileAtomic(path.join(tmp, "state.json"), JSON.stringify(record, null, 2) + "\n");

@@ -90,6 +90,37 @@ describe("runMemoryEstimate", () => {
     ]);
   });
 
+  it("LoRA: one base for the team, an adapter with moments per agent, and a training step whose gradients and optimizer temporaries are the adapter's", () => {
+    const a = MADPOIterConfig({
+      comparator_policy: "current",
+      preference_num_candidates: 2,
+      generation_batch_size: 8,
+      train_batch_size: 2,
+      max_new_tokens: 12,
+    });
+    const full = runMemoryEstimate(runMemoryPlan("madpo_iter", a, ctx({ kernels: "fused" }))).estimate;
+    const adapter = { adapterParameters: 5000, bases: 1, largestFactor: 1024 };
+    const lora = runMemoryEstimate({ ...runMemoryPlan("madpo_iter", a, ctx({ kernels: "fused" })), lora: adapter }).estimate;
+    const bytes = (e: typeof full, label: string) => e.items.filter((i) => i.label.includes(label)).reduce((t, i) => t + i.bytes, 0);
+    const w = modelSizes(model).parameters * 4;
+    expect(bytes(lora, "base weights")).toBe(w); // two agents, one base
+    expect(bytes(lora, "LoRA adapter and its AdamW moments")).toBe(2 * 3 * 5000 * 4);
+    expect(bytes(lora, "LoRA adapter gradients")).toBe(5000 * 4);
+    // The fused AdamW keeps 3 copies of the parameter it updates: the largest factor's, not the embedding's.
+    expect(bytes(lora, "optimizer-step temporaries")).toBe(3 * 1024 * 4);
+    expect(bytes(full, "optimizer-step temporaries")).toBe(3 * modelSizes(model).largestParameter * 4);
+    expect(lora.tensorBytes).toBeLessThan(full.tensorBytes - w);
+  });
+
+  it("libtorch: the process's own memory is in the total as resident host memory, not in what the check asks for", () => {
+    const plan = runMemoryPlan("madpo", MADPOConfig({}), ctx({ kernels: "fused" }));
+    const without = runMemoryEstimate(plan).estimate;
+    const withProcess = runMemoryEstimate({ ...plan, processBytes: 300e6 }).estimate;
+    expect(withProcess.tensorBytes).toBe(without.tensorBytes);
+    expect(withProcess.hostBytes - without.hostBytes).toBe(300e6);
+    expect(withProcess.items.find((i) => i.bytes === 300e6)?.label).toMatch(/^this process besides its tensors/);
+  });
+
   it("needs an agent", () => {
     expect(() => runMemoryEstimate({ ...runMemoryPlan("madpo", MADPOConfig({}), ctx()), agents: [] })).toThrow(/at least one agent/);
   });

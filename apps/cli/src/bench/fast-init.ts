@@ -11,7 +11,7 @@
  * The losses start where transformers' init starts them (11.2–11.3 for SmolLM2-135M on random
  * tokens, both sides). Deterministic: the same seed and name give the same values in any order.
  */
-import type { HostTensor } from "@pbrl/core-tensor";
+import { LazyHostTensors, type HostTensor } from "@pbrl/core-tensor";
 import { CausalLM, parameterSpecs, type CausalLMConfig, type ParameterSpec } from "@pbrl/models";
 
 /** FNV-1a of the name mixed with the seed: a nonzero xorshift32 state per weight. */
@@ -39,60 +39,15 @@ export function fastInitValues(spec: ParameterSpec, std: number, seed: number): 
   return out;
 }
 
-/**
- * The model's weights as a read-only map that makes each tensor when it is asked for, so
- * `CausalLM.fromHostWeights` uploads them one at a time and each host copy can be collected
- * right after: a full map would hold a second copy of every weight (2 GB for Qwen2.5-0.5B) and
- * inflate the peak RSS the bench reports.
- */
-class GeneratedWeights implements ReadonlyMap<string, HostTensor> {
-  private readonly specs: Map<string, ParameterSpec>;
-
-  constructor(
-    config: CausalLMConfig,
-    private readonly std: number,
-    private readonly seed: number,
-  ) {
-    this.specs = new Map(parameterSpecs(config).map((s) => [s.name, s]));
-  }
-
-  get size(): number {
-    return this.specs.size;
-  }
-
-  has(name: string): boolean {
-    return this.specs.has(name);
-  }
-
-  get(name: string): HostTensor | undefined {
-    const spec = this.specs.get(name);
-    return spec === undefined ? undefined : { dtype: "float32", shape: [...spec.shape], data: fastInitValues(spec, this.std, this.seed) };
-  }
-
-  keys(): MapIterator<string> {
-    return this.specs.keys();
-  }
-
-  *entries(): MapIterator<[string, HostTensor]> {
-    for (const name of this.specs.keys()) yield [name, this.get(name)!];
-  }
-
-  *values(): MapIterator<HostTensor> {
-    for (const [, t] of this.entries()) yield t;
-  }
-
-  forEach(fn: (value: HostTensor, key: string, map: ReadonlyMap<string, HostTensor>) => void): void {
-    for (const [name, t] of this.entries()) fn(t, name, this);
-  }
-
-  [Symbol.iterator](): MapIterator<[string, HostTensor]> {
-    return this.entries();
-  }
-}
-
 /** A randomly initialised model of `config` (see the file comment for the distribution). */
 export function fastRandomModel(config: CausalLMConfig, seed: number): CausalLM {
   const range = config.raw["initializer_range"];
   const std = typeof range === "number" && range > 0 ? range : 0.02;
-  return CausalLM.fromHostWeights(config, new GeneratedWeights(config, std, seed), "bench random init");
+  const specs = new Map(parameterSpecs(config).map((s) => [s.name, s]));
+  const make = (name: string): HostTensor => {
+    const spec = specs.get(name)!;
+    return { dtype: "float32", shape: [...spec.shape], data: fastInitValues(spec, std, seed) };
+  };
+  // Made one at a time as the model uploads them (LazyHostTensors): no second copy of the weights.
+  return CausalLM.fromHostWeights(config, new LazyHostTensors(new Set(specs.keys()), make), "bench random init");
 }
