@@ -19,6 +19,8 @@ export function gatherRows(x: tf.Tensor2D, indices: Int32Array): tf.Tensor2D {
   if (tf.getBackend() === "tensorflow") {
     return tf.tidy(() => tf.gather(x, tf.tensor1d(indices, "int32")));
   }
+  // A frozen table (a LoRA adapter's base) needs no gradient: tfjs never asks for the gather's.
+  if (isFrozen(x)) return tf.tidy(() => tf.gather(x, tf.tensor1d(indices, "int32")));
   const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const input = args[0] as tf.Tensor;
     const value = tf.tidy(() => tf.gather(input, tf.tensor1d(indices, "int32"))) as tf.Tensor2D;
@@ -66,25 +68,16 @@ function transposeLast2(x: tf.Tensor): tf.Tensor {
 export function matMul(a: tf.Tensor, b: tf.Tensor, transposeA = false, transposeB = false): tf.Tensor {
   if (tf.getBackend() === "tensorflow") return tf.matMul(a, b, transposeA, transposeB);
   if (transposesAreFree()) return matMulTransposing(a, b, transposeA, transposeB);
-  const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const [x, y] = args as [tf.Tensor, tf.Tensor];
-    const save = args[2] as tf.GradSaveFunc;
-    save([x, y]);
-    const value = tf.tidy(() => tf.matMul(transposeA ? transposeLast2(x) : x, transposeB ? transposeLast2(y) : y));
-    const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] =>
-      tf.tidy(() => {
-        const [sx, sy] = saved as [tf.Tensor, tf.Tensor];
-        const xOp = () => (transposeA ? transposeLast2(sx) : sx); // a' as used in the forward pass
-        const yOp = () => (transposeB ? transposeLast2(sy) : sy); // b'
-        const yOpT = () => (transposeB ? sy : transposeLast2(sy)); // b'ᵀ
-        const xOpT = () => (transposeA ? sx : transposeLast2(sx)); // a'ᵀ
-        const da = transposeA ? tf.matMul(yOp(), transposeLast2(dy)) : tf.matMul(dy, yOpT());
-        const db = transposeB ? tf.matMul(transposeLast2(dy), xOp()) : tf.matMul(xOpT(), dy);
-        return [reduceBroadcast(da, sx.shape), reduceBroadcast(db, sy.shape)];
-      });
-    return { value, gradFunc };
-  });
-  return op(a, b);
+  const op = (x: tf.Tensor) => (transposeA ? transposeLast2(x) : x); // a' as used in the forward pass
+  const opB = (y: tf.Tensor) => (transposeB ? transposeLast2(y) : y); // b'
+  return productWithGradient(
+    a,
+    b,
+    (x, y) => tf.tidy(() => tf.matMul(op(x), opB(y))),
+    // da = dC·b'ᵀ (transposed back when a is used transposed); db = a'ᵀ·dC (likewise).
+    (dy, x, y) => (transposeA ? tf.matMul(opB(y), transposeLast2(dy)) : tf.matMul(dy, transposeB ? y : transposeLast2(y))),
+    (dy, x) => (transposeB ? tf.matMul(transposeLast2(dy), op(x)) : tf.matMul(transposeA ? x : transposeLast2(x), dy)),
+  );
 }
 
 /**
@@ -95,22 +88,53 @@ export function matMul(a: tf.Tensor, b: tf.Tensor, transposeA = false, transpose
  * its input's shape.
  */
 function matMulTransposing(a: tf.Tensor, b: tf.Tensor, transposeA: boolean, transposeB: boolean): tf.Tensor {
+  // C = op(A)·op(B): dop(A) = dC·op(B)ᵀ and dop(B) = op(A)ᵀ·dC, transposed back where op transposes.
+  return productWithGradient(
+    a,
+    b,
+    (x, y) => tf.matMul(x, y, transposeA, transposeB),
+    (dy, x, y) => (transposeA ? tf.matMul(y, dy, transposeB, true) : tf.matMul(dy, y, false, !transposeB)),
+    (dy, x) => (transposeB ? tf.matMul(dy, x, true, transposeA) : tf.matMul(x, dy, !transposeA, false)),
+  );
+}
+
+/** A weight that does not train (a variable marked not trainable: the frozen base of a LoRA adapter). */
+function isFrozen(t: tf.Tensor): boolean {
+  return t instanceof tf.Variable && !t.trainable;
+}
+
+/**
+ * A product of `a` and `b` with its own gradient. tfjs computes every gradient a custom op returns,
+ * wanted or not, and keeps the unwanted ones until the backward pass ends; so an operand that is a
+ * frozen weight enters the op as a constant, not an input, and its gradient — a weight-sized
+ * product per layer, the whole model's gradients for a LoRA step — is never computed.
+ */
+function productWithGradient(
+  a: tf.Tensor,
+  b: tf.Tensor,
+  forward: (x: tf.Tensor, y: tf.Tensor) => tf.Tensor,
+  gradA: (dy: tf.Tensor, x: tf.Tensor, y: tf.Tensor) => tf.Tensor,
+  gradB: (dy: tf.Tensor, x: tf.Tensor, y: tf.Tensor) => tf.Tensor,
+): tf.Tensor {
+  const [frozenA, frozenB] = [isFrozen(a), isFrozen(b)];
+  if (frozenA && frozenB) return forward(a, b);
   const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const [x, y] = args as [tf.Tensor, tf.Tensor];
-    const save = args[2] as tf.GradSaveFunc;
+    const inputs = args.slice(0, -1) as tf.Tensor[];
+    const save = args[args.length - 1] as tf.GradSaveFunc;
+    const x = frozenA ? a : inputs[0]!;
+    const y = frozenB ? b : inputs[inputs.length - 1]!;
     save([x, y]);
-    const value = tf.matMul(x, y, transposeA, transposeB);
     const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] =>
       tf.tidy(() => {
         const [sx, sy] = saved as [tf.Tensor, tf.Tensor];
-        // C = op(A)·op(B): dop(A) = dC·op(B)ᵀ and dop(B) = op(A)ᵀ·dC, transposed back where op transposes.
-        const da = transposeA ? tf.matMul(sy, dy, transposeB, true) : tf.matMul(dy, sy, false, !transposeB);
-        const db = transposeB ? tf.matMul(dy, sx, true, transposeA) : tf.matMul(sx, dy, !transposeA, false);
-        return [reduceBroadcast(da, sx.shape), reduceBroadcast(db, sy.shape)];
+        const grads: tf.Tensor[] = [];
+        if (!frozenA) grads.push(reduceBroadcast(gradA(dy, sx, sy), sx.shape));
+        if (!frozenB) grads.push(reduceBroadcast(gradB(dy, sx, sy), sy.shape));
+        return grads;
       });
-    return { value, gradFunc };
+    return { value: forward(x, y), gradFunc };
   });
-  return op(a, b);
+  return frozenA ? op(b) : frozenB ? op(a) : op(a, b);
 }
 
 /** Sums a gradient over the batch axes its input was broadcast along. */

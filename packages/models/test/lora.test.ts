@@ -2,7 +2,17 @@
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AdamW, RngStream, tf } from "@pbrl/core-tensor";
-import { buildScoringBatch, completionLogProbs, DEFAULT_LORA, loadPretrained, loraTargets, LoraSettingsError, type CausalLM } from "../src/index.js";
+import {
+  buildScoringBatch,
+  CausalLM,
+  completionLogProbs,
+  DEFAULT_LORA,
+  llamaConfigJson,
+  loadPretrained,
+  loraTargets,
+  LoraSettingsError,
+  parseModelConfig,
+} from "../src/index.js";
 import { FIXTURES, reference } from "./reference.js";
 
 const tiny = (name = "tiny-llama") => loadPretrained(path.join(FIXTURES, name));
@@ -22,6 +32,24 @@ const logitsOf = (m: CausalLM, ids: number[]) => tf.tidy(() => Array.from(m.forw
 
 describe("a LoRA view", () => {
   afterEach(() => expect(tf.memory().numTensors).toBe(0));
+
+  it("a forward pass holds one layer's intermediates at a time: the peak does not grow with the depth (LoRA models generate through tfjs ops)", async () => {
+    const peakOfForward = async (layers: number): Promise<number> => {
+      const config = parseModelConfig(llamaConfigJson({ vocabSize: 64, hiddenSize: 64, intermediateSize: 256, numLayers: layers, numHeads: 4, numKvHeads: 2 }));
+      const base = CausalLM.randomInit(config, RngStream.fromSeed(3, "deep"));
+      const lora = base.withLora(allLinear, RngStream.fromSeed(1, "lora"));
+      const ids = Int32Array.from({ length: 4 * 32 }, (_, i) => (i * 7) % 64);
+      const live = tf.memory().numBytes;
+      const profile = await tf.profile(() => tf.dispose(lora.hidden({ ids, batch: 4, length: 32 })));
+      lora.dispose();
+      base.dispose();
+      return profile.peakBytes - live;
+    };
+    const shallow = await peakOfForward(2);
+    const deep = await peakOfForward(12);
+    // Each layer's output stays until the pass ends (4 × 32 × 64 floats, 32 KB a layer); everything else is freed per layer.
+    expect(deep - shallow).toBeLessThan(10 * 4 * 32 * 64 * 4 * 1.5);
+  });
 
   it("starts as PEFT does: A ~ U(±1/√in), B = 0, so the outputs are the base model's bit for bit", async () => {
     const base = (await tiny()).model;

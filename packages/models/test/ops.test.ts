@@ -110,6 +110,32 @@ describe.each<BackendName>(MATMUL_BACKENDS)("matMul without transposed kernels o
     }
   });
 
+  it.each([false, true])(
+    "a frozen weight (a variable that does not train: a LoRA base) is a constant of the product: its gradient is never computed (transposeB=%s)",
+    async (tb) => {
+      await useBackend(backend);
+      const x = tf.variable(tf.randomNormal([3, 4], 0, 1, "float32", 6));
+      const products = async (trainable: boolean) => {
+        const w = tf.variable(tf.randomNormal(tb ? [5, 4] : [4, 5], 0, 1, "float32", 7), trainable);
+        let grad: Float32Array | undefined;
+        const profile = await tf.profile(() => {
+          const { value, grads } = tf.variableGrads(() => tf.sum(tf.square(matMul(x, w, false, tb))) as tf.Scalar, [x]);
+          grad = grads[x.name]!.dataSync() as Float32Array;
+          tf.dispose([value, ...Object.values(grads)]);
+        });
+        w.dispose();
+        return { grad: grad!, count: profile.kernels.filter((k) => k.name === "BatchMatMul" || k.name === "_FusedMatMul").length };
+      };
+      const trains = await products(true);
+      const frozen = await products(false);
+      // The forward product and x's gradient; a trainable w adds the product for its own gradient.
+      expect(frozen.count).toBe(2);
+      expect(trains.count).toBe(3);
+      expect(frozen.grad).toEqual(trains.grad);
+      x.dispose();
+    },
+  );
+
   it("sums the gradient of a broadcast operand over the batch (tf.matMul's own gradient does not)", async () => {
     await useBackend(backend);
     const x = tf.variable(tf.randomNormal([2, 3, 4], 0, 1, "float32", 4));
