@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { totalmem } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
-import { AdamW, FUSED_KERNEL_NAMES, LIBTORCH_KERNEL_NAMES, loadLibtorchAddon, nativeThreads, tf, useBackend } from "../src/index.js";
+import { AdamW, FUSED_KERNEL_NAMES, LIBTORCH_KERNEL_NAMES, loadLibtorchAddon, nativeThreads, releaseCachedMemory, tf, useBackend } from "../src/index.js";
 import { expectSame, rand } from "./compare-backends.js";
 
 const load = loadLibtorchAddon(nativeThreads());
@@ -246,6 +246,25 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
       expect(touched).toBeLessThan(5000);
       expect(again.dataSync()[mb(600) - 1]).toBe(4);
       again.dispose();
+    },
+  );
+
+  it.skipIf(!existsSync("/proc/self/status") || totalmem() < 4 * (600 << 20) || process.env["PBRL_LIBTORCH_CPU_CACHE_MB"] !== undefined)(
+    "releaseCachedMemory gives the cached blocks back to the system between phases: the cache empties and the process's resident memory falls",
+    async () => {
+      if (!load.ok) return;
+      await useBackend("libtorch");
+      const residentMB = (): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"))![1]) / 1024;
+      const t = tf.fill([(300 << 20) / 4], 1); // 300 MB, touched: resident
+      t.dispose(); // cached for the next request of its size, still resident
+      expect(load.addon.info().cpuCacheMB).toBeGreaterThanOrEqual(300);
+      const before = residentMB();
+      const released = releaseCachedMemory();
+      expect(released).toBeGreaterThanOrEqual(300);
+      expect(load.addon.info().cpuCacheMB).toBe(0);
+      expect(before - residentMB()).toBeGreaterThan(250);
+      await useBackend("cpu");
+      expect(releaseCachedMemory()).toBe(0); // no cache of its own elsewhere
     },
   );
 

@@ -164,6 +164,8 @@ export interface TrainingStepWorkload {
   kernels: KernelFamily;
   /** gradient_checkpointing: each layer keeps only its input; one layer's activations live at a time, recomputed. */
   gradientCheckpointing?: boolean;
+  /** The model's own weights do not train (a LoRA adapter's base): none of the weight-sized gradient temporaries. */
+  frozenWeights?: boolean;
 }
 
 function checkCounts(what: string, values: Record<string, number>): void {
@@ -183,8 +185,8 @@ export function trainingActivationBytes(c: CausalLMConfig, w: TrainingStepWorklo
   const perLayer = tokens * perTokenLayer(c, k, w.seqLen, w.kernels, "training");
   // Checkpointed: every layer's input [tokens, hidden] kept, and one layer's activations at a time.
   const layers = w.gradientCheckpointing === true ? c.numLayers * tokens * c.hiddenSize + perLayer : c.numLayers * perLayer;
-  const floats =
-    layers + k.layerWeights * c.numLayers * sizes.layerProjections + k.lmHead * c.vocabSize * c.hiddenSize + logitFloats(c, k.logits) * scored * c.vocabSize;
+  const weightTemporaries = w.frozenWeights === true ? 0 : k.layerWeights * c.numLayers * sizes.layerProjections + k.lmHead * c.vocabSize * c.hiddenSize;
+  const floats = layers + weightTemporaries + logitFloats(c, k.logits) * scored * c.vocabSize;
   return floats * F32;
 }
 

@@ -61,6 +61,13 @@ describe("training step", () => {
     expect(e.tensorBytes).toBeCloseTo(4 * 1360 + activations + 480, 6);
   });
 
+  it("frozen weights (a LoRA base): no weight-sized gradient temporaries, the rest as before", () => {
+    const trains = trainingActivationBytes(tiny, { ...w, kernels: "fused" });
+    const frozen = trainingActivationBytes(tiny, { ...w, kernels: "fused", frozenWeights: true });
+    // 0.8 floats per layer weight (2 × 120) and 3.8 per output-head weight (40).
+    expect(trains - frozen).toBeCloseTo(4 * (0.8 * 240 + 3.8 * 40), 6);
+  });
+
   it("counts every scored position's logits when told how many", () => {
     const all = trainingActivationBytes(tiny, { ...w, kernels: "fused" });
     const one = trainingActivationBytes(tiny, { ...w, scoredTokens: 1, kernels: "fused" });

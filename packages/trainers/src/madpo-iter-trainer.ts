@@ -287,7 +287,7 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
             label,
             extra: { round },
           };
-          await this.learner.learn(train, ctx);
+          await this.learn(train, ctx);
         }
 
         // 4. Everything needed to continue after this round.

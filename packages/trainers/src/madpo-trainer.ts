@@ -141,7 +141,7 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
     };
     const optimizers = this.startOptimizers(agents);
     const session: LearnSession = { agents, optimizers, counters, streams, metrics, evaluate, progress, log: this.log };
-    await this.learner.learn(pairs, { ...session, label: "", extra: {}, newPairs: pairs, scorer: "task", initialPoliciesDir: undefined });
+    await this.learn(pairs, { ...session, label: "", extra: {}, newPairs: pairs, scorer: "task", initialPoliciesDir: undefined });
     await this.learner.saveState(a.output_dir);
     Object.assign(result, { updates: counters.updates, envStep: counters.envStep, trained: true });
 

@@ -118,6 +118,7 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
             seqLen: p.promptTokens + p.maxNewTokens,
             kernels: p.kernels,
             gradientCheckpointing: p.gradientCheckpointing === true,
+            frozenWeights: p.lora !== undefined,
           }),
           (l) => l.startsWith("weights") || l.startsWith("AdamW") || (p.lora !== undefined && (l.startsWith("gradients") || l.startsWith("optimizer-step"))),
         ).items,
@@ -126,7 +127,7 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
     },
   ];
   if (p.rewardModel !== undefined) {
-    const fit = trainingStepEstimate(first, { ...p.rewardModel, kernels: p.kernels }, "reward model");
+    const fit = trainingStepEstimate(first, { ...p.rewardModel, kernels: p.kernels, frozenWeights: p.lora !== undefined }, "reward model");
     // LoRA: the reward model's backbone is a copy of agent 0's adapter over the shared base.
     const estimate =
       p.lora === undefined

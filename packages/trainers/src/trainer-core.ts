@@ -5,16 +5,16 @@
  * pushing the trained agents, and freeing everything.
  */
 import * as path from "node:path";
-import { AdamW, RngStreams, type BackendInfo, type RngStream } from "@pbrl/core-tensor";
+import { AdamW, releaseCachedMemory, RngStreams, type BackendInfo, type RngStream } from "@pbrl/core-tensor";
 import type { CausalLM, Tokenizer } from "@pbrl/models";
-import type { AsyncFormatter, CentralizedAdapter, DatasetName, RewardFunc, RewardProcessor, TaskItem } from "@pbrl/preference-data";
+import type { AsyncFormatter, CentralizedAdapter, CollectedPair, DatasetName, RewardFunc, RewardProcessor, TaskItem } from "@pbrl/preference-data";
 import type { JointRewardModel } from "@pbrl/reward-model";
 import { disposeAgents, saveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
 import type { MADPOConfig } from "./config/madpo-config.js";
 import type { MADPOIterConfig } from "./config/madpo-iter-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
-import type { Learner } from "./learner.js";
+import type { LearnContext, Learner } from "./learner.js";
 import type { MetricsListener, MetricsLog } from "./metrics-log.js";
 import { agentExecution, type AgentExecution } from "./parallel/agent-execution.js";
 import { renderRunPrompts } from "./prompt-rendering.js";
@@ -195,6 +195,20 @@ export abstract class TrainerCore<C extends TrainerConfig> {
   /** Writes every agent to `<dir>/agent_<i>` as a Hugging Face checkpoint folder. */
   async saveModel(dir: string): Promise<void> {
     await saveAgents(dir, await this.agents(), this.args.save_dtype);
+  }
+
+  /**
+   * The learner's training on `pairs`. What generation kept for reuse (libtorch's block cache and
+   * heap) is given back before it and what training kept after it, so that neither phase's
+   * leftovers sit under the other's peak (releaseCachedMemory).
+   */
+  protected async learn(pairs: readonly CollectedPair[], ctx: LearnContext): Promise<void> {
+    releaseCachedMemory();
+    try {
+      await this.learner.learn(pairs, ctx);
+    } finally {
+      releaseCachedMemory();
+    }
   }
 
   /** Frees the agents' weights, their optimizer state and what the learner holds. */

@@ -152,6 +152,8 @@ void RegisterBlas(napi_env env, napi_value exports);
 // The caching allocator for large CPU tensors (allocator.cc), installed once per process.
 void InstallCpuAllocator();
 size_t CpuCacheBytes();
+// Gives the allocator's cached blocks and glibc's free heap pages back to the system; returns the cached bytes released.
+size_t ReleaseCpuCache();
 
 // Matrix product of float tensors honouring Bf16Compute(): bfloat16 inside, float32 out unless
 // halfOut (then bfloat16, for consumers that compute in bfloat16 anyway).

@@ -106,6 +106,12 @@ napi_value Init(const Args& a) {
   return Info(a);
 }
 
+napi_value ReleaseCache(const Args& a) {
+  napi_value v;
+  napi_create_double(a.env(), static_cast<double>(ReleaseCpuCache()) / (1 << 20), &v);
+  return v;
+}
+
 napi_value Info(const Args& a) {
   napi_env env = a.env();
   napi_value obj, v;
@@ -200,6 +206,7 @@ napi_value MakeBf16Copies(const Args& a) {
 void RegisterCore(napi_env env, napi_value exports) {
   Export(env, exports, "init", Init);
   Export(env, exports, "info", Info);
+  Export(env, exports, "releaseCpuCache", ReleaseCache);
   Export(env, exports, "write", Write);
   Export(env, exports, "read", Read);
   Export(env, exports, "free", Free);

@@ -46,6 +46,8 @@ export interface LibtorchInfo {
 export interface LibtorchAddon {
   init(threads: number): LibtorchInfo;
   info(): LibtorchInfo;
+  /** Unmaps the allocator's cached blocks and trims glibc's heap (libtorch/src/allocator.cc); returns the cached MB released. */
+  releaseCpuCache(): number;
   write(values: Float32Array | Int32Array | Uint8Array, shape: readonly number[], dtype: number): TensorRef;
   read(id: number): Float32Array | Int32Array | Uint8Array;
   free(id: number): void;
@@ -279,6 +281,7 @@ const REQUIRED = [
   "adamw",
   "attention",
   "attentionGrad",
+  "releaseCpuCache",
 ] as const satisfies readonly (keyof LibtorchAddon)[];
 
 const loaded = new Map<string, LibtorchLoad>();
