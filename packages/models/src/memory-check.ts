@@ -17,7 +17,8 @@ import {
 
 /** The kernel family of the active backend, for the estimates. */
 export function activeKernelFamily(): KernelFamily {
-  return fusedKernelsActive() ? "fused" : "tfjs";
+  if (!fusedKernelsActive()) return "tfjs";
+  return tf.getBackend() === "libtorch" ? "aten" : "fused";
 }
 
 /** The way out every memory message ends with, after the workload's own advice. */

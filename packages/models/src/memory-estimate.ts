@@ -20,8 +20,11 @@ import { parameterSpecs } from "./parameters.js";
 
 const F32 = 4;
 
-/** Whose kernels run the model: pbrl's fused ones (native, libtorch) or tfjs's ops (wasm, cpu, tensorflow). */
-export type KernelFamily = "fused" | "tfjs";
+/**
+ * Whose kernels run the model: pbrl's fused ones on the wasm heap (native) or on ATen tensors
+ * (libtorch: "aten"), or tfjs's ops (wasm, cpu, tensorflow).
+ */
+export type KernelFamily = "fused" | "aten" | "tfjs";
 
 /** One line of a breakdown. Host items are JavaScript memory outside the backend's tensor memory. */
 export interface MemoryItem {
@@ -76,12 +79,25 @@ export function modelSizes(config: CausalLMConfig): ModelSizes {
 const TRAINING = {
   tfjs: { hidden: 33, kv: 26, intermediate: 7.3, scores: 7.2, fixed: 5100, layerWeights: 3.6, lmHead: 0.3, logits: 6, optimizerTemps: 14 },
   fused: { hidden: 31.5, kv: 11, intermediate: 6.8, scores: 1.2, fixed: 800, layerWeights: 0.8, lmHead: 3.8, logits: 1.5, optimizerTemps: 3 },
+  // The same kernels on ATen tensors, each freed the moment its last reference goes, where the wasm
+  // heap's high-water mark above keeps every weight-sized temporary a step ever made: measured
+  // against the peak RSS of whole madpo_iter rounds on libtorch (SmolLM2-135M and Qwen2.5-0.5B
+  // shapes, full and LoRA; docs/memory.md), a step keeps two output-head-sized gradient
+  // temporaries (a tied embedding's gradients from the lookup and the head, before they are summed)
+  // and the in-place AdamW one copy of a parameter, and no per-layer weight temporaries; the
+  // per-token terms are the fused kernels' rounded up by 20% (the blocks ATen's allocator and
+  // glibc keep within a phase).
+  aten: { hidden: 38, kv: 13.2, intermediate: 8.2, scores: 1.44, fixed: 960, layerWeights: 0, lmHead: 2, logits: 1.5, optimizerTemps: 1 },
 } as const;
+
+/** Floats per token and unit of a LoRA module's input plus output width: the dropped-out input and the low-rank update (2), rounded up by 20%. */
+const ADAPTER_FLOATS_PER_WIDTH = 2.4;
 
 /** The same for a forward pass without gradients (generation's prompt pass, scoring). */
 const FORWARD = {
   tfjs: { hidden: 23, kv: 12, intermediate: 5.2, scores: 4.4, fixed: 900, logits: 3.1 },
   fused: { hidden: 13, kv: 7.5, intermediate: 3.2, scores: 0.5, fixed: 100, logits: 1.1 },
+  aten: { hidden: 13, kv: 7.5, intermediate: 3.2, scores: 0.5, fixed: 100, logits: 1.1 },
 } as const;
 
 interface PerToken {
@@ -138,7 +154,7 @@ function familyTerms(c: CausalLMConfig, kernels: KernelFamily, phase: "training"
   const kv = c.numKvHeads * c.headDim;
   const i = c.intermediateSize;
   const train = phase === "training";
-  const fused = kernels === "fused";
+  const fused = kernels !== "tfjs";
   let floats = (train ? (fused ? 5 : 10) : 3) * Math.max(0, q - h);
   if (a.qkNorm) floats += (train ? (fused ? 2 : 4) : 2) * (q + kv);
   if (a.sandwichNorms) floats += (train ? (fused ? 4 : 8) : 2) * h;
@@ -166,6 +182,11 @@ export interface TrainingStepWorkload {
   gradientCheckpointing?: boolean;
   /** The model's own weights do not train (a LoRA adapter's base): none of the weight-sized gradient temporaries. */
   frozenWeights?: boolean;
+  /**
+   * A LoRA adapter's modules in one layer, as the sum of their input and output widths: each keeps
+   * its dropped-out input and its low-rank update for the backward pass.
+   */
+  adapterWidths?: number;
 }
 
 function checkCounts(what: string, values: Record<string, number>): void {
@@ -182,7 +203,7 @@ export function trainingActivationBytes(c: CausalLMConfig, w: TrainingStepWorklo
   const k = TRAINING[w.kernels];
   const tokens = w.sequences * w.seqLen;
   const sizes = modelSizes(c);
-  const perLayer = tokens * perTokenLayer(c, k, w.seqLen, w.kernels, "training");
+  const perLayer = tokens * (perTokenLayer(c, k, w.seqLen, w.kernels, "training") + ADAPTER_FLOATS_PER_WIDTH * (w.adapterWidths ?? 0));
   // Checkpointed: every layer's input [tokens, hidden] kept, and one layer's activations at a time.
   const layers = w.gradientCheckpointing === true ? c.numLayers * tokens * c.hiddenSize + perLayer : c.numLayers * perLayer;
   const weightTemporaries = w.frozenWeights === true ? 0 : k.layerWeights * c.numLayers * sizes.layerProjections + k.lmHead * c.vocabSize * c.hiddenSize;

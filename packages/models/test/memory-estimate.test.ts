@@ -68,6 +68,14 @@ describe("training step", () => {
     expect(trains - frozen).toBeCloseTo(4 * (0.8 * 240 + 3.8 * 40), 6);
   });
 
+  it("ATen kernels (libtorch): no per-layer weight temporaries, two output-head-sized and one optimizer copy, per-token terms 20% above the fused kernels'", () => {
+    const aten = trainingStepEstimate(tiny, { ...w, kernels: "aten" });
+    const bytes = Object.fromEntries(aten.items.map((i) => [i.label.split(" ")[0], i.bytes]));
+    // 12 × (38·4 + 13.2·2 + 8.2·6 + 1.44·6 + 960) + 2·40 + 1.5·40 floats; the largest parameter has 40.
+    expect(bytes["activations"]).toBeCloseTo(4 * (12 * (152 + 26.4 + 49.2 + 8.64 + 960) + 80 + 60), 6);
+    expect(bytes["optimizer-step"]).toBe(4 * 40);
+  });
+
   it("counts every scored position's logits when told how many", () => {
     const all = trainingActivationBytes(tiny, { ...w, kernels: "fused" });
     const one = trainingActivationBytes(tiny, { ...w, scoredTokens: 1, kernels: "fused" });

@@ -55,7 +55,13 @@ export interface RunMemoryPlan {
    * first come first), each agent training an adapter of `adapterParameters` weights; comparator
    * copies, references and critics copy the adapter, not the base.
    */
-  lora?: { adapterParameters: number; bases: number; largestFactor: number };
+  lora?: {
+    adapterParameters: number;
+    bases: number;
+    largestFactor: number;
+    /** Sum of the adapted modules' input and output widths in one layer (memory-estimate.ts's adapterWidths). */
+    adapterWidths: number;
+  };
   /**
    * libtorch: the process's resident memory besides its tensors (Node.js, libtorch's libraries,
    * the tokenizer, the reward worker), measured before the run; resident already, so in the
@@ -94,6 +100,14 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
           { label: "optimizer-step temporaries (LoRA factors)", bytes: optimizerTemporaryBytes(p.kernels, p.lora.largestFactor), pool: "tensors" },
         ]
       : [];
+  // libtorch: one agent's step after another's finds the blocks the first freed kept for reuse
+  // (the allocator's cache, glibc's untrimmed heap) in other sizes and places: two fully trained
+  // Qwen2.5-0.5B-shaped agents peaked 1.1 GB (0.6 of a gradient set) above what one agent's steps
+  // add (docs/memory.md).
+  const successiveSteps: MemoryItem[] =
+    p.kernels === "aten" && p.lora === undefined && p.agents.length > 1
+      ? [{ label: "blocks kept for reuse between agents' steps", bytes: 0.6 * modelSizes(largest).parameters * 4, pool: "tensors" }]
+      : [];
   const out = [
     {
       name: "generation",
@@ -119,15 +133,21 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
             kernels: p.kernels,
             gradientCheckpointing: p.gradientCheckpointing === true,
             frozenWeights: p.lora !== undefined,
+            adapterWidths: p.lora?.adapterWidths ?? 0,
           }),
           (l) => l.startsWith("weights") || l.startsWith("AdamW") || (p.lora !== undefined && (l.startsWith("gradients") || l.startsWith("optimizer-step"))),
         ).items,
         ...adapterItems,
+        ...successiveSteps,
       ]),
     },
   ];
   if (p.rewardModel !== undefined) {
-    const fit = trainingStepEstimate(first, { ...p.rewardModel, kernels: p.kernels, frozenWeights: p.lora !== undefined }, "reward model");
+    const fit = trainingStepEstimate(
+      first,
+      { ...p.rewardModel, kernels: p.kernels, frozenWeights: p.lora !== undefined, adapterWidths: p.lora?.adapterWidths ?? 0 },
+      "reward model",
+    );
     // LoRA: the reward model's backbone is a copy of agent 0's adapter over the shared base.
     const estimate =
       p.lora === undefined
@@ -283,6 +303,9 @@ export function checkRunMemory(
         adapterParameters: Math.max(...models.map((m) => m.adapter!.numParameters())),
         bases: bases.length,
         largestFactor: Math.max(...models.flatMap((m) => [...m.adapter!.namedVariables().values()].map((v) => v.size))),
+        adapterWidths: Math.max(
+          ...models.map((m) => [...m.adapter!.modules.values()].reduce((sum, f) => sum + f.a.shape[1]! + f.b.shape[0]!, 0) / m.config.numLayers),
+        ),
       }
     : undefined;
   const plan = runMemoryPlan(trainer, args, {

@@ -99,7 +99,7 @@ describe("runMemoryEstimate", () => {
       max_new_tokens: 12,
     });
     const full = runMemoryEstimate(runMemoryPlan("madpo_iter", a, ctx({ kernels: "fused" }))).estimate;
-    const adapter = { adapterParameters: 5000, bases: 1, largestFactor: 1024 };
+    const adapter = { adapterParameters: 5000, bases: 1, largestFactor: 1024, adapterWidths: 0 };
     const lora = runMemoryEstimate({ ...runMemoryPlan("madpo_iter", a, ctx({ kernels: "fused" })), lora: adapter }).estimate;
     const bytes = (e: typeof full, label: string) => e.items.filter((i) => i.label.includes(label)).reduce((t, i) => t + i.bytes, 0);
     const w = modelSizes(model).parameters * 4;
@@ -110,6 +110,19 @@ describe("runMemoryEstimate", () => {
     expect(bytes(lora, "optimizer-step temporaries")).toBe(3 * 1024 * 4);
     expect(bytes(full, "optimizer-step temporaries")).toBe(3 * modelSizes(model).largestParameter * 4);
     expect(lora.tensorBytes).toBeLessThan(full.tensorBytes - w);
+  });
+
+  it("libtorch: fully trained agents that step one after another add blocks kept for reuse (0.6 of a gradient set); one agent or LoRA agents do not", () => {
+    const a = MADPOIterConfig({ comparator_policy: "current" });
+    const kept = (agents: number, lora: boolean, kernels: "aten" | "fused") => {
+      const plan = runMemoryPlan("madpo_iter", a, ctx({ kernels, agents: Array(agents).fill(model) }));
+      if (lora) plan.lora = { adapterParameters: 5000, bases: 1, largestFactor: 1024, adapterWidths: 100 };
+      return runMemoryEstimate(plan).estimate.items.filter((i) => i.label.endsWith("blocks kept for reuse between agents' steps"));
+    };
+    expect(kept(2, false, "aten").map((i) => i.bytes)).toEqual([0.6 * modelSizes(model).parameters * 4]);
+    expect(kept(1, false, "aten")).toEqual([]);
+    expect(kept(2, true, "aten")).toEqual([]);
+    expect(kept(2, false, "fused")).toEqual([]);
   });
 
   it("libtorch: the process's own memory is in the total as resident host memory, not in what the check asks for", () => {
