@@ -103,6 +103,36 @@ export class RngStream {
     return result;
   }
 
+  /**
+   * Inverted-dropout multipliers: `out[i]` is 0 where the i-th draw falls below p·2³², else
+   * `keep`. The same draws as `out.length` calls of {@link nextUint32}, without a call per entry
+   * (a LoRA step draws one per input entry of every adapted layer: 77M for SmolLM2-135M at 4 × 128
+   * tokens, 0.42 s a step through nextUint32).
+   */
+  fillDropoutMask(out: Float32Array, p: number, keep: number): void {
+    const st = this.s;
+    let s0 = st[0]!,
+      s1 = st[1]!,
+      s2 = st[2]!,
+      s3 = st[3]!;
+    const threshold = p * 4294967296;
+    for (let i = 0; i < out.length; i++) {
+      const result = Math.imul(rotl(Math.imul(s1, 5) >>> 0, 7), 9) >>> 0;
+      const t = s1 << 9;
+      s2 ^= s0;
+      s3 ^= s1;
+      s1 ^= s2;
+      s0 ^= s3;
+      s2 ^= t;
+      s3 = (s3 << 11) | (s3 >>> 21);
+      out[i] = result < threshold ? 0 : keep;
+    }
+    st[0] = s0;
+    st[1] = s1;
+    st[2] = s2;
+    st[3] = s3;
+  }
+
   /** Uniform in [0, 1) with 53 random bits. */
   random(): number {
     const hi = this.nextUint32() >>> 5;

@@ -20,6 +20,25 @@ describe("RngStream", () => {
     expect(draws(s, 6)).toEqual([11520, 0, 5927040, 70819200, 2031721883, 1637235492]);
   });
 
+  it("fillDropoutMask draws exactly what nextUint32 draws, one per entry, and leaves the stream where they would", () => {
+    for (const [p, n] of [
+      [0.05, 1000],
+      [0.5, 777],
+      [0.9, 3],
+    ] as const) {
+      const a = RngStream.fromSeed(7, `mask-${p}`);
+      const b = RngStream.fromSeed(7, `mask-${p}`);
+      const mask = new Float32Array(n);
+      a.fillDropoutMask(mask, p, 1 / (1 - p));
+      const keep = Math.fround(1 / (1 - p));
+      const expected = Float32Array.from({ length: n }, () => (b.nextUint32() < p * 2 ** 32 ? 0 : keep));
+      expect(mask).toEqual(expected);
+      expect(a.getState()).toEqual(b.getState());
+      const dropped = mask.filter((x) => x === 0).length / n;
+      if (n >= 777) expect(Math.abs(dropped - p)).toBeLessThan(0.05);
+    }
+  });
+
   it("restores a saved state exactly", () => {
     const s = RngStream.fromSeed(3, "x");
     draws(s, 10);

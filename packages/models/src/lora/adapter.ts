@@ -99,10 +99,8 @@ export class LoraAdapter {
     const p = this.spec.dropout;
     const rng = this.dropoutRng!;
     const mask = new Float32Array(x.size);
-    const keep = 1 / (1 - p);
     // One 32-bit draw per entry: an entry is dropped when the draw falls below p · 2³².
-    const threshold = p * 4294967296;
-    for (let i = 0; i < mask.length; i++) mask[i] = rng.nextUint32() < threshold ? 0 : keep;
+    rng.fillDropoutMask(mask, p, 1 / (1 - p));
     return tf.mul(x, tf.tensor2d(mask, x.shape)) as tf.Tensor2D;
   }
 
