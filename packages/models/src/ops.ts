@@ -123,10 +123,13 @@ function productWithGradient(
     const save = args[args.length - 1] as tf.GradSaveFunc;
     const x = frozenA ? a : inputs[0]!;
     const y = frozenB ? b : inputs[inputs.length - 1]!;
-    save([x, y]);
+    // The frozen weight is read where it lives: a saved copy would be a tensor of its own (a
+    // weight's worth of tf.memory() on backends that share the data, a real copy on others).
+    save(inputs);
     const gradFunc = (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] =>
       tf.tidy(() => {
-        const [sx, sy] = saved as [tf.Tensor, tf.Tensor];
+        const sx = frozenA ? a : saved[0]!;
+        const sy = frozenB ? b : saved[saved.length - 1]!;
         const grads: tf.Tensor[] = [];
         if (!frozenA) grads.push(reduceBroadcast(gradA(dy, sx, sy), sx.shape));
         if (!frozenB) grads.push(reduceBroadcast(gradB(dy, sx, sy), sy.shape));
