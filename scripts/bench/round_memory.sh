@@ -32,6 +32,7 @@ verbose: true
 YAML
 cd "$work"
 /usr/bin/time -v node "$repo/apps/cli/dist/main.js" train --config run.yaml agent_model="$model" num_agents="$agents" output_dir="$work/out" "$@" > log 2>&1 || { tail -20 log; exit 1; }
+grep -m1 'memory estimate:' log >&2
 estimate=$(grep -o 'memory estimate: [0-9.]* [GM]B' log | head -1)
 peak_kb=$(grep 'Maximum resident set size' log | grep -o '[0-9]*$')
 echo "$estimate; peak RSS $(awk -v k="$peak_kb" 'BEGIN { printf "%.2f GB", k / 1048576 }'); $(grep 'Elapsed' log | sed 's/^\s*//')"

@@ -220,36 +220,42 @@ describe("pbrl bench", () => {
   });
 
   // Each backend in its own process needs the CLI as compiled JavaScript (see compiled-cli.ts).
-  it.skipIf(!packagesBuilt)("runs each backend in its own child process from compiled JS, and reports a missing Python as skipped", async () => {
-    const { main, cleanup } = await compileCli();
-    try {
-      const { stdout } = await run(process.execPath, [
-        main,
-        "bench",
-        "--preset",
-        "tiny",
-        "--backends",
-        "wasm,cpu",
-        "--json",
-        "--steps",
-        "1",
-        "--no-demo-round",
-        "--python",
-        "/nonexistent/python",
-      ]);
-      const report = JSON.parse(stdout) as { results: Record<string, Json>; workloads: Record<string, Json> };
-      const { pbrl_wasm: wasm, pbrl_cpu: cpu, pytorch } = report.results;
-      for (const r of [wasm!, cpu!]) {
-        expectMeasured(r);
-        expect(r["isolation"]).toBe("child process");
-        expect(r["pid"]).not.toBe(process.pid);
-        expect(r["demo_round"]).toEqual({ skipped: "--no-demo-round" });
+  it.skipIf(!packagesBuilt)(
+    "runs each backend in its own child process from compiled JS, and reports a missing Python as skipped",
+    async () => {
+      const { main, cleanup } = await compileCli();
+      try {
+        const { stdout } = await run(process.execPath, [
+          main,
+          "bench",
+          "--preset",
+          "tiny",
+          "--backends",
+          "wasm,cpu",
+          "--json",
+          "--steps",
+          "1",
+          "--no-demo-round",
+          "--python",
+          "/nonexistent/python",
+        ]);
+        const report = JSON.parse(stdout) as { results: Record<string, Json>; workloads: Record<string, Json> };
+        const { pbrl_wasm: wasm, pbrl_cpu: cpu, pytorch } = report.results;
+        for (const r of [wasm!, cpu!]) {
+          expectMeasured(r);
+          expect(r["isolation"]).toBe("child process");
+          expect(r["pid"]).not.toBe(process.pid);
+          expect(r["demo_round"]).toEqual({ skipped: "--no-demo-round" });
+        }
+        expect(wasm!["pid"]).not.toBe(cpu!["pid"]);
+        expect(report.workloads["pbrl_cpu"]).toMatchObject({ train_batch: 8, train_seq_len: 128, train_steps: 1, gen_new_tokens: 16 });
+        expect(pytorch!["skipped"]).toMatch(/\/nonexistent\/python: not found \(from --python\)/);
+      } finally {
+        cleanup();
       }
-      expect(wasm!["pid"]).not.toBe(cpu!["pid"]);
-      expect(report.workloads["pbrl_cpu"]).toMatchObject({ train_batch: 8, train_seq_len: 128, train_steps: 1, gen_new_tokens: 16 });
-      expect(pytorch!["skipped"]).toMatch(/\/nonexistent\/python: not found \(from --python\)/);
-    } finally {
-      cleanup();
-    }
-  });
+      // Compiling the CLI, then the pure-JS cpu backend's training step: 42 s alone, past
+      // 120 s on a loaded 2-core machine.
+    },
+    360_000,
+  );
 });

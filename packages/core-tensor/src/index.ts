@@ -22,7 +22,7 @@ export {
 export { fusedKernelsActive, transposesAreFree } from "./backend-traits.js";
 export { installLeanGradients, uninstallLeanGradients } from "./lean-gradients.js";
 export { checkDevice, deviceOf, DeviceUnavailableError, onDevice, toDevice } from "./devices.js";
-export { computePrecision, PrecisionUnavailableError, setComputePrecision } from "./precision.js";
+export { computePrecision, PrecisionUnavailableError, setComputePrecision, storeInBf16 } from "./precision.js";
 export { releaseCachedMemory } from "./release-memory.js";
 export type { ComputePrecision } from "./precision.js";
 export { adamwStep, fusedAttention, logSoftmaxSelect, logSoftmaxSelectGrad, rmsNorm, rotary, scatterAddRows, swiglu } from "./fused-ops.js";

@@ -1,5 +1,5 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import { deviceOf, onDevice, tf, toDevice, transposesAreFree, variableFrom, type DeferredHostTensor, type HostTensor } from "@pbrl/core-tensor";
+import { deviceOf, onDevice, storeInBf16, tf, toDevice, transposesAreFree, variableFrom, type DeferredHostTensor, type HostTensor } from "@pbrl/core-tensor";
 import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
 import { decoderLayer, norm, type BlockWeights, type CallConstants, type RotaryTables } from "./decoder-layer.js";
@@ -234,6 +234,8 @@ export class CausalLM {
         );
     }
     for (const v of this.base.params.values()) v.trainable = false;
+    // A frozen base never changes: under bf16 it is held in bfloat16 alone, as the products read it.
+    storeInBf16([...this.base.params.values()]);
     return this.view(this.base.retain(), adapter);
   }
 

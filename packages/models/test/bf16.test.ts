@@ -16,10 +16,12 @@ import {
   PrecisionUnavailableError,
   RngStream,
   setComputePrecision,
+  storeInBf16,
   tf,
   useBackend,
 } from "@pbrl/core-tensor";
-import { buildScoringBatch, completionLogProbs, loadPretrained } from "../src/index.js";
+import { bf16BitsToFloat32, float32ToBf16Bits } from "@pbrl/core-tensor";
+import { buildScoringBatch, completionLogProbs, DEFAULT_LORA, loadPretrained } from "../src/index.js";
 import { FIXTURES } from "./reference.js";
 
 const load = loadLibtorchAddon(nativeThreads());
@@ -107,5 +109,65 @@ describe.skipIf(missing !== undefined)(`bf16 on libtorch${missing !== undefined 
     const [f, h] = [losses["float32"]!, losses["bf16"]!];
     expect(f[29]!).toBeLessThan(f[0]! / 100);
     for (const s of [9, 29]) expect(Math.abs(h[s]! - f[s]!)).toBeLessThanOrEqual(0.05 * f[s]! + 1e-3);
+  });
+
+  it("a LoRA base is held in bfloat16 alone: the float32 matrices are freed, products are unchanged, the adapter trains", async () => {
+    await useBackend("libtorch");
+    setComputePrecision("bf16");
+    const p = await loadPretrained(path.join(FIXTURES, "tiny-llama"));
+    const base = p.model;
+    const ids = Int32Array.from([3, 17, 42, 5, 99, 7, 64, 12]);
+    const logits = (m: typeof base) => tf.tidy(() => Array.from(m.forward({ ids, batch: 1, length: ids.length }).dataSync()));
+    const rounded = (x: number) => bf16BitsToFloat32(float32ToBf16Bits(x));
+    const matrices = [...base.params.values()].filter((w) => w.rank >= 2);
+    const vectors = [...base.params.values()].filter((w) => w.rank < 2);
+    const original = new Map([...base.params].map(([n, w]) => [n, w.dataSync().slice()]));
+    // With matrices whose values bfloat16 holds exactly, holding them in bfloat16 changes no logit.
+    for (const w of matrices) w.assign(tf.tensor(Float32Array.from(w.dataSync(), rounded), w.shape));
+    const before = logits(base);
+    const lora = base.withLora({ ...DEFAULT_LORA, r: 4, alpha: 8, targetModules: "all-linear" }, RngStream.fromSeed(1, "lora"));
+    // Storing again frees nothing: withAdapter did it, and nothing else held the float32 values.
+    expect(storeInBf16(matrices)).toBe(0);
+    for (const [n, w] of base.params) {
+      const got = w.dataSync();
+      const want = original.get(n)!;
+      for (let i = 0; i < want.length; i += 7) expect(got[i]).toBe(w.rank >= 2 ? rounded(want[i]!) : want[i]);
+    }
+    expect(vectors.length).toBeGreaterThan(0);
+    expect(logits(lora)).toEqual(before);
+    const opt = new AdamW(lora.params, { lr: 1e-2, weightDecay: 0 });
+    const batch = buildScoringBatch([{ promptIds: [3, 17], completionIds: [42, 5, 99, 7] }], 0);
+    const nll: number[] = [];
+    for (let s = 0; s < 5; s++) {
+      const { value, grads } = tf.variableGrads(() => {
+        const { tokens, sums } = completionLogProbs(lora, batch);
+        tokens.dispose();
+        return tf.neg(tf.mean(sums)) as tf.Scalar;
+      }, lora.trainableVariables());
+      opt.step(lora.gradsByWeightName(grads));
+      nll.push(value.dataSync()[0]!);
+      tf.dispose([value, ...Object.values(grads)]);
+    }
+    expect(nll[4]!).toBeLessThan(nll[0]! - 0.1);
+    opt.dispose();
+    lora.dispose();
+    base.dispose();
+    // As loaded, nothing else holds a weight's float32 values: storing them in bfloat16 frees them all.
+    const fresh = (await loadPretrained(path.join(FIXTURES, "tiny-llama"))).model;
+    const freshMatrices = [...fresh.params.values()].filter((w) => w.rank >= 2);
+    expect(storeInBf16(freshMatrices)).toBe(freshMatrices.reduce((n, w) => n + 4 * w.size, 0));
+    fresh.dispose();
+  });
+
+  it("in float32 a LoRA base keeps its float32 values", async () => {
+    await useBackend("libtorch");
+    const p = await loadPretrained(path.join(FIXTURES, "tiny-llama"));
+    const w = p.model.params.get("model.layers.0.self_attn.q_proj.weight")!;
+    const want = w.dataSync().slice();
+    const lora = p.model.withLora({ ...DEFAULT_LORA, r: 4, alpha: 8 }, RngStream.fromSeed(1, "lora"));
+    expect(w.dataSync()).toEqual(want);
+    expect(storeInBf16([w])).toBe(0);
+    lora.dispose();
+    p.model.dispose();
   });
 });

@@ -47,7 +47,8 @@ export interface RunMemoryPlan {
   nativeDecode: boolean;
   /**
    * bf16 on libtorch: every model that multiplies keeps a bfloat16 copy of its weights (2 bytes a
-   * parameter) beside the float32 ones for as long as they live (libtorch's Bf16Copy).
+   * parameter) beside the float32 ones for as long as they live (libtorch's Bf16Copy); a LoRA
+   * base, which never changes, is held in bfloat16 alone once its adapters are on it (storeInBf16).
    */
   bf16: boolean;
   /**
@@ -108,7 +109,24 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
     p.kernels === "aten" && p.lora === undefined && p.agents.length > 1
       ? [{ label: "blocks kept for reuse between agents' steps", bytes: 0.6 * modelSizes(largest).parameters * 4, pool: "tensors" }]
       : [];
+  // bf16 LoRA: a base is loaded in float32, then held in bfloat16 (resident, 2 bytes a parameter).
+  const loading =
+    p.lora !== undefined && p.bf16
+      ? [
+          {
+            name: "loading",
+            estimate: memoryEstimate(
+              p.agents.slice(0, p.lora.bases).map((c, b) => ({
+                label: `base weights ${b} in float32 until they are held in bfloat16`,
+                bytes: modelSizes(c).parameters * 2,
+                pool: "tensors" as const,
+              })),
+            ),
+          },
+        ]
+      : [];
   const out = [
+    ...loading,
     {
       name: "generation",
       estimate: memoryEstimate([
@@ -171,9 +189,8 @@ export function runMemoryEstimate(p: RunMemoryPlan): { estimate: MemoryEstimate;
   if (p.lora !== undefined) {
     const lora = p.lora;
     p.agents.slice(0, lora.bases).forEach((c, b) => {
-      const bytes = modelSizes(c).parameters * 4;
-      resident.push({ label: `base weights ${b} (frozen, shared by the agents that load it)`, bytes, pool: "tensors" });
-      bf16Copies(`base weights ${b}`, bytes);
+      const bytes = modelSizes(c).parameters * (p.bf16 ? 2 : 4);
+      resident.push({ label: `base weights ${b} (frozen, shared by the agents that load it${p.bf16 ? ", bfloat16" : ""})`, bytes, pool: "tensors" });
     });
     const adapter = lora.adapterParameters * 4;
     p.agents.forEach((_, i) => {
@@ -316,16 +333,20 @@ export function checkRunMemory(
     nativeDecode: tf.getBackend() === "native",
   });
   if (lora !== undefined) plan.lora = lora;
+  // A LoRA base under bf16 is held in bfloat16 (storeInBf16), which tf.memory() still counts at 4 bytes a value.
+  const baseParameters = lora !== undefined ? bases.reduce((s, m) => s + m.numParameters() - m.adapter!.numParameters(), 0) : 0;
+  const baseBytesEach = args.bf16 === true ? 2 : 4;
+  const loaded =
+    lora !== undefined
+      ? baseParameters * baseBytesEach + models.length * lora.adapterParameters * 4
+      : [...new Set(models)].reduce((s, m) => s + m.numParameters() * 4, 0);
   if (tf.getBackend() === "libtorch") {
     // What the process holds besides live tensors; dead host buffers (ArrayBuffers the garbage collector has yet to free) left out.
     const m = process.memoryUsage();
-    plan.processBytes = Math.max(0, m.rss - tf.memory().numBytes - m.arrayBuffers);
+    const tensorBytes = tf.memory().numBytes - baseParameters * (4 - baseBytesEach);
+    plan.processBytes = Math.max(0, m.rss - tensorBytes - m.arrayBuffers);
   }
   const { estimate, largestPhase } = runMemoryEstimate(plan);
-  const loaded =
-    lora !== undefined
-      ? bases.reduce((s, m) => s + (m.numParameters() - m.adapter!.numParameters()) * 4, 0) + models.length * lora.adapterParameters * 4
-      : [...new Set(models)].reduce((s, m) => s + m.numParameters() * 4, 0);
   checkMemory(estimate, {
     what: `this ${trainer} run (${agents.length} agent${agents.length === 1 ? "" : "s"}, prompts up to ${plan.promptTokens} tokens, ${formatBytes(loaded)} of weights loaded; its largest phase is the ${largestPhase})`,
     advice: RUN_ADVICE[largestPhase] ?? RUN_ADVICE["training step"]!,

@@ -11,12 +11,27 @@ export class StopSignals {
     this.onFirst(signal);
   };
 
+  /** A stopped run's handler, kept for a late second signal until the next run handles signals. */
+  private static lingering: StopSignals | undefined;
+
   constructor(private readonly onFirst: (signal: NodeJS.Signals) => void) {
+    StopSignals.lingering?.release();
+    StopSignals.lingering = undefined;
     process.on("SIGINT", this.handler);
     process.on("SIGTERM", this.handler);
   }
 
+  /**
+   * Stops handling signals, unless one asked the run to stop: then a second one, however late it
+   * comes (the run may be writing its last files, or be done), still exits at once with 130/143
+   * rather than meeting Node's default action (death by the signal, the run lock left behind).
+   */
   dispose(): void {
+    if (this.requested) StopSignals.lingering = this;
+    else this.release();
+  }
+
+  private release(): void {
     process.off("SIGINT", this.handler);
     process.off("SIGTERM", this.handler);
   }

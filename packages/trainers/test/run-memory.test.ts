@@ -112,6 +112,22 @@ describe("runMemoryEstimate", () => {
     expect(lora.tensorBytes).toBeLessThan(full.tensorBytes - w);
   });
 
+  it("bf16 LoRA: the base is held in bfloat16 alone (2 bytes a parameter), after loading in float32 (4)", () => {
+    const a = MADPOIterConfig({ comparator_policy: "current", preference_num_candidates: 2, generation_batch_size: 2, train_batch_size: 1, max_new_tokens: 1 });
+    const adapter = { adapterParameters: 5000, bases: 1, largestFactor: 1024, adapterWidths: 0 };
+    const tiny = ctx({ kernels: "aten", promptTokens: 1, items: 1 });
+    const f32 = runMemoryEstimate({ ...runMemoryPlan("madpo_iter", a, tiny), lora: adapter }).estimate;
+    const bf16 = runMemoryEstimate({ ...runMemoryPlan("madpo_iter", { ...a, bf16: true }, tiny), lora: adapter });
+    const params = modelSizes(model).parameters;
+    const bytes = (e: typeof f32, label: string) => e.items.filter((i) => i.label.includes(label)).reduce((t, i) => t + i.bytes, 0);
+    expect(bytes(f32, "base weights 0")).toBe(4 * params);
+    expect(bytes(bf16.estimate, "base weights 0 (frozen")).toBe(2 * params);
+    expect(bf16.estimate.items.some((i) => i.label.includes("bfloat16 copy"))).toBe(false);
+    // One token's generation and step are smaller than the float32 load: that is the run's peak.
+    expect(bf16.largestPhase).toBe("loading");
+    expect(bytes(bf16.estimate, "loading: base weights 0 in float32")).toBe(2 * params);
+  });
+
   it("libtorch: fully trained agents that step one after another add blocks kept for reuse (0.6 of a gradient set); one agent or LoRA agents do not", () => {
     const a = MADPOIterConfig({ comparator_policy: "current" });
     const kept = (agents: number, lora: boolean, kernels: "aten" | "fused") => {

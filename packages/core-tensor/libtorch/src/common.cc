@@ -34,6 +34,17 @@ at::Tensor TensorTable::TakeBf16(int64_t id) {
   return std::move(copy);
 }
 
+int64_t TensorTable::StoreBf16(int64_t id) {
+  const at::Tensor& t = Get(id);
+  if (t.scalar_type() != at::kFloat || t.dim() < 2) return 0;
+  const bool sole = t.use_count() == 1 && t.storage().use_count() == 1;
+  const int64_t bytes = sole ? static_cast<int64_t>(t.numel()) * 4 : 0;
+  at::Tensor half = Bf16Copy(id);
+  slots_[id] = std::move(half);
+  bf16_[id] = at::Tensor();
+  return bytes;
+}
+
 const at::Tensor& TensorTable::Bf16If(int64_t id) const {
   Get(id);  // checks it
   return bf16_[id];

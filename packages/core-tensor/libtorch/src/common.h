@@ -41,6 +41,11 @@ class TensorTable {
   // Tensor `id`'s bfloat16 copy if it has one (else undefined): a tensor that shares id's data
   // under another id (tfjs's clone of a tensor saved for the backward pass, a reshape) shares it.
   const at::Tensor& Bf16If(int64_t id) const;
+  // Keeps only tensor `id`'s bfloat16 copy, as the tensor itself (a float32 matrix; others are left):
+  // for weights that never change and that bf16 products read as bfloat16 anyway (a LoRA run's
+  // frozen base). Products take it as it is, other kernels widen it. Returns the float32 bytes
+  // that nothing else holds, freed by this.
+  int64_t StoreBf16(int64_t id);
   // How many copies Bf16Copy has made.
   uint64_t Bf16Casts() const { return casts_; }
 

@@ -201,6 +201,27 @@ napi_value MakeBf16Copies(const Args& a) {
   return Undefined(a.env());
 }
 
+// storeBf16(ids): keeps only the bfloat16 copies of the float32 matrices among ids (TensorTable::StoreBf16); → the float32 bytes freed.
+// What is freed goes back to the system as it goes (every 64 MB), not into the caches: kept there,
+// the float32 base and its growing bfloat16 copy were resident together (a Qwen2.5-1.5B-shaped
+// base: 8.2 GB peak RSS where the float32 weights alone are 6.2 GB).
+napi_value StoreBf16(const Args& a) {
+  int64_t freed = 0, pending = 0;
+  for (int64_t id : a.Ints(0)) {
+    const int64_t bytes = Table().StoreBf16(id);
+    freed += bytes;
+    pending += bytes;
+    if (pending >= (int64_t{64} << 20)) {
+      ReleaseCpuCache();
+      pending = 0;
+    }
+  }
+  if (pending > 0) ReleaseCpuCache();
+  napi_value v;
+  napi_create_double(a.env(), static_cast<double>(freed), &v);
+  return v;
+}
+
 }  // namespace
 
 void RegisterCore(napi_env env, napi_value exports) {
@@ -220,6 +241,7 @@ void RegisterCore(napi_env env, napi_value exports) {
   Export(env, exports, "setBf16", SetBf16);
   Export(env, exports, "bf16", GetBf16);
   Export(env, exports, "makeBf16Copies", MakeBf16Copies);
+  Export(env, exports, "storeBf16", StoreBf16);
 }
 
 }  // namespace pbrl

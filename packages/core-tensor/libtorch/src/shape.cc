@@ -69,7 +69,8 @@ void CheckIndices(const at::Tensor& idx, int64_t limit, const char* what) {
   }
 }
 
-// gather(x, indices, axis, batchDims): tfjs's GatherV2.
+// gather(x, indices, axis, batchDims): tfjs's GatherV2. Rows of a table held in bfloat16 (a
+// frozen LoRA base's embedding, TensorTable::StoreBf16) come out float32, as the table's did.
 napi_value Gather(const Args& a) {
   const std::vector<at::Tensor> t = a.Ts({0, 1});
   const at::Tensor& x = t[0];
@@ -80,7 +81,7 @@ napi_value Gather(const Args& a) {
     std::vector<int64_t> shape(x.sizes().begin(), x.sizes().begin() + axis);
     shape.insert(shape.end(), idx.sizes().begin(), idx.sizes().end());
     shape.insert(shape.end(), x.sizes().begin() + axis + 1, x.sizes().end());
-    return Ref(a.env(), x.index_select(axis, idx.reshape({-1})).reshape(shape));
+    return Ref(a.env(), Widened(x.index_select(axis, idx.reshape({-1}))).reshape(shape));
   }
   // Batched: each of the leading batchDims slices gathers with its own indices.
   std::vector<at::Tensor> parts;
@@ -101,7 +102,7 @@ napi_value Gather(const Args& a) {
   }
   std::vector<int64_t> out(x.sizes().begin(), x.sizes().begin() + batchDims);
   out.insert(out.end(), parts[0].sizes().begin(), parts[0].sizes().end());
-  return Ref(a.env(), at::stack(parts).reshape(out));
+  return Ref(a.env(), Widened(at::stack(parts)).reshape(out));
 }
 
 // gatherNd(x, indices): indices [..., k] pick x[i0, …, ik-1, ...].

@@ -63,6 +63,8 @@ export interface LibtorchAddon {
   bf16(): boolean;
   /** Makes the bfloat16 copies that bf16 products read for the float32 matrices among `ids` now. */
   makeBf16Copies(ids: number[]): void;
+  /** Keeps only the bfloat16 copies of the float32 matrices among `ids` (weights that never change); returns the float32 bytes freed. */
+  storeBf16(ids: number[]): number;
   /** Whether the addon is linked against OpenBLAS, its kernel family and whether float32 CPU products use it. */
   blasInfo(): { linked: boolean; blasCore: string; blasConfig: string; blasThreads: number; chosen: boolean };
   cpuFeatures(): CpuFeatures;
@@ -225,6 +227,7 @@ const REQUIRED = [
   "setBf16",
   "bf16",
   "makeBf16Copies",
+  "storeBf16",
   "sampleRows",
   "decoderCreate",
   "decoderLoad",
