@@ -28,6 +28,9 @@ describe("pbrl bench", () => {
     expect(wasm["isolation"]).toBe("in-process");
     expect(wasm["parameters"]).toBe(report.model["parameters"]);
     expect(report.model["parameters"]).toBe(37_024);
+    // Every weight trains: the step's gradients are the model's size, within its activation peak.
+    expect(wasm["train_gradients_mb"]).toBe((37_024 * 4) / 2 ** 20);
+    expect(wasm["train_activation_peak_mb"]).toBeGreaterThan(wasm["train_gradients_mb"] as number);
     expect(wasm["workloads"]).toEqual({ ...workloadsFor("wasm", "small", 37_024, { steps: 2 }) });
     expect(report.workloads["pbrl_wasm"]).toEqual(wasm["workloads"]);
     expect(report.results["pytorch"]).toEqual({ skipped: "--no-torch" });

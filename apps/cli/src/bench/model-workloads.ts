@@ -43,6 +43,13 @@ export type ModelResult = {
     train_activation_peak_mb?: number;
     ckpt_train_activation_peak_mb?: number;
     lora_train_activation_peak_mb?: number;
+    /**
+     * The weight gradients a step holds at its end, within the activation peak above (the trainable
+     * weights' size; the same with gradient checkpointing): the peak less these is what the
+     * step's activations and the optimizer's temporaries take.
+     */
+    train_gradients_mb?: number;
+    lora_train_gradients_mb?: number;
     /** LoRA's trainable weights (the adapter) and step time. */
     lora_parameters?: number;
     lora_train_step_s_mean?: number;
@@ -94,7 +101,8 @@ export async function modelWorkloads(
     const full = timeTraining(model, w, data, say, "train");
     const tfMemoryWithOptimizer = full.tfMemoryWithOptimizer;
     const peakRssAfterTrain = process.resourceUsage().maxRSS / 1024;
-    const variants: Partial<ModelResult> = { train_activation_peak_mb: full.activationPeakMb };
+    const gradientsMb = (m: CausalLM) => m.trainableVariables().reduce((n, v) => n + 4 * v.size, 0) / MB;
+    const variants: Partial<ModelResult> = { train_activation_peak_mb: full.activationPeakMb, train_gradients_mb: gradientsMb(model) };
     if (w.gradient_checkpointing === true) {
       model.gradientCheckpointing = true;
       const ckpt = timeTraining(model, w, data, say, "train (gradient checkpointing)");
@@ -118,6 +126,7 @@ export async function modelWorkloads(
           lora_train_tokens_per_s: t.tokensPerS,
           lora_train_step_s_mean: t.stepMean,
           lora_train_activation_peak_mb: t.activationPeakMb,
+          lora_train_gradients_mb: gradientsMb(lora),
           lora_parameters: lora.numTrainableParameters(),
         });
       } finally {

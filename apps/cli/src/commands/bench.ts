@@ -49,7 +49,8 @@ then, for the small presets, times one round of the embedded demo on each backen
   --gradient_checkpointing
                    the full training steps once more recomputing each layer in the backward
                    pass: ckpt_train_tokens_per_s and ckpt_train_activation_peak_mb beside
-                   train_activation_peak_mb (pbrl only)
+                   train_activation_peak_mb, which both include the step's weight gradients
+                   (train_gradients_mb) (pbrl only)
   --python PATH    Python with torch and transformers (default: $PBRL_PYTHON, then
                    <repo>/.venv-ref/bin/python, then python3); runs scripts/bench/torch_bench.py
   --no-torch       skip the PyTorch comparison
