@@ -3,7 +3,7 @@
 //
 //   pnpm build && node scripts/bench/profile_train_step.mjs [--backend native|wasm|cpu|libtorch]
 //                                                          [--preset default|tiny|smollm2-135m|qwen2.5-0.5b]
-//                                                          [--batch 8] [--seq 128] [--top 15] [--bf16] [--steps N]
+//                                                          [--batch 8] [--seq 128] [--top 15] [--bf16] [--steps N] [--lora]
 //
 // Same model and step as `pbrl bench` (random init, mean next-token NLL via completionLogProbs,
 // tf.variableGrads, AdamW). After one warm-up step it times the phases of a step separately
@@ -13,7 +13,8 @@
 // on their own: the per-kernel times add up to more than the step. `--steps N` first times N whole
 // steps after the warm-up one, each with its CPU time (user, system) and minor page faults (Linux):
 // on a shared machine one step drifts by tens of percent, and system time that rises with the
-// faults is memory touched anew.
+// faults is memory touched anew. `--lora` trains a LoRA adapter as `pbrl bench --lora` does (r 16,
+// alpha 32, dropout 0.05, every linear layer) instead of every weight.
 /* global console, performance, process */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -31,6 +32,7 @@ const { values } = parseArgs({
     top: { type: "string", default: "15" },
     bf16: { type: "boolean", default: false },
     steps: { type: "string", default: "0" },
+    lora: { type: "boolean", default: false },
   },
 });
 const B = Number(values.batch);
@@ -44,7 +46,10 @@ if (values.bf16) setComputePrecision("bf16");
 tf.env().set("CHECK_COMPUTATION_FOR_ERRORS", false);
 const config = parseModelConfig(presetConfigJson(values.preset));
 // As `pbrl bench`: the real-size presets get its fast seeded fill (normal init would take tens of seconds).
-const model = REAL_SIZE_PRESETS.includes(values.preset) ? fastRandomModel(config, 0) : CausalLM.randomInit(config, RngStream.fromSeed(0, "bench"));
+const full = REAL_SIZE_PRESETS.includes(values.preset) ? fastRandomModel(config, 0) : CausalLM.randomInit(config, RngStream.fromSeed(0, "bench"));
+const lora = { r: 16, alpha: 32, dropout: 0.05, targetModules: "all-linear", useRslora: false };
+const model = values.lora ? full.withLora(lora, RngStream.fromSeed(0, "bench-lora")) : full;
+if (values.lora) model.dropoutStream = RngStream.fromSeed(0, "bench-lora-dropout");
 const opt = new AdamW(model.params, { lr: 1e-4, weightDecay: 0.01 });
 const data = RngStream.fromSeed(0, "bench-data");
 console.log(`preset ${values.preset}: ${model.numParameters().toLocaleString("en-US")} parameters, batch ${B} × ${T} tokens`);
@@ -56,11 +61,13 @@ function makeBatch() {
     0,
   );
 }
-const lossFn = (batch) => () => {
-  const { tokens, sums } = completionLogProbs(model, batch);
-  sums.dispose();
-  return tf.neg(tf.mean(tokens));
-};
+// In a training pass (model.training), as the bench's step: LoRA applies its dropout there.
+const lossFn = (batch) => () =>
+  model.training(() => {
+    const { tokens, sums } = completionLogProbs(model, batch);
+    sums.dispose();
+    return tf.neg(tf.mean(tokens));
+  });
 function step(batch) {
   const { value, grads } = tf.variableGrads(lossFn(batch), model.trainableVariables());
   opt.step(model.gradsByWeightName(grads));

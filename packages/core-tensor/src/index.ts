@@ -37,6 +37,7 @@ export type { RowSampling } from "./libtorch/sampling.js";
 export { blasCoreType, chooseBlasCore, describeCpuFeatures } from "./blas-kernels.js";
 export type { BlasCoreChoice, CpuFeatures } from "./blas-kernels.js";
 export { RngStream, RngStreams } from "./rng.js";
+export { dropoutMask } from "./dropout-mask.js";
 export type { RngState, RngStreamsState } from "./rng.js";
 export { AdamW } from "./adamw.js";
 export type { AdamWDeferredState, AdamWOptions, AdamWState, NamedVariables } from "./adamw.js";

@@ -5,7 +5,18 @@
 import { existsSync, readFileSync } from "node:fs";
 import { totalmem } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
-import { AdamW, FUSED_KERNEL_NAMES, LIBTORCH_KERNEL_NAMES, loadLibtorchAddon, nativeThreads, releaseCachedMemory, tf, useBackend } from "../src/index.js";
+import {
+  AdamW,
+  dropoutMask,
+  FUSED_KERNEL_NAMES,
+  LIBTORCH_KERNEL_NAMES,
+  loadLibtorchAddon,
+  nativeThreads,
+  releaseCachedMemory,
+  RngStream,
+  tf,
+  useBackend,
+} from "../src/index.js";
 import { expectSame, rand } from "./compare-backends.js";
 
 const load = loadLibtorchAddon(nativeThreads());
@@ -207,6 +218,25 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
       }
     } finally {
       load.addon.useOpenBlas(blas.chosen, 2);
+    }
+  });
+
+  it("draws dropout masks in the addon as RngStream.fillDropoutMask does, the stream left where it would be", async () => {
+    await useBackend("libtorch");
+    for (const p of [0.05, 0.5]) {
+      const a = RngStream.fromSeed(7, "dropout");
+      const b = RngStream.fromSeed(7, "dropout");
+      a.nextUint32();
+      b.nextUint32();
+      const want = new Float32Array(37 * 53);
+      a.fillDropoutMask(want, p, 1 / (1 - p));
+      const mask = dropoutMask(b, [37, 53], p);
+      expect(mask.shape).toEqual([37, 53]);
+      expect(mask.dataSync()).toEqual(want);
+      expect(b.getState()).toEqual(a.getState());
+      const dropped = want.filter((v) => v === 0).length / want.length;
+      expect(Math.abs(dropped - p)).toBeLessThan(0.03);
+      mask.dispose();
     }
   });
 

@@ -63,6 +63,8 @@ export interface LibtorchAddon {
   bf16(): boolean;
   /** Makes the bfloat16 copies that bf16 products read for the float32 matrices among `ids` now. */
   makeBf16Copies(ids: number[]): void;
+  /** Inverted-dropout multipliers [rows, cols] drawn from an RngStream's state (advanced in place), as RngStream.fillDropoutMask draws them. */
+  dropoutMask(state: Uint32Array, rows: number, cols: number, p: number, keep: number): TensorRef;
   /** Keeps only the bfloat16 copies of the float32 matrices among `ids` (weights that never change); returns the float32 bytes freed. */
   storeBf16(ids: number[]): number;
   /** Whether the addon is linked against OpenBLAS, its kernel family and whether float32 CPU products use it. */
@@ -229,6 +231,7 @@ const REQUIRED = [
   "makeBf16Copies",
   "storeBf16",
   "sampleRows",
+  "dropoutMask",
   "decoderCreate",
   "decoderLoad",
   "decoderStep",

@@ -6,7 +6,7 @@
  * inside {@link LoraAdapter.training}, with masks drawn from the stream given there (the run's,
  * saved in checkpoints, so a resumed run draws the same masks).
  */
-import { RngStream, tf, variableFrom, type HostTensor, type RngState } from "@pbrl/core-tensor";
+import { dropoutMask, RngStream, tf, variableFrom, type HostTensor, type RngState } from "@pbrl/core-tensor";
 import { matMul } from "../ops.js";
 import { loraScaling, type LoraSettings } from "./settings.js";
 
@@ -90,18 +90,14 @@ export class LoraAdapter {
   delta(x: tf.Tensor2D, module: string): tf.Tensor2D {
     const f = this.modules.get(module)!;
     const input = this.dropoutRng !== undefined && this.spec.dropout > 0 ? this.dropped(x) : x;
-    const low = matMul(input, f.a as tf.Tensor2D, false, true) as tf.Tensor2D;
-    return tf.mul(matMul(low, f.b as tf.Tensor2D, false, true), f.scaling) as tf.Tensor2D;
+    // Scaled at rank r, not at the output's width (PEFT scales the output: the same up to rounding).
+    const low = tf.mul(matMul(input, f.a as tf.Tensor2D, false, true), f.scaling) as tf.Tensor2D;
+    return matMul(low, f.b as tf.Tensor2D, false, true) as tf.Tensor2D;
   }
 
   /** x with inverted dropout: each entry zeroed with probability p, the rest scaled by 1 / (1 − p). */
   private dropped(x: tf.Tensor2D): tf.Tensor2D {
-    const p = this.spec.dropout;
-    const rng = this.dropoutRng!;
-    const mask = new Float32Array(x.size);
-    // One 32-bit draw per entry: an entry is dropped when the draw falls below p · 2³².
-    rng.fillDropoutMask(mask, p, 1 / (1 - p));
-    return tf.mul(x, tf.tensor2d(mask, x.shape)) as tf.Tensor2D;
+    return tf.mul(x, dropoutMask(this.dropoutRng!, x.shape, this.spec.dropout)) as tf.Tensor2D;
   }
 
   /** Where the dropout stream is now (undefined outside training): a recomputation replays its masks from here. */
