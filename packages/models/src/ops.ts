@@ -16,11 +16,8 @@ import { logSoftmaxSelect, logSoftmaxSelectGrad, scatterAddRows, tf, transposesA
 export function gatherRows(x: tf.Tensor2D, indices: Int32Array): tf.Tensor2D {
   const rows = x.shape[0];
   for (const i of indices) if (i < 0 || i >= rows) throw new RangeError(`gatherRows: index ${i} outside [0, ${rows})`);
-  if (tf.getBackend() === "tensorflow") {
-    return tf.tidy(() => tf.gather(x, tf.tensor1d(indices, "int32")));
-  }
-  // A frozen table (a LoRA adapter's base) needs no gradient: tfjs never asks for the gather's.
-  if (isFrozen(x)) return tf.tidy(() => tf.gather(x, tf.tensor1d(indices, "int32")));
+  // tensorflow has the gradient kernel; a frozen table (a LoRA adapter's base) needs no gradient.
+  if (tf.getBackend() === "tensorflow" || isFrozen(x)) return tf.tidy(() => tf.gather(x, tf.tensor1d(indices, "int32")));
   const op = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const input = args[0] as tf.Tensor;
     const value = tf.tidy(() => tf.gather(input, tf.tensor1d(indices, "int32"))) as tf.Tensor2D;
@@ -68,15 +65,15 @@ function transposeLast2(x: tf.Tensor): tf.Tensor {
 export function matMul(a: tf.Tensor, b: tf.Tensor, transposeA = false, transposeB = false): tf.Tensor {
   if (tf.getBackend() === "tensorflow") return tf.matMul(a, b, transposeA, transposeB);
   if (transposesAreFree()) return matMulTransposing(a, b, transposeA, transposeB);
-  const op = (x: tf.Tensor) => (transposeA ? transposeLast2(x) : x); // a' as used in the forward pass
+  const opA = (x: tf.Tensor) => (transposeA ? transposeLast2(x) : x); // a' as used in the forward pass
   const opB = (y: tf.Tensor) => (transposeB ? transposeLast2(y) : y); // b'
   return productWithGradient(
     a,
     b,
-    (x, y) => tf.tidy(() => tf.matMul(op(x), opB(y))),
+    (x, y) => tf.tidy(() => tf.matMul(opA(x), opB(y))),
     // da = dC·b'ᵀ (transposed back when a is used transposed); db = a'ᵀ·dC (likewise).
     (dy, x, y) => (transposeA ? tf.matMul(opB(y), transposeLast2(dy)) : tf.matMul(dy, transposeB ? y : transposeLast2(y))),
-    (dy, x) => (transposeB ? tf.matMul(transposeLast2(dy), op(x)) : tf.matMul(transposeA ? x : transposeLast2(x), dy)),
+    (dy, x) => (transposeB ? tf.matMul(transposeLast2(dy), opA(x)) : tf.matMul(transposeA ? x : transposeLast2(x), dy)),
   );
 }
 
