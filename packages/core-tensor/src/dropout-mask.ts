@@ -4,10 +4,10 @@ import type { RngStream } from "./rng.js";
 import { tf } from "./tf.js";
 
 /**
- * Inverted-dropout multipliers of `shape`: each entry 0 with probability p (its draw from `rng`
- * below p·2³²), else 1 / (1 − p); `rng` advances by one draw per entry. On libtorch the addon
- * draws them where the tensor is made (the same values: RngStream's generator in C++); elsewhere
- * RngStream.fillDropoutMask fills a host array that is then uploaded.
+ * Inverted-dropout multipliers of `shape`: each entry 0 with probability p, else 1 / (1 − p), as
+ * RngStream.fillDropoutMask draws them (`rng` advances by two draws). On libtorch the addon draws
+ * them where the tensor is made (the same values); elsewhere fillDropoutMask fills a host array
+ * that is then uploaded.
  */
 export function dropoutMask(rng: RngStream, shape: readonly [number, number], p: number): tf.Tensor2D {
   const keep = 1 / (1 - p);

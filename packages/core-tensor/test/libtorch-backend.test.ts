@@ -11,6 +11,7 @@ import {
   FUSED_KERNEL_NAMES,
   LIBTORCH_KERNEL_NAMES,
   loadLibtorchAddon,
+  loraUpdate,
   nativeThreads,
   releaseCachedMemory,
   RngStream,
@@ -21,6 +22,8 @@ import { expectSame, rand } from "./compare-backends.js";
 
 const load = loadLibtorchAddon(nativeThreads());
 const missing = load.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : load.reason;
+
+const maxDiff = (p: tf.Tensor, q: tf.Tensor): number => tf.tidy(() => tf.max(tf.abs(tf.sub(p, q))).dataSync()[0]!);
 
 const x = (): tf.Tensor => rand([3, 5], 1);
 const y = (): tf.Tensor => rand([3, 5], 2);
@@ -237,6 +240,35 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
       const dropped = want.filter((v) => v === 0).length / want.length;
       expect(Math.abs(dropped - p)).toBeLessThan(0.03);
       mask.dispose();
+    }
+  });
+
+  it("fuses a LoRA update, y + s·(dropout(x)·Aᵀ)·Bᵀ, with the tfjs ops' value, gradients and dropout draws", async () => {
+    await useBackend("libtorch");
+    // 21 rows (not a multiple of the backward pass's 8-row blocks), 37 inputs (bit words straddle rows), rank 3.
+    const [n, inp, out, r, s] = [21, 37, 11, 3, 0.7];
+    const y = rand([n, out], 31) as tf.Tensor2D;
+    const x = rand([n, inp], 32) as tf.Tensor2D;
+    const a = rand([r, inp], 33) as tf.Tensor2D;
+    const b = rand([out, r], 34) as tf.Tensor2D;
+    const dy = rand([n, out], 35) as tf.Tensor2D;
+    for (const p of [0, 0.3]) {
+      const fused = RngStream.fromSeed(3, "lora");
+      const ops = RngStream.fromSeed(3, "lora");
+      const dropout = p > 0 ? { rng: fused, p } : undefined;
+      const f = (yi: tf.Tensor, xi: tf.Tensor, ai: tf.Tensor, bi: tf.Tensor): tf.Tensor =>
+        tf.sum(tf.mul(loraUpdate(yi as tf.Tensor2D, xi as tf.Tensor2D, ai as tf.Tensor2D, bi as tf.Tensor2D, s, dropout), dy));
+      const g = (yi: tf.Tensor, xi: tf.Tensor, ai: tf.Tensor, bi: tf.Tensor): tf.Tensor => {
+        const xd = p > 0 ? tf.mul(xi, dropoutMask(ops, [n, inp], p)) : xi;
+        return tf.sum(tf.mul(tf.add(yi, tf.matMul(tf.mul(tf.matMul(xd, ai, false, true), s), bi, false, true)), dy));
+      };
+      const got = tf.grads(f)([y, x, a, b]);
+      const want = tf.grads(g)([y, x, a, b]);
+      for (let i = 0; i < 4; i++) expect(maxDiff(got[i]!, want[i]!), `gradient ${i}, p = ${p}`).toBeLessThan(1e-5);
+      expect(maxDiff(f(y, x, a, b), g(y, x, a, b))).toBeLessThan(1e-4);
+      // Both streams drew the same keys (two passes each), or none without dropout.
+      expect(fused.getState()).toEqual(ops.getState());
+      if (p > 0) expect(fused.getState()).not.toEqual(RngStream.fromSeed(3, "lora").getState());
     }
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RngStream, RngStreams } from "../src/index.js";
+import { dropoutHash, RngStream, RngStreams } from "../src/index.js";
 
 function draws(s: RngStream, n: number): number[] {
   return Array.from({ length: n }, () => s.nextUint32());
@@ -20,7 +20,10 @@ describe("RngStream", () => {
     expect(draws(s, 6)).toEqual([11520, 0, 5927040, 70819200, 2031721883, 1637235492]);
   });
 
-  it("fillDropoutMask draws exactly what nextUint32 draws, one per entry, and leaves the stream where they would", () => {
+  it("fillDropoutMask masks entry i by the hash of i under two keys drawn from the stream, which moves on by those two draws", () => {
+    // lowbias32 of 0 and 1 (Wellons' published function), the building block of dropoutHash.
+    expect(dropoutHash(0, 0, 0)).toBe(0);
+    expect(dropoutHash(1, 0, 0)).not.toBe(dropoutHash(2, 0, 0));
     for (const [p, n] of [
       [0.05, 1000],
       [0.5, 777],
@@ -31,12 +34,20 @@ describe("RngStream", () => {
       const mask = new Float32Array(n);
       a.fillDropoutMask(mask, p, 1 / (1 - p));
       const keep = Math.fround(1 / (1 - p));
-      const expected = Float32Array.from({ length: n }, () => (b.nextUint32() < p * 2 ** 32 ? 0 : keep));
+      const [k0, k1] = [b.nextUint32(), b.nextUint32()];
+      const expected = Float32Array.from({ length: n }, (_, i) => (dropoutHash(i, k0, k1) < p * 2 ** 32 ? 0 : keep));
       expect(mask).toEqual(expected);
       expect(a.getState()).toEqual(b.getState());
       const dropped = mask.filter((x) => x === 0).length / n;
       if (n >= 777) expect(Math.abs(dropped - p)).toBeLessThan(0.05);
     }
+    // Distinct keys give unrelated masks: two masks of one stream agree on about p² + (1 − p)² of their entries.
+    const s = RngStream.fromSeed(8, "two-masks");
+    const [m1, m2] = [new Float32Array(20000), new Float32Array(20000)];
+    s.fillDropoutMask(m1, 0.5, 2);
+    s.fillDropoutMask(m2, 0.5, 2);
+    const agree = m1.filter((v, i) => v === m2[i]).length / m1.length;
+    expect(Math.abs(agree - 0.5)).toBeLessThan(0.02);
   });
 
   it("restores a saved state exactly", () => {

@@ -208,7 +208,7 @@ export class CausalLM {
     let y = this.project(x, `${prefix}.weight`);
     if (bias) y = tf.add(y, this.w(`${prefix}.bias`)) as tf.Tensor2D;
     // PEFT's order: the base layer's output (bias included), then the low-rank update.
-    return this.adapter?.covers(prefix) === true ? (tf.add(y, this.adapter.delta(x, prefix)) as tf.Tensor2D) : y;
+    return this.adapter?.covers(prefix) === true ? this.adapter.update(y, x, prefix) : y;
   }
 
   /**

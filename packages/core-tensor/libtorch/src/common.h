@@ -151,6 +151,7 @@ void RegisterLinalg(napi_env env, napi_value exports);
 void RegisterFused(napi_env env, napi_value exports);
 void RegisterAttention(napi_env env, napi_value exports);
 void RegisterSampling(napi_env env, napi_value exports);
+void RegisterLora(napi_env env, napi_value exports);
 void RegisterDecode(napi_env env, napi_value exports);
 void RegisterBlas(napi_env env, napi_value exports);
 

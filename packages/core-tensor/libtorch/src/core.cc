@@ -256,6 +256,7 @@ NAPI_MODULE_INIT() {
   pbrl::RegisterFused(env, exports);
   pbrl::RegisterAttention(env, exports);
   pbrl::RegisterSampling(env, exports);
+  pbrl::RegisterLora(env, exports);
   pbrl::RegisterDecode(env, exports);
   pbrl::RegisterBlas(env, exports);
   return exports;

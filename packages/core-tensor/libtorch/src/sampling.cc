@@ -3,6 +3,9 @@
 // temperature, then top-k, then top-p as transformers' warpers, then the row's uniform draw
 // walked through the probabilities in vocabulary order — computed in float64.
 #include "common.h"
+#include "dropout_rng.h"
+
+#include <ATen/Parallel.h>
 
 namespace pbrl {
 namespace {
@@ -64,39 +67,20 @@ napi_value SampleRows(const Args& a) {
   return out;
 }
 
-inline uint32_t Rotl(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
-
 // dropoutMask(state, rows, cols, p, keep) → a [rows, cols] float32 CPU tensor of inverted-dropout
-// multipliers: 0 where the entry's draw falls below p·2³², else keep. The draws are core-tensor's
-// RngStream (xoshiro128**), one per entry in row-major order, from `state` (a Uint32Array of its
-// 4 words, advanced in place): RngStream.fillDropoutMask's values, without a JavaScript loop and
-// an upload (a LoRA step of SmolLM2-135M at 4 × 128 tokens draws 77M).
+// multipliers, RngStream.fillDropoutMask's (dropout_rng.h); `state` (a Uint32Array of the stream's
+// 4 words) advances in place by the two draws of the mask's keys.
 napi_value DropoutMask(const Args& a) {
   napi_typedarray_type type;
   size_t n;
   uint32_t* s = static_cast<uint32_t*>(a.Typed(0, &type, &n));
   if (type != napi_uint32_array || n != 4) throw ArgError("dropoutMask: the stream's state as a Uint32Array of 4 words");
   const int64_t rows = a.Int(1), cols = a.Int(2);
-  const double threshold = a.Num(3) * 4294967296.0;
-  const float keep = static_cast<float>(a.Num(4));
+  if (rows * cols > (int64_t{1} << 32)) throw ArgError("dropoutMask: at most 2^32 entries");
+  const DropoutKeys keys = DropoutKeys::Draw(s, a.Num(3), static_cast<float>(a.Num(4)));
   at::Tensor mask = at::empty({rows, cols}, at::kFloat);
   float* out = mask.data_ptr<float>();
-  uint32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
-  for (int64_t i = 0, total = rows * cols; i < total; i++) {
-    const uint32_t result = Rotl(s1 * 5u, 7) * 9u;
-    const uint32_t t = s1 << 9;
-    s2 ^= s0;
-    s3 ^= s1;
-    s1 ^= s2;
-    s0 ^= s3;
-    s2 ^= t;
-    s3 = Rotl(s3, 11);
-    out[i] = static_cast<double>(result) < threshold ? 0.0f : keep;
-  }
-  s[0] = s0;
-  s[1] = s1;
-  s[2] = s2;
-  s[3] = s3;
+  at::parallel_for(0, rows * cols, 1 << 16, [&](int64_t lo, int64_t hi) { ApplyDropout(keys, nullptr, lo, hi - lo, out + lo); });
   return Ref(a.env(), mask);
 }
 

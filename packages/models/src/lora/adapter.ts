@@ -6,7 +6,7 @@
  * inside {@link LoraAdapter.training}, with masks drawn from the stream given there (the run's,
  * saved in checkpoints, so a resumed run draws the same masks).
  */
-import { dropoutMask, RngStream, tf, variableFrom, type HostTensor, type RngState } from "@pbrl/core-tensor";
+import { dropoutMask, loraUpdate, loraUpdateFused, RngStream, tf, variableFrom, type HostTensor, type RngState } from "@pbrl/core-tensor";
 import { matMul } from "../ops.js";
 import { loraScaling, type LoraSettings } from "./settings.js";
 
@@ -86,8 +86,19 @@ export class LoraAdapter {
     return this.modules.has(module);
   }
 
-  /** s · (dropout(x)·Aᵀ)·Bᵀ for the adapted layer `module`, x [N, in] → [N, out]. */
-  delta(x: tf.Tensor2D, module: string): tf.Tensor2D {
+  /**
+   * y + s · (dropout(x)·Aᵀ)·Bᵀ: the output y [N, out] of the adapted layer `module` on x [N, in]
+   * with the low-rank update added. On libtorch one fused kernel each way; elsewhere tfjs ops.
+   */
+  update(y: tf.Tensor2D, x: tf.Tensor2D, module: string): tf.Tensor2D {
+    if (!loraUpdateFused()) return tf.add(y, this.delta(x, module)) as tf.Tensor2D;
+    const f = this.modules.get(module)!;
+    const dropout = this.dropoutRng !== undefined && this.spec.dropout > 0 ? { rng: this.dropoutRng, p: this.spec.dropout } : undefined;
+    return loraUpdate(y, x, f.a as tf.Tensor2D, f.b as tf.Tensor2D, f.scaling, dropout);
+  }
+
+  /** s · (dropout(x)·Aᵀ)·Bᵀ for the adapted layer `module`, x [N, in] → [N, out], as tfjs ops. */
+  private delta(x: tf.Tensor2D, module: string): tf.Tensor2D {
     const f = this.modules.get(module)!;
     const input = this.dropoutRng !== undefined && this.spec.dropout > 0 ? this.dropped(x) : x;
     // Scaled at rank r, not at the output's width (PEFT scales the output: the same up to rounding).

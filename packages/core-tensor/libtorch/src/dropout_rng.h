@@ -1,0 +1,72 @@
+// Dropout masks as core-tensor's RngStream.fillDropoutMask draws them: two keys from the stream
+// (its xoshiro128** generator, the same 32-bit draws from the same 4-word state), then entry i's
+// draw dropoutHash(i, k0, k1) — counter-based, so any entry is drawn on its own, in vector lanes
+// and on any thread; the entry is dropped where its draw is below p·2³².
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace pbrl {
+
+class Xoshiro128 {
+ public:
+  explicit Xoshiro128(const uint32_t* s) : s0_(s[0]), s1_(s[1]), s2_(s[2]), s3_(s[3]) {}
+  uint32_t Next() {
+    const uint32_t result = Rotl(s1_ * 5u, 7) * 9u;
+    const uint32_t t = s1_ << 9;
+    s2_ ^= s0_;
+    s3_ ^= s1_;
+    s1_ ^= s2_;
+    s0_ ^= s3_;
+    s2_ ^= t;
+    s3_ = Rotl(s3_, 11);
+    return result;
+  }
+  void Save(uint32_t* s) const {
+    s[0] = s0_;
+    s[1] = s1_;
+    s[2] = s2_;
+    s[3] = s3_;
+  }
+
+ private:
+  static uint32_t Rotl(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
+  uint32_t s0_, s1_, s2_, s3_;
+};
+
+// Wellons' lowbias32, as rng.ts's mix32.
+[[gnu::always_inline]] inline uint32_t Mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+// One mask's keys and rule: entry i is kept (times keep) where DropoutHash(i) ≥ threshold.
+struct DropoutKeys {
+  uint32_t k0 = 0, k1 = 0;
+  uint64_t threshold = 0;  // ceil(p·2³²): an integer draw is below p·2³² exactly when below this
+  float keep = 1;
+  // Draws the keys from `state` (4 words, advanced in place by two draws).
+  static DropoutKeys Draw(uint32_t* state, double p, float keep) {
+    Xoshiro128 rng(state);
+    DropoutKeys k;
+    k.k0 = rng.Next();
+    k.k1 = rng.Next();
+    rng.Save(state);
+    k.threshold = static_cast<uint64_t>(std::ceil(p * 4294967296.0));
+    k.keep = keep;
+    return k;
+  }
+  [[gnu::always_inline]] uint32_t Hash(uint32_t i) const { return Mix32(Mix32(i ^ k0) ^ k1); }
+  // The multiplier of entry i: keep, or 0 where dropped.
+  [[gnu::always_inline]] float Multiplier(uint32_t i) const { return static_cast<uint64_t>(Hash(i)) >= threshold ? keep : 0.f; }
+};
+
+// out[j] = v[j] · (entry first + j's multiplier) for j < n (v null: the multipliers themselves). May run in place (lora.cc).
+void ApplyDropout(const DropoutKeys& k, const float* v, int64_t first, int64_t n, float* out);
+
+}  // namespace pbrl
