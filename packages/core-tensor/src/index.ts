@@ -38,7 +38,7 @@ export { blasCoreType, chooseBlasCore, describeCpuFeatures } from "./blas-kernel
 export type { BlasCoreChoice, CpuFeatures } from "./blas-kernels.js";
 export { dropoutHash, RngStream, RngStreams } from "./rng.js";
 export { dropoutMask } from "./dropout-mask.js";
-export { loraUpdate, loraUpdateFused } from "./lora-update.js";
+export { loraLinear, loraLinearFused } from "./lora-linear.js";
 export type { RngState, RngStreamsState } from "./rng.js";
 export { AdamW } from "./adamw.js";
 export type { AdamWDeferredState, AdamWOptions, AdamWState, NamedVariables } from "./adamw.js";

@@ -11,10 +11,11 @@ import {
   FUSED_KERNEL_NAMES,
   LIBTORCH_KERNEL_NAMES,
   loadLibtorchAddon,
-  loraUpdate,
+  loraLinear,
   nativeThreads,
   releaseCachedMemory,
   RngStream,
+  setComputePrecision,
   tf,
   useBackend,
 } from "../src/index.js";
@@ -243,33 +244,45 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
     }
   });
 
-  it("fuses a LoRA update, y + s·(dropout(x)·Aᵀ)·Bᵀ, with the tfjs ops' value, gradients and dropout draws", async () => {
+  it("fuses a linear layer with its LoRA update, x·Wᵀ + bias + s·(dropout(x)·Aᵀ)·Bᵀ, with the tfjs ops' value, gradients and dropout draws", async () => {
     await useBackend("libtorch");
-    // 21 rows (not a multiple of the backward pass's 8-row blocks), 37 inputs (bit words straddle rows), rank 3.
+    // 21 rows (not a multiple of the kernels' 8-row blocks), 37 inputs, 11 outputs (not a multiple of 16 lanes), rank 3.
     const [n, inp, out, r, s] = [21, 37, 11, 3, 0.7];
-    const y = rand([n, out], 31) as tf.Tensor2D;
+    const w = rand([out, inp], 30) as tf.Tensor2D;
+    const bias = rand([out], 36) as tf.Tensor1D;
     const x = rand([n, inp], 32) as tf.Tensor2D;
     const a = rand([r, inp], 33) as tf.Tensor2D;
     const b = rand([out, r], 34) as tf.Tensor2D;
     const dy = rand([n, out], 35) as tf.Tensor2D;
-    for (const p of [0, 0.3]) {
+    for (const [p, withBias, precision] of [
+      [0, false, "float32"],
+      [0.3, true, "float32"],
+      [0.3, true, "bf16"],
+    ] as const) {
+      setComputePrecision(precision);
       const fused = RngStream.fromSeed(3, "lora");
       const ops = RngStream.fromSeed(3, "lora");
       const dropout = p > 0 ? { rng: fused, p } : undefined;
-      const f = (yi: tf.Tensor, xi: tf.Tensor, ai: tf.Tensor, bi: tf.Tensor): tf.Tensor =>
-        tf.sum(tf.mul(loraUpdate(yi as tf.Tensor2D, xi as tf.Tensor2D, ai as tf.Tensor2D, bi as tf.Tensor2D, s, dropout), dy));
-      const g = (yi: tf.Tensor, xi: tf.Tensor, ai: tf.Tensor, bi: tf.Tensor): tf.Tensor => {
+      const bi = withBias ? bias : undefined;
+      const f = (xi: tf.Tensor, ai: tf.Tensor, bb: tf.Tensor): tf.Tensor =>
+        tf.sum(tf.mul(loraLinear(xi as tf.Tensor2D, w, bi, ai as tf.Tensor2D, bb as tf.Tensor2D, s, dropout), dy));
+      const g = (xi: tf.Tensor, ai: tf.Tensor, bb: tf.Tensor): tf.Tensor => {
         const xd = p > 0 ? tf.mul(xi, dropoutMask(ops, [n, inp], p)) : xi;
-        return tf.sum(tf.mul(tf.add(yi, tf.matMul(tf.mul(tf.matMul(xd, ai, false, true), s), bi, false, true)), dy));
+        const base = tf.matMul(xi, w, false, true);
+        const y = bi !== undefined ? tf.add(base, bi) : base;
+        return tf.sum(tf.mul(tf.add(y, tf.matMul(tf.mul(tf.matMul(xd, ai, false, true), s), bb, false, true)), dy));
       };
-      const got = tf.grads(f)([y, x, a, b]);
-      const want = tf.grads(g)([y, x, a, b]);
-      for (let i = 0; i < 4; i++) expect(maxDiff(got[i]!, want[i]!), `gradient ${i}, p = ${p}`).toBeLessThan(1e-5);
-      expect(maxDiff(f(y, x, a, b), g(y, x, a, b))).toBeLessThan(1e-4);
+      const got = tf.grads(f)([x, a, b]);
+      const want = tf.grads(g)([x, a, b]);
+      // bf16: both sides round the base product's operands to bfloat16 (the update stays float32 in the fused kernel).
+      const tol = precision === "bf16" ? 0.05 : 1e-5;
+      for (let i = 0; i < 3; i++) expect(maxDiff(got[i]!, want[i]!), `gradient ${i}, p = ${p}, ${precision}`).toBeLessThan(tol);
+      expect(maxDiff(f(x, a, b), g(x, a, b))).toBeLessThan(precision === "bf16" ? 0.5 : 1e-4);
       // Both streams drew the same keys (two passes each), or none without dropout.
       expect(fused.getState()).toEqual(ops.getState());
       if (p > 0) expect(fused.getState()).not.toEqual(RngStream.fromSeed(3, "lora").getState());
     }
+    setComputePrecision("float32");
   });
 
   it("frees every tensor it made: the addon's table returns to where it was", async () => {

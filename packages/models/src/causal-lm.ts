@@ -1,5 +1,16 @@
 import type { RngStream } from "@pbrl/core-tensor";
-import { deviceOf, onDevice, storeInBf16, tf, toDevice, transposesAreFree, variableFrom, type DeferredHostTensor, type HostTensor } from "@pbrl/core-tensor";
+import {
+  deviceOf,
+  loraLinearFused,
+  onDevice,
+  storeInBf16,
+  tf,
+  toDevice,
+  transposesAreFree,
+  variableFrom,
+  type DeferredHostTensor,
+  type HostTensor,
+} from "@pbrl/core-tensor";
 import { CausalAttention } from "./attention.js";
 import { type CausalLMConfig } from "./config.js";
 import { decoderLayer, norm, type BlockWeights, type CallConstants, type RotaryTables } from "./decoder-layer.js";
@@ -205,10 +216,13 @@ export class CausalLM {
   }
 
   private linear(x: tf.Tensor2D, prefix: string, bias: boolean): tf.Tensor2D {
+    const adapted = this.adapter?.covers(prefix) === true;
+    if (adapted && loraLinearFused())
+      return this.adapter!.linear(x, this.w(`${prefix}.weight`) as tf.Tensor2D, bias ? (this.w(`${prefix}.bias`) as tf.Tensor1D) : undefined, prefix);
     let y = this.project(x, `${prefix}.weight`);
     if (bias) y = tf.add(y, this.w(`${prefix}.bias`)) as tf.Tensor2D;
     // PEFT's order: the base layer's output (bias included), then the low-rank update.
-    return this.adapter?.covers(prefix) === true ? this.adapter.update(y, x, prefix) : y;
+    return adapted ? this.adapter!.update(y, x, prefix) : y;
   }
 
   /**

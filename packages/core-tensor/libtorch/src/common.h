@@ -164,6 +164,9 @@ size_t ReleaseCpuCache();
 // Matrix product of float tensors honouring Bf16Compute(): bfloat16 inside, float32 out unless
 // halfOut (then bfloat16, for consumers that compute in bfloat16 anyway).
 at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b, bool halfOut = false);
+// The tensor at argument i as an operand of Matmul: under Bf16Compute() a float32 tensor's cached
+// bfloat16 copy (TensorTable::Bf16Copy), else the tensor (linalg.cc).
+at::Tensor Operand(const Args& a, size_t i);
 // at::matmul, or OpenBLAS's sgemm for two 2-D float32 CPU tensors when chosen (blas.cc).
 at::Tensor CpuFloatMatmul(const at::Tensor& a, const at::Tensor& b);
 

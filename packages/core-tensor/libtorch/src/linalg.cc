@@ -34,6 +34,15 @@ at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b, bool halfOut) {
   return CpuFloatMatmul(half(a) ? a.to(at::kFloat) : a, half(b) ? b.to(at::kFloat) : b);
 }
 
+// An operand of a bf16 product: its bfloat16 copy, made once per tensor and kept while the tensor
+// lives. A weight meets several products in a step, and so does an activation: the input of the
+// q, k and v projections, a layer's input again in the backward pass, an output gradient in both
+// of its products.
+at::Tensor Operand(const Args& a, size_t i) {
+  const at::Tensor& t = a.T(i);
+  return Bf16Compute() && t.scalar_type() == at::kFloat ? Table().Bf16Copy(a.Int(i)) : t;
+}
+
 namespace {
 
 at::Tensor Activate(const at::Tensor& y, const std::string& activation, double alpha, const at::Tensor* prelu) {
@@ -45,15 +54,6 @@ at::Tensor Activate(const at::Tensor& y, const std::string& activation, double a
   if (activation == "leakyrelu") return at::where(at::ge(y, 0), y, at::mul(y, alpha));
   if (activation == "prelu" && prelu != nullptr) return at::where(at::gt(y, 0), y, at::mul(y, *prelu));
   throw ArgError("fused matmul: unsupported activation " + activation);
-}
-
-// An operand of a bf16 product: its bfloat16 copy, made once per tensor and kept while the tensor
-// lives. A weight meets several products in a step, and so does an activation: the input of the
-// q, k and v projections, a layer's input again in the backward pass, an output gradient in both
-// of its products.
-at::Tensor Operand(const Args& a, size_t i) {
-  const at::Tensor& t = a.T(i);
-  return Bf16Compute() && t.scalar_type() == at::kFloat ? Table().Bf16Copy(a.Int(i)) : t;
 }
 
 // matmul(a, b, transposeA, transposeB, bias | null, activation, alpha, prelu weights | null,

@@ -125,6 +125,9 @@ bool AllOnCpu(std::initializer_list<at::Tensor> ts) {
 
 at::Tensor CpuFloat(const at::Tensor& t) { return Widened(t).to(at::kFloat).contiguous(); }
 
+// A contiguous float32 or bfloat16 tensor (others as float32), for loops that widen it as they read (RunOf).
+at::Tensor FloatOrHalf(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.contiguous() : CpuFloat(t); }
+
 // The keys of a mask as the int32 tensor that carries them from loraForward to loraBackward (empty: no dropout).
 at::Tensor KeysTensor(const DropoutKeys& k) {
   at::Tensor t = at::empty({2}, at::kInt);
@@ -169,47 +172,56 @@ at::Tensor PaddedRows(const at::Tensor& m, int64_t height) {
   return out;
 }
 
-// loraForward(y, x, A, B, state (Uint32Array of the dropout stream's 4 words, advanced in place;
-// null: no dropout), scaling, p, keep) → [out, low, keys]: out = y + low·Bᵀ with
+// loraLinear(x, W, bias | null, A, B, state (Uint32Array of the dropout stream's 4 words, advanced
+// in place; null: no dropout), scaling, p, keep) → [out, low, keys]: a linear layer of a frozen
+// weight W [out, in] (and bias) with its LoRA update, out = x·Wᵀ (+ bias) + low·Bᵀ where
 // low = s·(dropout(x)·Aᵀ) [N, r] (on the CPU [N, r padded to 16s], zeros beyond r), keys the
-// mask's two keys (int32 [2]; empty without dropout).
-napi_value LoraForward(const Args& a) {
-  const std::vector<at::Tensor> t = a.Ts({0, 1, 2, 3});
-  const Shapes sh = Check(t[1], t[0], t[2], t[3], "loraForward");
-  const float s = static_cast<float>(a.Num(5));
-  const double p = a.Num(6);
-  const float keep = static_cast<float>(a.Num(7));
+// mask's two keys (int32 [2]; empty without dropout). The product x·Wᵀ is the matmul kernel's
+// (bfloat16 under bf16 compute, as a product with a weight is there).
+napi_value LoraLinear(const Args& a) {
+  const std::vector<at::Tensor> t = a.Ts({0, 3, 4});
+  at::Tensor base = Matmul(Operand(a, 0), Operand(a, 1).t(), Bf16Compute());
+  if (!a.IsNullish(2)) base = at::add(base, a.T(2));
+  const at::Tensor& xIn = t[0];
+  const Shapes sh = Check(xIn, base, t[1], t[2], "loraLinear");
+  const float s = static_cast<float>(a.Num(6));
+  const double p = a.Num(7);
+  const float keep = static_cast<float>(a.Num(8));
   at::Tensor keyT = at::empty({0}, at::kInt);
   DropoutKeys keys;
-  if (!a.IsNullish(4) && p > 0) {
+  if (!a.IsNullish(5) && p > 0) {
     napi_typedarray_type type;
     size_t n;
-    uint32_t* state = static_cast<uint32_t*>(a.Typed(4, &type, &n));
-    if (type != napi_uint32_array || n != 4) throw ArgError("loraForward: the dropout stream's state as a Uint32Array of 4 words");
-    if (sh.rows * sh.in > (int64_t{1} << 32)) throw ArgError("loraForward: dropout over more than 2^32 entries");
+    uint32_t* state = static_cast<uint32_t*>(a.Typed(5, &type, &n));
+    if (type != napi_uint32_array || n != 4) throw ArgError("loraLinear: the dropout stream's state as a Uint32Array of 4 words");
+    if (sh.rows * sh.in > (int64_t{1} << 32)) throw ArgError("loraLinear: dropout over more than 2^32 entries");
     keys = DropoutKeys::Draw(state, p, keep);
     keyT = KeysTensor(keys);
   }
   const bool masked = keyT.numel() > 0;
-  if (!AllOnCpu({t[0], t[1]})) {
-    const at::Tensor x = Widened(t[1]);
+  if (!AllOnCpu({base, xIn})) {
+    const at::Tensor x = Widened(xIn);
     const at::Tensor xd = masked ? at::mul(x, MaskOf(keys, sh.rows, sh.in, x.device())) : x;
-    const at::Tensor low = at::mul(at::mm(xd, t[2].t()), s);
-    return Refs(a.env(), {at::add(Widened(t[0]), at::mm(low, t[3].t())), low, keyT});
+    const at::Tensor low = at::mul(at::mm(xd, t[1].t()), s);
+    return Refs(a.env(), {at::add(Widened(base), at::mm(low, t[2].t())), low, keyT});
   }
   const int64_t W = Padded(sh.rank);
-  const at::Tensor y = CpuFloat(t[0]), x = CpuFloat(t[1]);
-  const at::Tensor at16 = PaddedCols(CpuFloat(t[2]), true, W);        // Aᵀ [in, W]
-  const at::Tensor bt16 = PaddedRows(CpuFloat(t[3]).t(), W);          // Bᵀ [W, out]
-  const at::Tensor out = at::empty({sh.rows, sh.out}, at::kFloat), low = at::empty({sh.rows, W}, at::kFloat);
-  const float *X = x.data_ptr<float>(), *Y = y.data_ptr<float>(), *At = at16.data_ptr<float>(), *Bt = bt16.data_ptr<float>();
-  float *O = out.data_ptr<float>(), *L = low.data_ptr<float>();
+  // y and x as they come, float32 or bfloat16 (a bf16 step's projections), widened eight rows at a
+  // time; the output keeps y's dtype, so that a bf16 step's next ops read bfloat16 as without LoRA.
+  const at::Tensor y = FloatOrHalf(base), x = FloatOrHalf(xIn);
+  const bool half = y.scalar_type() == at::kBFloat16;
+  const at::Tensor at16 = PaddedCols(CpuFloat(t[1]), true, W);  // Aᵀ [in, W]
+  const at::Tensor bt16 = PaddedRows(CpuFloat(t[2]).t(), W);    // Bᵀ [W, out]
+  const at::Tensor out = at::empty({sh.rows, sh.out}, y.options()), low = at::empty({sh.rows, W}, at::kFloat);
+  const float *At = at16.data_ptr<float>(), *Bt = bt16.data_ptr<float>();
+  float* L = low.data_ptr<float>();
   at::parallel_for(0, (sh.rows + kRows - 1) / kRows, 2, [&](int64_t b0, int64_t b1) {
-    std::vector<float> xd(static_cast<size_t>(masked ? kRows * sh.in : 0));
+    std::vector<float> xb(static_cast<size_t>(kRows * sh.in)), xd(static_cast<size_t>(masked ? kRows * sh.in : 0));
+    std::vector<float> yb(static_cast<size_t>(kRows * sh.out)), ob(static_cast<size_t>(half ? kRows * sh.out : 0));
     for (int64_t b = b0; b < b1; b++) {
       const int64_t i0 = b * kRows;
       const int rows = static_cast<int>(std::min<int64_t>(kRows, sh.rows - i0));
-      const float* src = X + i0 * sh.in;
+      const float* src = RunOf(x, i0 * sh.in, rows * sh.in, xb.data());
       if (masked) {
         ApplyDropout(keys, src, i0 * sh.in, rows * sh.in, xd.data());
         src = xd.data();
@@ -217,34 +229,39 @@ napi_value LoraForward(const Args& a) {
       float* l = L + i0 * W;
       for (int64_t cb = 0; cb < W; cb += kLanes) Gather16(src, sh.in, 1, sh.in, At + cb, W, rows, l + cb, W);
       for (int64_t k = 0; k < rows * W; k++) l[k] *= s;
-      Scatter16(l, W, W, Bt, sh.out, sh.out, rows, Y + i0 * sh.out, O + i0 * sh.out, sh.out);
+      float* o = half ? ob.data() : out.data_ptr<float>() + i0 * sh.out;
+      Scatter16(l, W, W, Bt, sh.out, sh.out, rows, RunOf(y, i0 * sh.out, rows * sh.out, yb.data()), o, sh.out);
+      StoreRun(o, out, i0 * sh.out, rows * sh.out);
     }
   });
   return Refs(a.env(), {out, low, keyT});
 }
 
-// loraBackward(dy, x, A, B, low, keys, scaling, p, keep) → [dx, dA, dB] of loraForward's out (whose
-// gradient with respect to y is dy itself): with g = s·dy·B, dB = dyᵀ·low, dA = gᵀ·dropout(x) and
-// dx = (g·A) ⊙ mask, the mask drawn again from its keys.
-napi_value LoraBackward(const Args& a) {
-  const std::vector<at::Tensor> t = a.Ts({0, 1, 2, 3, 4});
-  const Shapes sh = Check(t[1], t[0], t[2], t[3], "loraBackward");
-  const bool masked = a.T(5).numel() > 0;
-  const float s = static_cast<float>(a.Num(6));
-  const DropoutKeys keys = masked ? KeysOf(a.T(5), a.Num(7), static_cast<float>(a.Num(8))) : DropoutKeys();
+// loraLinearBackward(dy, x, W, A, B, low, keys, scaling, p, keep) → [dx, dA, dB] of loraLinear's
+// out: with g = s·dy·B, dx = dy·W + (g·A) ⊙ mask (the mask drawn again from its keys),
+// dA = gᵀ·dropout(x) and dB = dyᵀ·low. W is frozen: it gets no gradient.
+napi_value LoraLinearBackward(const Args& a) {
+  const std::vector<at::Tensor> t = a.Ts({0, 1, 3, 4, 5});
+  const Shapes sh = Check(t[1], t[0], t[2], t[3], "loraLinearBackward");
+  // dy·W as the matmul kernel computes an input gradient, in float32: the update is added into it.
+  const at::Tensor base = Matmul(Operand(a, 0), Operand(a, 2), false).to(at::kFloat).contiguous();
+  const bool masked = a.T(6).numel() > 0;
+  const float s = static_cast<float>(a.Num(7));
+  const DropoutKeys keys = masked ? KeysOf(a.T(6), a.Num(8), static_cast<float>(a.Num(9))) : DropoutKeys();
   if (!AllOnCpu({t[0], t[1]})) {
     const at::Tensor dy = Widened(t[0]), x = Widened(t[1]), low = t[4].narrow(1, 0, sh.rank);
     const at::Tensor mask = masked ? MaskOf(keys, sh.rows, sh.in, x.device()) : at::Tensor();
     const at::Tensor g = at::mul(at::mm(dy, t[3]), s);
     const at::Tensor dx = at::mm(g, t[2]);
-    return Refs(a.env(), {masked ? at::mul(dx, mask) : dx, at::mm(g.t(), masked ? at::mul(x, mask) : x), at::mm(dy.t(), low)});
+    return Refs(a.env(), {at::add(base, masked ? at::mul(dx, mask) : dx), at::mm(g.t(), masked ? at::mul(x, mask) : x), at::mm(dy.t(), low)});
   }
   const int64_t W = Padded(sh.rank);
   const at::Tensor dy = CpuFloat(t[0]), x = CpuFloat(t[1]), low = CpuFloat(t[4]);
-  if (low.size(0) != sh.rows || low.size(1) != W) throw ArgError("loraBackward: low is not loraForward's [N, r padded to 16s]");
+  if (low.size(0) != sh.rows || low.size(1) != W) throw ArgError("loraLinearBackward: low is not loraLinear's [N, r padded to 16s]");
   const at::Tensor a16 = PaddedRows(CpuFloat(t[2]), W);         // A [W, in]
   const at::Tensor b16 = PaddedCols(CpuFloat(t[3]), false, W);  // B [out, W]
-  const at::Tensor dx = at::empty({sh.rows, sh.in}, at::kFloat), g = at::empty({sh.rows, W}, at::kFloat);
+  const at::Tensor& dx = base;
+  const at::Tensor g = at::empty({sh.rows, W}, at::kFloat);
   const at::Tensor xd = masked ? at::empty({sh.rows, sh.in}, at::kFloat) : x;
   const float *DY = dy.data_ptr<float>(), *X = x.data_ptr<float>(), *A16 = a16.data_ptr<float>(), *B16 = b16.data_ptr<float>(), *L = low.data_ptr<float>();
   float *DX = dx.data_ptr<float>(), *G = g.data_ptr<float>(), *XD = xd.data_ptr<float>();
@@ -252,6 +269,7 @@ napi_value LoraBackward(const Args& a) {
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), sh.rows / kRows));
   const at::Tensor daT = at::empty({chunks, sh.in, W}, at::kFloat), db = at::empty({chunks, sh.out, W}, at::kFloat);
   at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+    std::vector<float> update(static_cast<size_t>(masked ? kRows * sh.in : 0));
     for (int64_t c = c0; c < c1; c++) {
       const int64_t lo = sh.rows * c / chunks, hi = sh.rows * (c + 1) / chunks;
       for (int64_t i0 = lo; i0 < hi; i0 += kRows) {
@@ -259,10 +277,14 @@ napi_value LoraBackward(const Args& a) {
         float* gi = G + i0 * W;
         for (int64_t cb = 0; cb < W; cb += kLanes) Gather16(DY + i0 * sh.out, sh.out, 1, sh.out, B16 + cb, W, rows, gi + cb, W);
         for (int64_t k = 0; k < rows * W; k++) gi[k] *= s;
-        Scatter16(gi, W, W, A16, sh.in, sh.in, rows, nullptr, DX + i0 * sh.in, sh.in);
+        float* dxi = DX + i0 * sh.in;
         if (masked) {
-          ApplyDropout(keys, DX + i0 * sh.in, i0 * sh.in, rows * sh.in, DX + i0 * sh.in);
+          Scatter16(gi, W, W, A16, sh.in, sh.in, rows, nullptr, update.data(), sh.in);
+          ApplyDropout(keys, update.data(), i0 * sh.in, rows * sh.in, update.data());
+          for (int64_t k = 0; k < rows * sh.in; k++) dxi[k] += update[k];
           ApplyDropout(keys, X + i0 * sh.in, i0 * sh.in, rows * sh.in, XD + i0 * sh.in);
+        } else {
+          Scatter16(gi, W, W, A16, sh.in, sh.in, rows, dxi, dxi, sh.in);  // added into dy·W in place
         }
       }
       SumRowProducts(DY, sh.out, sh.out, L, W, lo, hi, db.data_ptr<float>() + c * sh.out * W);
@@ -277,8 +299,8 @@ napi_value LoraBackward(const Args& a) {
 }  // namespace
 
 void RegisterLora(napi_env env, napi_value exports) {
-  Export(env, exports, "loraForward", LoraForward);
-  Export(env, exports, "loraBackward", LoraBackward);
+  Export(env, exports, "loraLinear", LoraLinear);
+  Export(env, exports, "loraLinearBackward", LoraLinearBackward);
 }
 
 }  // namespace pbrl

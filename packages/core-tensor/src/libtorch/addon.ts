@@ -66,12 +66,13 @@ export interface LibtorchAddon {
   /** Inverted-dropout multipliers [rows, cols] from an RngStream's state (advanced in place by two draws), as RngStream.fillDropoutMask draws them. */
   dropoutMask(state: Uint32Array, rows: number, cols: number, p: number, keep: number): TensorRef;
   /**
-   * A LoRA update y + s·(dropout(x)·Aᵀ)·Bᵀ in one call → [out, low = s·dropout(x)·Aᵀ, the mask's keys];
-   * the dropout stream's state (null: no dropout) advances in place by the two draws of the keys.
+   * A linear layer of a frozen weight with its LoRA update, x·Wᵀ (+ bias) + s·(dropout(x)·Aᵀ)·Bᵀ, in one
+   * call → [out, low = s·dropout(x)·Aᵀ, the mask's keys]; the dropout stream's state (null: no
+   * dropout) advances in place by the two draws of the keys.
    */
-  loraForward(y: number, x: number, a: number, b: number, state: Uint32Array | null, scaling: number, p: number, keep: number): TensorRef[];
-  /** The gradients [dx, dA, dB] of loraForward's output, given its low and mask keys. */
-  loraBackward(dy: number, x: number, a: number, b: number, low: number, keys: number, scaling: number, p: number, keep: number): TensorRef[];
+  loraLinear(x: number, w: number, bias: number | null, a: number, b: number, state: Uint32Array | null, scaling: number, p: number, keep: number): TensorRef[];
+  /** The gradients [dx, dA, dB] of loraLinear's output, given its low and mask keys. */
+  loraLinearBackward(dy: number, x: number, w: number, a: number, b: number, low: number, keys: number, scaling: number, p: number, keep: number): TensorRef[];
   /** Keeps only the bfloat16 copies of the float32 matrices among `ids` (weights that never change); returns the float32 bytes freed. */
   storeBf16(ids: number[]): number;
   /** Whether the addon is linked against OpenBLAS, its kernel family and whether float32 CPU products use it. */

@@ -6,7 +6,7 @@
  * inside {@link LoraAdapter.training}, with masks drawn from the stream given there (the run's,
  * saved in checkpoints, so a resumed run draws the same masks).
  */
-import { dropoutMask, loraUpdate, loraUpdateFused, RngStream, tf, variableFrom, type HostTensor, type RngState } from "@pbrl/core-tensor";
+import { dropoutMask, loraLinear, RngStream, tf, variableFrom, type HostTensor, type RngState } from "@pbrl/core-tensor";
 import { matMul } from "../ops.js";
 import { loraScaling, type LoraSettings } from "./settings.js";
 
@@ -87,28 +87,33 @@ export class LoraAdapter {
   }
 
   /**
-   * y + s · (dropout(x)·Aᵀ)·Bᵀ: the output y [N, out] of the adapted layer `module` on x [N, in]
-   * with the low-rank update added. On libtorch one fused kernel each way; elsewhere tfjs ops.
+   * The adapted layer `module` on x [N, in]: x·Wᵀ (+ bias) + s · (dropout(x)·Aᵀ)·Bᵀ for its frozen
+   * weight W and bias, as one fused kernel each way. Only where loraLinearFused() (libtorch);
+   * elsewhere the model adds {@link update} to its own product.
    */
-  update(y: tf.Tensor2D, x: tf.Tensor2D, module: string): tf.Tensor2D {
-    if (!loraUpdateFused()) return tf.add(y, this.delta(x, module)) as tf.Tensor2D;
+  linear(x: tf.Tensor2D, weight: tf.Tensor2D, bias: tf.Tensor1D | undefined, module: string): tf.Tensor2D {
     const f = this.modules.get(module)!;
-    const dropout = this.dropoutRng !== undefined && this.spec.dropout > 0 ? { rng: this.dropoutRng, p: this.spec.dropout } : undefined;
-    return loraUpdate(y, x, f.a as tf.Tensor2D, f.b as tf.Tensor2D, f.scaling, dropout);
+    return loraLinear(x, weight, bias, f.a as tf.Tensor2D, f.b as tf.Tensor2D, f.scaling, this.dropout());
+  }
+
+  /** y + s · (dropout(x)·Aᵀ)·Bᵀ: the output y [N, out] of the adapted layer `module` on x [N, in] with the update added, as tfjs ops. */
+  update(y: tf.Tensor2D, x: tf.Tensor2D, module: string): tf.Tensor2D {
+    return tf.add(y, this.delta(x, module)) as tf.Tensor2D;
+  }
+
+  /** Dropout's stream and rate inside {@link training} (PEFT's train mode), else none. */
+  private dropout(): { rng: RngStream; p: number } | undefined {
+    return this.dropoutRng !== undefined && this.spec.dropout > 0 ? { rng: this.dropoutRng, p: this.spec.dropout } : undefined;
   }
 
   /** s · (dropout(x)·Aᵀ)·Bᵀ for the adapted layer `module`, x [N, in] → [N, out], as tfjs ops. */
   private delta(x: tf.Tensor2D, module: string): tf.Tensor2D {
     const f = this.modules.get(module)!;
-    const input = this.dropoutRng !== undefined && this.spec.dropout > 0 ? this.dropped(x) : x;
+    const dropout = this.dropout();
+    const input = dropout !== undefined ? tf.mul(x, dropoutMask(dropout.rng, x.shape, dropout.p)) : x;
     // Scaled at rank r, not at the output's width (PEFT scales the output: the same up to rounding).
     const low = tf.mul(matMul(input, f.a as tf.Tensor2D, false, true), f.scaling) as tf.Tensor2D;
     return matMul(low, f.b as tf.Tensor2D, false, true) as tf.Tensor2D;
-  }
-
-  /** x with inverted dropout: each entry zeroed with probability p, the rest scaled by 1 / (1 − p). */
-  private dropped(x: tf.Tensor2D): tf.Tensor2D {
-    return tf.mul(x, dropoutMask(this.dropoutRng!, x.shape, this.spec.dropout)) as tf.Tensor2D;
   }
 
   /** Where the dropout stream is now (undefined outside training): a recomputation replays its masks from here. */
