@@ -225,25 +225,6 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
     }
   });
 
-  it("draws dropout masks in the addon as RngStream.fillDropoutMask does, the stream left where it would be", async () => {
-    await useBackend("libtorch");
-    for (const p of [0.05, 0.5]) {
-      const a = RngStream.fromSeed(7, "dropout");
-      const b = RngStream.fromSeed(7, "dropout");
-      a.nextUint32();
-      b.nextUint32();
-      const want = new Float32Array(37 * 53);
-      a.fillDropoutMask(want, p, 1 / (1 - p));
-      const mask = dropoutMask(b, [37, 53], p);
-      expect(mask.shape).toEqual([37, 53]);
-      expect(mask.dataSync()).toEqual(want);
-      expect(b.getState()).toEqual(a.getState());
-      const dropped = want.filter((v) => v === 0).length / want.length;
-      expect(Math.abs(dropped - p)).toBeLessThan(0.03);
-      mask.dispose();
-    }
-  });
-
   it("fuses a linear layer with its LoRA update, x·Wᵀ + bias + s·(dropout(x)·Aᵀ)·Bᵀ, with the tfjs ops' value, gradients and dropout draws", async () => {
     await useBackend("libtorch");
     // 21 rows (not a multiple of the kernels' 8-row blocks), 37 inputs, 11 outputs (not a multiple of 16 lanes), rank 3.

@@ -1,9 +1,10 @@
-// A LoRA adapter's update of one linear layer, out = y + s·(dropout(x)·Aᵀ)·Bᵀ, in one call forward
-// and one backward (core-tensor's loraUpdate). As tfjs ops it was ~14 kernels per layer and step,
-// a float32 dropout mask kept for the backward pass, and six thin (rank-16) BLAS products that ran
-// at 40–80 GFLOPS: on a SmolLM2-135M step a LoRA run was slower than training every weight. Here
-// the mask is not stored: both passes draw it from its two keys (dropout_rng.h, the same mask as
-// core-tensor's dropoutMask), and rows are taken eight at a time into register-held sums.
+// A linear layer of a frozen weight with its LoRA adapter, out = x·Wᵀ (+ bias) + s·(dropout(x)·Aᵀ)·Bᵀ,
+// in one call forward and one backward (core-tensor's loraLinear). As tfjs ops it was ~14 kernels
+// per layer and step, a float32 dropout mask kept for the backward pass, and six thin (rank-16)
+// BLAS products that ran at 40–80 GFLOPS: on a SmolLM2-135M step a LoRA run was slower than
+// training every weight. Here the mask is not stored: both passes draw it from its two keys
+// (dropout_rng.h, the same mask as core-tensor's dropoutMask), and rows are taken eight at a time
+// into register-held sums (on CPUs without AVX-512 the sums spill: slower, the same results).
 #include <ATen/Parallel.h>
 
 #include <algorithm>

@@ -3,9 +3,6 @@
 // temperature, then top-k, then top-p as transformers' warpers, then the row's uniform draw
 // walked through the probabilities in vocabulary order — computed in float64.
 #include "common.h"
-#include "dropout_rng.h"
-
-#include <ATen/Parallel.h>
 
 namespace pbrl {
 namespace {
@@ -67,28 +64,10 @@ napi_value SampleRows(const Args& a) {
   return out;
 }
 
-// dropoutMask(state, rows, cols, p, keep) → a [rows, cols] float32 CPU tensor of inverted-dropout
-// multipliers, RngStream.fillDropoutMask's (dropout_rng.h); `state` (a Uint32Array of the stream's
-// 4 words) advances in place by the two draws of the mask's keys.
-napi_value DropoutMask(const Args& a) {
-  napi_typedarray_type type;
-  size_t n;
-  uint32_t* s = static_cast<uint32_t*>(a.Typed(0, &type, &n));
-  if (type != napi_uint32_array || n != 4) throw ArgError("dropoutMask: the stream's state as a Uint32Array of 4 words");
-  const int64_t rows = a.Int(1), cols = a.Int(2);
-  if (rows * cols > (int64_t{1} << 32)) throw ArgError("dropoutMask: at most 2^32 entries");
-  const DropoutKeys keys = DropoutKeys::Draw(s, a.Num(3), static_cast<float>(a.Num(4)));
-  at::Tensor mask = at::empty({rows, cols}, at::kFloat);
-  float* out = mask.data_ptr<float>();
-  at::parallel_for(0, rows * cols, 1 << 16, [&](int64_t lo, int64_t hi) { ApplyDropout(keys, nullptr, lo, hi - lo, out + lo); });
-  return Ref(a.env(), mask);
-}
-
 }  // namespace
 
 void RegisterSampling(napi_env env, napi_value exports) {
   Export(env, exports, "sampleRows", SampleRows);
-  Export(env, exports, "dropoutMask", DropoutMask);
 }
 
 }  // namespace pbrl

@@ -63,8 +63,6 @@ export interface LibtorchAddon {
   bf16(): boolean;
   /** Makes the bfloat16 copies that bf16 products read for the float32 matrices among `ids` now. */
   makeBf16Copies(ids: number[]): void;
-  /** Inverted-dropout multipliers [rows, cols] from an RngStream's state (advanced in place by two draws), as RngStream.fillDropoutMask draws them. */
-  dropoutMask(state: Uint32Array, rows: number, cols: number, p: number, keep: number): TensorRef;
   /**
    * A linear layer of a frozen weight with its LoRA update, x·Wᵀ (+ bias) + s·(dropout(x)·Aᵀ)·Bᵀ, in one
    * call → [out, low = s·dropout(x)·Aᵀ, the mask's keys]; the dropout stream's state (null: no
@@ -239,7 +237,8 @@ const REQUIRED = [
   "makeBf16Copies",
   "storeBf16",
   "sampleRows",
-  "dropoutMask",
+  "loraLinear",
+  "loraLinearBackward",
   "decoderCreate",
   "decoderLoad",
   "decoderStep",
