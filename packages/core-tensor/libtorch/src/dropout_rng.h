@@ -50,16 +50,16 @@ struct DropoutKeys {
   uint32_t k0 = 0, k1 = 0;
   uint64_t threshold = 0;  // ceil(p·2³²): an integer draw is below p·2³² exactly when below this
   float keep = 1;
+  // A mask of rate p from its keys.
+  static DropoutKeys Of(uint32_t k0, uint32_t k1, double p, float keep) {
+    return DropoutKeys{k0, k1, static_cast<uint64_t>(std::ceil(p * 4294967296.0)), keep};
+  }
   // Draws the keys from `state` (4 words, advanced in place by two draws).
   static DropoutKeys Draw(uint32_t* state, double p, float keep) {
     Xoshiro128 rng(state);
-    DropoutKeys k;
-    k.k0 = rng.Next();
-    k.k1 = rng.Next();
+    const uint32_t k0 = rng.Next(), k1 = rng.Next();
     rng.Save(state);
-    k.threshold = static_cast<uint64_t>(std::ceil(p * 4294967296.0));
-    k.keep = keep;
-    return k;
+    return Of(k0, k1, p, keep);
   }
   [[gnu::always_inline]] uint32_t Hash(uint32_t i) const { return Mix32(Mix32(i ^ k0) ^ k1); }
   // The multiplier of entry i: keep, or 0 where dropped.

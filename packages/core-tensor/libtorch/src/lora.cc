@@ -129,7 +129,7 @@ at::Tensor CpuFloat(const at::Tensor& t) { return Widened(t).to(at::kFloat).cont
 // A contiguous float32 or bfloat16 tensor (others as float32), for loops that widen it as they read (RunOf).
 at::Tensor FloatOrHalf(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? t.contiguous() : CpuFloat(t); }
 
-// The keys of a mask as the int32 tensor that carries them from loraForward to loraBackward (empty: no dropout).
+// The keys of a mask as the int32 tensor that carries them from loraLinear to loraLinearBackward (empty: no dropout).
 at::Tensor KeysTensor(const DropoutKeys& k) {
   at::Tensor t = at::empty({2}, at::kInt);
   t[0] = static_cast<int32_t>(k.k0);
@@ -138,14 +138,9 @@ at::Tensor KeysTensor(const DropoutKeys& k) {
 }
 
 DropoutKeys KeysOf(const at::Tensor& t, double p, float keep) {
-  if (t.numel() != 2) throw ArgError("loraBackward: the dropout keys are not loraForward's");
+  if (t.numel() != 2) throw ArgError("loraLinearBackward: the dropout keys are not loraLinear's");
   const at::Tensor c = t.to(at::kCPU).contiguous();
-  DropoutKeys k;
-  k.k0 = static_cast<uint32_t>(c.data_ptr<int32_t>()[0]);
-  k.k1 = static_cast<uint32_t>(c.data_ptr<int32_t>()[1]);
-  k.threshold = static_cast<uint64_t>(std::ceil(p * 4294967296.0));
-  k.keep = keep;
-  return k;
+  return DropoutKeys::Of(static_cast<uint32_t>(c.data_ptr<int32_t>()[0]), static_cast<uint32_t>(c.data_ptr<int32_t>()[1]), p, keep);
 }
 
 // The float mask (0 or keep) of a [rows, cols] input, for the ATen path (tensors off the CPU).
