@@ -95,7 +95,9 @@ describe.skipIf(!packagesBuilt)("user code that never returns, and signals", () 
     const out = path.join(dir, "round-2-out");
     const args = [...base(out), `formatters=${formatters}`, "trainer=madpo_iter", "num_iterations=6", "preference_num_candidates=2", "eval_interval=0"];
     const latest = path.join(out, "checkpoints", "latest.json");
-    const stopped = await train(main, args, { ready: () => existsSync(latest), signals: ["SIGINT", "SIGINT"], gapMs: 300, limitS: 180 });
+    // The second signal 50 ms after the first, while round 2 still runs: 300 ms let a fast machine end
+    // the round first, so that the signal met the process's own exit (death by SIGINT, code null).
+    const stopped = await train(main, args, { ready: () => existsSync(latest), signals: ["SIGINT", "SIGINT"], gapMs: 50, limitS: 180 });
     expect(stopped.code, stopped.err).toBe(130);
     expect(stopped.seconds, stopped.err).toBeLessThan(15);
     expect(stopped.err).toMatch(/SIGINT received; finishing round and checkpoint, then stopping/);
