@@ -89,3 +89,7 @@ export { bf16BitsToFloat32, float32ToBf16Bits, f16BitsToFloat32, float32ToF16Bit
 export { nativeHeapOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows } from "./native-decode.js";
 export type { DecodeDims } from "./native-decode.js";
 export { isWithin, resolvedPath } from "./paths.js";
+export { mean, meanOrNull } from "./mean.js";
+export { NonFiniteError } from "./non-finite-error.js";
+export { isProcessAlive, lockIdentity, lockOwnerState, processCommand, processIdentity } from "./process-identity.js";
+export type { ProcessIdentity } from "./process-identity.js";

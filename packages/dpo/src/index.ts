@@ -4,5 +4,6 @@ export { scoredTokens, agentMargins } from "./scoring.js";
 export { madpoUpdate, localAgents, agentPairs, detachedMargins, checkMargins, agentStep } from "./update.js";
 export type { MadpoAgents, MadpoUpdateOptions } from "./update.js";
 // Defined once below both algorithm packages; re-exported where MADPO's callers look for them.
-export { NonFiniteError, negLogSigmoid } from "@pbrl/preference-data";
+export { NonFiniteError } from "@pbrl/core-tensor";
+export { negLogSigmoid } from "@pbrl/preference-data";
 export type { TrainableAgent } from "@pbrl/preference-data";

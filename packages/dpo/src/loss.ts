@@ -4,8 +4,8 @@
  * Agent i trains on its own live margin plus the others' detached margins, so its gradient is
  * −η σ(−η Δ) ∇δᵢ: the joint loss's gradient with respect to its own parameters.
  */
-import { tf } from "@pbrl/core-tensor";
-import { mean, negLogSigmoid } from "@pbrl/preference-data";
+import { mean, tf } from "@pbrl/core-tensor";
+import { negLogSigmoid } from "@pbrl/preference-data";
 
 /** Joint margins Δ per pair from per-agent margins `margins[agent][pair]`. */
 export function jointMargins(margins: readonly (readonly number[])[]): number[] {

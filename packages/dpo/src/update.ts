@@ -1,5 +1,5 @@
-import { addGrads, globalGradNorm, tf } from "@pbrl/core-tensor";
-import { NonFiniteError, type AgentPairTokens, type TrainableAgent } from "@pbrl/preference-data";
+import { addGrads, globalGradNorm, NonFiniteError, tf } from "@pbrl/core-tensor";
+import { type AgentPairTokens, type TrainableAgent } from "@pbrl/preference-data";
 import { agentLoss, marginMetrics, othersSum, type MarginMetrics } from "./loss.js";
 import { agentMargins } from "./scoring.js";
 

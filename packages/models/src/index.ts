@@ -85,6 +85,9 @@ export { buildScoringBatch, completionLogProbs, scoreCompletions } from "./scori
 export type { ScoringItem, ScoringBatch, ScoreResult } from "./scoring.js";
 export { ScalarHead, lastTokenIndices } from "./heads.js";
 export type { ScalarHeadOptions } from "./heads.js";
+export { ScalarHeadModel, defaultPadTokenId, headOn, splitGrads } from "./scalar-head-model.js";
+export { padRows, realLengths } from "./padded-rows.js";
+export type { PaddedBatch, PaddingSide } from "./padded-rows.js";
 export { DEFAULT_LORA, LoraSettingsError, decoderLinears, loraScaling, loraTargets, loraSettingsProblems, type LoraSettings } from "./lora/settings.js";
 export { LoraAdapter, type LoraModule, type LoraSpec } from "./lora/adapter.js";
 export { ADAPTER_CONFIG, ADAPTER_WEIGHTS, isAdapterFolder, readAdapterConfig, type AdapterConfig } from "./lora/peft-files.js";

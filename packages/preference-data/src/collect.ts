@@ -1,9 +1,8 @@
-import type { RngStream } from "@pbrl/core-tensor";
+import { mean, type RngStream } from "@pbrl/core-tensor";
 import { checkCollectionInput } from "./dataset.js";
 import { formatAgentPrompts } from "./formatters.js";
 import type { PairRecord } from "./pair-record.js";
 import { selectPairs, type PairSelectionMode } from "./pair-selection.js";
-import { mean } from "./mean.js";
 import { emptyTally, tallyTruncation, warnTruncation, type TruncationTally } from "./prompt-length.js";
 import { promptTexts, type CandidateSampler } from "./sampler.js";
 import { scoreRewardJobs } from "./score-batch.js";

@@ -1,11 +1,10 @@
-import type { RngStream } from "@pbrl/core-tensor";
+import { mean, type RngStream } from "@pbrl/core-tensor";
 import type { CandidateCheck, CollectedPair } from "./collect.js";
 import { selectComparisons, type ComparisonSelectionMode } from "./comparison-selection.js";
 import { checkCollectionInput } from "./dataset.js";
 import { renderPrompt } from "./chat.js";
 import { formatAgentPrompts, isChatPrompt } from "./formatters.js";
 import type { CandidateSet, Comparator } from "./interfaces.js";
-import { mean } from "./mean.js";
 import { emptyTally, tallyTruncation, warnTruncation, type TruncationTally } from "./prompt-length.js";
 import { candidateTokens, type AgentTokenizing } from "./retokenize.js";
 import type { CandidateSampler } from "./sampler.js";

@@ -60,7 +60,5 @@ export { COMPARISON_SELECTION_MODES, selectComparisons } from "./comparison-sele
 export type { ComparisonSelectionMode, Comparison } from "./comparison-selection.js";
 export { collectComparisons } from "./compare.js";
 export type { CompareOptions, CompareResult } from "./compare.js";
-export { mean, meanOrNull } from "./mean.js";
 export { negLogSigmoid } from "./preference-likelihood.js";
-export { NonFiniteError } from "./trainable-agent.js";
 export type { TrainableAgent } from "./trainable-agent.js";

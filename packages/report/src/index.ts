@@ -23,8 +23,6 @@ export { readRun } from "./read/read-run.js";
 export type { ReadRunOptions } from "./read/read-run.js";
 export { parseMetrics } from "./read/metrics-file.js";
 export { runStatus } from "./read/run-status.js";
-export { isProcessAlive, lockIdentity, lockOwnerState, processCommand, processIdentity } from "./read/run-lock.js";
-export type { ProcessIdentity } from "./read/run-lock.js";
 export type { StatusFacts } from "./read/run-status.js";
 export { TRAINERS, METRIC_KINDS } from "./run-data.js";
 export type {

@@ -10,8 +10,9 @@ export type {
 } from "./reward-model.js";
 export { jointText } from "./joint-text.js";
 export { encodeKeepEnd } from "./tokenize.js";
-export { padRows } from "./batch.js";
-export type { PaddedBatch, PaddingSide } from "./batch.js";
+// Defined in @pbrl/models (the scalar-head model pads its rows with it); re-exported for the reward model's callers.
+export { padRows } from "@pbrl/models";
+export type { PaddedBatch, PaddingSide } from "@pbrl/models";
 export { bradleyTerryLoss, pairMetrics } from "./loss.js";
 // Defined once (the Bradley–Terry likelihood MADPO shares); re-exported for the reward model's callers.
 export { negLogSigmoid } from "@pbrl/preference-data";

@@ -1,9 +1,19 @@
 import { existsSync, promises as fs } from "node:fs";
 import * as path from "node:path";
-import { AdamW, deviceOf, globalGradNorm, onDevice, replaceDirAtomic, tf, writeFileAtomic, type HostTensor, type RngStream } from "@pbrl/core-tensor";
-import { gatherRows, loadPretrained, savePretrained, ScalarHead, type CausalLM, type GenerationDefaults, type Pretrained, type Tokenizer } from "@pbrl/models";
+import { AdamW, globalGradNorm, onDevice, tf, writeFileAtomic, type HostTensor, type RngStream } from "@pbrl/core-tensor";
+import {
+  headOn,
+  loadPretrained,
+  padRows,
+  ScalarHead,
+  ScalarHeadModel,
+  type CausalLM,
+  type GenerationDefaults,
+  type PaddingSide,
+  type Pretrained,
+  type Tokenizer,
+} from "@pbrl/models";
 import type { PairRecord } from "@pbrl/preference-data";
-import { padRows, realLengths, type PaddedBatch, type PaddingSide } from "./batch.js";
 import { jointText } from "./joint-text.js";
 import { bradleyTerryLoss, pairMetrics, type PairMetrics } from "./loss.js";
 import { encodeKeepEnd } from "./tokenize.js";
@@ -112,30 +122,24 @@ interface SavedConfig {
 }
 
 /**
- * MARLHF's joint reward model R̃ψ(h, a): a causal-LM backbone reads all agents' prompts and
- * responses as one text (`jointText`), and a linear head (hidden → 1, with bias) maps the final
- * hidden state (after the last norm) at the last non-pad token to a scalar. The last non-pad
- * token is found from the attention mask, so left and right padding give the same scores, and
- * rotary positions are counted over real tokens only, so a padded row scores as it does alone.
+ * MARLHF's joint reward model R̃ψ(h, a): a `ScalarHeadModel` whose backbone reads all agents'
+ * prompts and responses as one text (`jointText`), and whose linear head (hidden → 1, with bias)
+ * maps the final hidden state at the last real token to a scalar.
  */
-export class JointRewardModel {
-  private disposed = false;
+export class JointRewardModel extends ScalarHeadModel {
   /** Token limit of a joint text when a call gives none; undefined: no truncation. */
   maxLength: number | undefined;
-  /** The id written into padding positions (never attended to, never read). */
-  readonly padTokenId: number;
 
   private constructor(
-    readonly backbone: CausalLM,
-    readonly head: ScalarHead,
-    readonly tokenizer: Tokenizer,
+    backbone: CausalLM,
+    head: ScalarHead,
+    tokenizer: Tokenizer,
     private readonly generation: GenerationDefaults | undefined,
     readonly freezeBackbone: boolean,
     maxLength: number | undefined,
   ) {
+    super(backbone, head, tokenizer);
     this.maxLength = maxLength;
-    const c = backbone.config;
-    this.padTokenId = tokenizer.padTokenId ?? c.padTokenId ?? tokenizer.eosTokenId ?? c.eosTokenIds[0] ?? 0;
   }
 
   /** A reward model from a backbone checkpoint, with a fresh head (or one loaded from `headFile`). */
@@ -168,7 +172,10 @@ export class JointRewardModel {
       const hiddenSize = backbone.config.hiddenSize;
       // The head reads the backbone's hidden states: it lives where they are.
       const on = backbone.device();
-      head = options.headFile !== undefined ? headOn(await loadHead(options.headFile, hiddenSize), on) : onDevice(on, () => initHead(hiddenSize, options.rng!));
+      head =
+        options.headFile !== undefined
+          ? headOn(await loadHead(options.headFile, hiddenSize), on, "reward head")
+          : onDevice(on, () => initHead(hiddenSize, options.rng!));
       return new JointRewardModel(
         backbone,
         head,
@@ -217,13 +224,10 @@ export class JointRewardModel {
 
   /** Writes the backbone as a Hugging Face checkpoint folder plus the head and settings, in one atomic folder swap. */
   async save(dir: string): Promise<void> {
-    this.check();
     const settings: SavedConfig = { format: "pbrl-joint-reward-model", version: 1, max_length: this.maxLength ?? null, freeze_backbone: this.freezeBackbone };
-    await replaceDirAtomic(dir, async (tmp) => {
-      await savePretrained(tmp, { model: this.backbone, tokenizer: this.tokenizer, generation: this.generation });
-      await this.head.save(path.join(tmp, REWARD_HEAD_FILE));
-      await writeFileAtomic(path.join(tmp, REWARD_CONFIG_FILE), JSON.stringify(settings, null, 2) + "\n");
-    });
+    await this.saveFolder(dir, REWARD_HEAD_FILE, this.generation, (tmp) =>
+      writeFileAtomic(path.join(tmp, REWARD_CONFIG_FILE), JSON.stringify(settings, null, 2) + "\n"),
+    );
   }
 
   /**
@@ -238,27 +242,9 @@ export class JointRewardModel {
     return encodeKeepEnd(this.tokenizer, text, maxLength);
   }
 
-  /** Final hidden states at each row's last real token, [rows, hidden]; differentiable. */
-  lastHidden(batch: PaddedBatch): tf.Tensor2D {
-    this.check();
-    return tf.tidy(() => {
-      const padded = batch.mask.includes(0);
-      // Right padding needs no key mask (padding follows every real token, the causal mask hides
-      // it) and real tokens already sit at positions 0…n−1; left padding needs both.
-      const h = this.backbone.hidden({
-        ids: batch.ids,
-        batch: batch.batch,
-        length: batch.length,
-        sequenceLengths: realLengths(batch),
-        ...(padded && batch.side === "left" ? { keyMask: batch.mask, positions: batch.positions } : {}),
-      });
-      return gatherRows(h, batch.lastRows);
-    });
-  }
-
   /** Scores of token rows, [rows]; differentiable with respect to head and backbone. */
   rewardsForIds(rows: readonly (readonly number[])[], paddingSide: PaddingSide = "right"): tf.Tensor1D {
-    return tf.tidy(() => this.head.apply(this.lastHidden(padRows(rows, this.padTokenId, paddingSide))));
+    return this.scalarsForIds(rows, paddingSide);
   }
 
   /**
@@ -269,15 +255,9 @@ export class JointRewardModel {
     this.check();
     const size = options.batchSize ?? 8;
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`batchSize must be an integer ≥ 1, got ${size}`);
-    const out: number[] = [];
-    for (let start = 0; start < rows.length; start += size) {
-      const s = this.rewardsForIds(rows.slice(start, start + size), options.paddingSide ?? "right");
-      const values = s.dataSync();
-      s.dispose();
-      const bad = values.findIndex((v) => !Number.isFinite(v));
-      if (bad >= 0) throw new NonFiniteRewardError(`reward model: non-finite score (${values[bad]}) for row ${start + bad}; its weights hold NaN or Inf`);
-      out.push(...values);
-    }
+    const out = this.scalarsNoGrad(rows, size, options.paddingSide ?? "right");
+    const bad = out.findIndex((v) => !Number.isFinite(v));
+    if (bad >= 0) throw new NonFiniteRewardError(`reward model: non-finite score (${out[bad]}) for row ${bad}; its weights hold NaN or Inf`);
     return out;
   }
 
@@ -442,9 +422,9 @@ export class JointRewardModel {
   }
 
   /** The variables training updates: the head, plus every backbone weight unless frozen. */
-  trainableVariables(): tf.Variable[] {
+  override trainableVariables(): tf.Variable[] {
     this.check();
-    return this.freezeBackbone ? this.head.trainableVariables() : [...this.backbone.trainableVariables(), ...this.head.trainableVariables()];
+    return this.freezeBackbone ? this.head.trainableVariables() : super.trainableVariables();
   }
 
   /** Trainable variables by weight name: Hugging Face names for the backbone, `reward_head.*` for the head. */
@@ -454,31 +434,8 @@ export class JointRewardModel {
     return out;
   }
 
-  /** Maps gradients keyed by tf variable names (as tf.variableGrads returns them) to weight names. */
-  gradsByWeightName(grads: tf.NamedTensorMap): Map<string, tf.Tensor> {
-    const headNames = new Set(this.head.trainableVariables().map((v) => v.name));
-    const backboneGrads: tf.NamedTensorMap = {};
-    const headGrads: tf.NamedTensorMap = {};
-    for (const [k, g] of Object.entries(grads)) (headNames.has(k) ? headGrads : backboneGrads)[k] = g;
-    return new Map([...this.backbone.gradsByWeightName(backboneGrads), ...this.head.gradsByWeightName(headGrads)]);
-  }
-
-  /** Every scalar weight, backbone and head. */
-  numParameters(): number {
-    let n = this.backbone.numParameters();
-    for (const v of this.head.params.values()) n += v.size;
-    return n;
-  }
-
-  dispose(): void {
-    if (this.disposed) return;
-    this.backbone.dispose();
-    this.head.dispose();
-    this.disposed = true;
-  }
-
-  private check(): void {
-    if (this.disposed) throw new RewardModelError("this reward model has been disposed");
+  protected override disposedError(): Error {
+    return new RewardModelError("this reward model has been disposed");
   }
 }
 
@@ -515,16 +472,6 @@ function initHead(hiddenSize: number, rng: RngStream): ScalarHead {
     [`${REWARD_HEAD_PREFIX}.bias`, { dtype: "float32", shape: [1], data: draw(1) }],
   ]);
   return ScalarHead.fromHostWeights({ hiddenSize, hiddenDim: 0, bias: true, prefix: REWARD_HEAD_PREFIX }, host, "reward head");
-}
-
-/** `head` on `device`: itself when it is there, else a copy (a few floats, through host memory) and `head` is freed. */
-function headOn(head: ScalarHead, device: string): ScalarHead {
-  if (deviceOf(head.params.values().next().value!) === device) return head;
-  try {
-    return onDevice(device, () => ScalarHead.fromHostWeights(head.options, head.hostWeights(), "reward head"));
-  } finally {
-    head.dispose();
-  }
 }
 
 async function loadHead(file: string, hiddenSize: number): Promise<ScalarHead> {

@@ -29,7 +29,7 @@
  * For groups with spread this is exactly "divide by max(std_pop(R), 1e-6)".
  */
 
-import { mean } from "@pbrl/preference-data";
+import { mean } from "@pbrl/core-tensor";
 
 /** CoMLRL's advantage_mode values. */
 export const ADVANTAGE_MODES = ["mean", "raw", "max", "rloo"] as const;

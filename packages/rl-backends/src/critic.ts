@@ -1,15 +1,14 @@
 import { existsSync } from "node:fs";
 import * as path from "node:path";
-import { AdamW, addGrads, deviceOf, globalGradNorm, onDevice, replaceDirAtomic, tf, type RngStream } from "@pbrl/core-tensor";
-import { gatherRows, loadPretrained, savePretrained, ScalarHead, type CausalLM, type Tokenizer } from "@pbrl/models";
-import { mean, NonFiniteError } from "@pbrl/preference-data";
+import { AdamW, addGrads, globalGradNorm, mean, NonFiniteError, onDevice, tf, type RngStream } from "@pbrl/core-tensor";
+import { gatherRows, headOn, loadPretrained, ScalarHead, ScalarHeadModel, type CausalLM, type Tokenizer } from "@pbrl/models";
 import { valueLoss, valueLossTerms } from "./value-loss.js";
 
 /**
  * Critics of the actor-critic algorithms (MAAC, IAC).
  *
- * A `Critic` is a causal-LM backbone plus a value head (`ScalarHead`, prefix `value_head`) that
- * maps the final hidden state (after the last norm) at the last token of a text to V. It reads
+ * A `Critic` is a `ScalarHeadModel` (a causal-LM backbone plus a scalar head) whose head
+ * (prefix `value_head`) maps the final hidden state at the last token of a text to V. It reads
  * text, tokenised with its own tokenizer, so a critic checkpoint (`critic_model_name`) need not
  * share the agents' vocabulary (CoMLRL tokenises with agent 0's tokenizer and must).
  *
@@ -142,58 +141,23 @@ function placedBackbone(backbone: CausalLM, device: string, copy: boolean): Caus
   return placed;
 }
 
-/** `head` on `device`: itself when it is there, else a copy (a few floats, through host memory) and `head` is freed. */
-function headOn(head: ScalarHead, device: string): ScalarHead {
-  if (deviceOf(head.params.values().next().value!) === device) return head;
-  try {
-    return onDevice(device, () => ScalarHead.fromHostWeights(head.options, head.hostWeights(), "value head"));
-  } finally {
-    head.dispose();
-  }
-}
-
-/** Row-major ids of right-padded rows and the flat index of each row's last token. */
-function rightPad(rows: readonly (readonly number[])[], pad: number): { ids: Int32Array; batch: number; length: number; last: Int32Array } {
-  if (rows.length === 0) throw new RangeError("critic: nothing to evaluate (no rows)");
-  const length = Math.max(...rows.map((r) => r.length));
-  const ids = new Int32Array(rows.length * length).fill(pad);
-  const last = new Int32Array(rows.length);
-  rows.forEach((r, b) => {
-    if (r.length === 0) throw new RangeError(`critic: row ${b} has no tokens`);
-    ids.set(r, b * length);
-    last[b] = b * length + r.length - 1;
-  });
-  return { ids, batch: rows.length, length, last };
-}
-
-/** Maps gradients of a backbone + head to weight names (HF names for the backbone, `value_head.*` for the head). */
-export function splitGrads(backbone: CausalLM, head: ScalarHead, grads: tf.NamedTensorMap): { backbone: Map<string, tf.Tensor>; head: Map<string, tf.Tensor> } {
-  const headNames = new Set(head.trainableVariables().map((v) => v.name));
-  const b: tf.NamedTensorMap = {};
-  const h: tf.NamedTensorMap = {};
-  for (const [k, g] of Object.entries(grads)) (headNames.has(k) ? h : b)[k] = g;
-  return { backbone: backbone.gradsByWeightName(b), head: head.gradsByWeightName(h) };
-}
-
 /** A causal-LM backbone with a value head and its own AdamW (`critic_learning_rate`). */
-export class Critic {
+export class Critic extends ScalarHeadModel {
   readonly optimizer: AdamW;
-  readonly padTokenId: number;
   maxLength: number;
-  private disposed = false;
 
   private constructor(
-    readonly backbone: CausalLM,
-    readonly head: ScalarHead,
-    readonly tokenizer: Tokenizer,
+    backbone: CausalLM,
+    head: ScalarHead,
+    tokenizer: Tokenizer,
     learningRate: number,
     weightDecay: number,
     maxLength: number,
-    padTokenId: number,
+    padTokenId?: number,
   ) {
+    super(backbone, head, tokenizer, padTokenId);
     this.optimizer = new AdamW(this.namedVariables(), { lr: learningRate, weightDecay });
     this.maxLength = maxLength;
-    this.padTokenId = padTokenId;
   }
 
   static create(o: CreateCriticOptions): Critic {
@@ -203,18 +167,12 @@ export class Critic {
     if (!Number.isInteger(maxLength) || maxLength < 1) throw new RangeError(`critic maxLength must be an integer ≥ 1, got ${maxLength}`);
     const backbone = placedBackbone(o.backbone, o.device ?? "auto", o.copy !== false);
     const head = onDevice(backbone.device(), () => initValueHead(backbone.config.hiddenSize, hiddenDim, o.rng));
-    const c = backbone.config;
-    const pad = o.padTokenId ?? o.tokenizer.padTokenId ?? c.padTokenId ?? o.tokenizer.eosTokenId ?? c.eosTokenIds[0] ?? 0;
-    return new Critic(backbone, head, o.tokenizer, o.learningRate, o.weightDecay ?? 0.01, maxLength, pad);
+    return new Critic(backbone, head, o.tokenizer, o.learningRate, o.weightDecay ?? 0.01, maxLength, o.padTokenId);
   }
 
   /** Writes the backbone as a Hugging Face checkpoint folder plus `value_head.safetensors` (weights only; the optimizer state is `optimizer.getState()`). */
   async save(dir: string): Promise<void> {
-    this.check();
-    await replaceDirAtomic(dir, async (tmp) => {
-      await savePretrained(tmp, { model: this.backbone, tokenizer: this.tokenizer });
-      await this.head.save(path.join(tmp, VALUE_HEAD_FILE));
-    });
+    await this.saveFolder(dir, VALUE_HEAD_FILE);
   }
 
   /** Loads a folder written by `save`, with a fresh optimizer, on `device` (default "auto": where the backend puts new tensors). */
@@ -226,12 +184,10 @@ export class Critic {
     let head: ScalarHead | undefined;
     try {
       if (p.tokenizer === undefined) throw new Error(`${dir} has no tokenizer.json`);
-      head = headOn(await ScalarHead.load(file), p.model.device());
+      head = headOn(await ScalarHead.load(file), p.model.device(), "value head");
       if (head.options.hiddenSize !== p.model.config.hiddenSize || head.prefix !== VALUE_HEAD_PREFIX)
         throw new Error(`${file} does not hold a value head for this backbone`);
-      const c = p.model.config;
-      const pad = p.tokenizer.padTokenId ?? c.padTokenId ?? p.tokenizer.eosTokenId ?? c.eosTokenIds[0] ?? 0;
-      return new Critic(p.model, head, p.tokenizer, o.learningRate, o.weightDecay ?? 0.01, o.maxLength ?? c.maxPositionEmbeddings, pad);
+      return new Critic(p.model, head, p.tokenizer, o.learningRate, o.weightDecay ?? 0.01, o.maxLength ?? p.model.config.maxPositionEmbeddings);
     } catch (err) {
       p.model.dispose();
       head?.dispose();
@@ -248,24 +204,12 @@ export class Critic {
 
   /** V of each row (value head at the row's last token), [rows]; differentiable. */
   valuesForIds(rows: readonly (readonly number[])[]): tf.Tensor1D {
-    this.check();
-    return tf.tidy(() => {
-      const b = rightPad(rows, this.padTokenId);
-      // Right padding: the causal mask already hides the padding that follows each row.
-      const h = this.backbone.hidden({ ids: b.ids, batch: b.batch, length: b.length, sequenceLengths: rows.map((r) => r.length) });
-      return this.head.apply(gatherRows(h, b.last));
-    });
+    return this.scalarsForIds(rows);
   }
 
   /** V of each row without gradients, in batches of `batchSize` (default 16). */
   predictIds(rows: readonly (readonly number[])[], batchSize = 16): number[] {
-    const out: number[] = [];
-    for (let s = 0; s < rows.length; s += batchSize) {
-      const v = this.valuesForIds(rows.slice(s, s + batchSize));
-      out.push(...v.dataSync());
-      v.dispose();
-    }
-    return out;
+    return this.scalarsNoGrad(rows, batchSize);
   }
 
   /** V of each text without gradients. */
@@ -291,10 +235,7 @@ export class Critic {
         "critic",
         (part) => this.valuesForIds(part),
         this.trainableVariables(),
-        (raw) => {
-          const { backbone, head } = splitGrads(this.backbone, this.head, raw);
-          return new Map([...backbone, ...head]);
-        },
+        (raw) => this.gradsByWeightName(raw),
         grads,
       );
       this.optimizer.step(grads);
@@ -304,25 +245,14 @@ export class Critic {
     }
   }
 
-  /** Backbone weights by HF name and head weights as `value_head.*`: what the optimizer updates. */
-  namedVariables(): Map<string, tf.Variable> {
-    return new Map([...this.backbone.params, ...this.head.params]);
-  }
-
-  trainableVariables(): tf.Variable[] {
-    return [...this.backbone.trainableVariables(), ...this.head.trainableVariables()];
-  }
-
-  dispose(): void {
-    if (this.disposed) return;
+  override dispose(): void {
+    if (this.isDisposed) return;
     this.optimizer.dispose();
-    this.backbone.dispose();
-    this.head.dispose();
-    this.disposed = true;
+    super.dispose();
   }
 
-  private check(): void {
-    if (this.disposed) throw new Error("this critic has been disposed");
+  protected override disposedError(): Error {
+    return new Error("this critic has been disposed");
   }
 }
 
@@ -433,7 +363,11 @@ export class ActorValueHead {
   static async load(file: string, o: { learningRate: number; weightDecay?: number; device?: string }): Promise<ActorValueHead> {
     checkLr(o.learningRate, "agent_learning_rate");
     const head = await ScalarHead.load(file);
-    return new ActorValueHead(o.device === undefined || o.device === "auto" ? head : headOn(head, o.device), o.learningRate, o.weightDecay ?? 0.01);
+    return new ActorValueHead(
+      o.device === undefined || o.device === "auto" ? head : headOn(head, o.device, "value head"),
+      o.learningRate,
+      o.weightDecay ?? 0.01,
+    );
   }
 
   /** Writes the head (e.g. `agent_{i}/value_head.safetensors`). */

@@ -23,7 +23,7 @@ export type { Penalties, PolicyGradientOptions, PolicyGradientMetrics } from "./
 export { policyGradientStep, sequenceLogProbs, localPolicyGradientAgents } from "./policy-step.js";
 export type { PolicyStepJob, PolicyStepResult, PolicyScorer, PolicyGradientAgents } from "./policy-step.js";
 // Defined once below both algorithm packages; re-exported where the RL algorithms' callers look for them.
-export { NonFiniteError } from "@pbrl/preference-data";
+export { NonFiniteError } from "@pbrl/core-tensor";
 export type { TrainableAgent } from "@pbrl/preference-data";
 export { runRlEpochs, miniBatches } from "./epochs.js";
 export type { RlEpochsOptions, CollectionSettings, ReturnShaping, BatchPosition, BatchReport } from "./epochs.js";
@@ -41,18 +41,13 @@ export {
   checkCriticType,
   maacCriticText,
   iacCriticText,
-  splitGrads,
 } from "./critic.js";
 export type { CriticType, CriticRow, CriticFitOptions, CriticFitMetrics, CreateCriticOptions } from "./critic.js";
-export {
-  ActorCriticSetupError,
-  actorCriticAdvantages,
-  actorCriticUpdate,
-  actorCriticValues,
-  actorForward,
-  runActorCriticEpochs,
-  shapedReturns,
-} from "./actor-critic.js";
-export type { ActorCriticSetup, ActorCriticOptions, ActorCriticEpochsOptions, SampleValues } from "./actor-critic.js";
+export { ActorCriticSetupError, actorCriticUpdate, actorCriticValues, runActorCriticEpochs } from "./actor-critic.js";
+export type { ActorCriticSetup, ActorCriticEpochsOptions } from "./actor-critic.js";
+export type { ActorCriticOptions, SampleValues } from "./actor-critic-batch.js";
+export { actorCriticAdvantages, shapedReturns } from "./actor-critic-advantages.js";
+export { actorForward } from "./iac-shared-head.js";
+export { policyGradientLoss } from "./policy-loss.js";
 export { CriticSourceError, criticDevices, resolveCriticSources, resolveRewardModelSource, validateActorCriticSettings } from "./critic-sources.js";
 export type { CriticDeviceSpec, CriticSourceOptions, CriticSource, CriticPlan, RewardModelSourceOptions, ActorCriticSettings } from "./critic-sources.js";

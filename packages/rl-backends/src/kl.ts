@@ -1,5 +1,5 @@
 import { scoreCompletions, type CausalLM, type ScoringItem } from "@pbrl/models";
-import { mean } from "@pbrl/preference-data";
+import { mean } from "@pbrl/core-tensor";
 import type { ReturnShaping } from "./epochs.js";
 import type { Rollout } from "./rollouts.js";
 import type { PolicyScorer } from "./policy-step.js";

@@ -2,9 +2,10 @@
  * One agent's REINFORCE-family optimizer step, and where the agents taking such steps live: in
  * this thread, or (parallel_training="mp") one worker thread each, which run exactly this code.
  */
-import { addGrads, globalGradNorm, tf } from "@pbrl/core-tensor";
+import { addGrads, globalGradNorm, NonFiniteError, tf } from "@pbrl/core-tensor";
 import { buildScoringBatch, completionLogProbs, scoreCompletions, type CausalLM, type ScoringItem } from "@pbrl/models";
-import { NonFiniteError, type TrainableAgent } from "@pbrl/preference-data";
+import type { TrainableAgent } from "@pbrl/preference-data";
+import { policyGradientLoss } from "./policy-loss.js";
 
 /** One agent's share of an update: its (prompt, completion) rows and their advantages. Plain data, so it can cross to a worker thread. */
 export interface PolicyStepJob {
@@ -71,8 +72,8 @@ export function policyGradientStep(agent: TrainableAgent, index: number, job: Po
         tf.variableGrads(() => {
           const sums = sequenceLogProbs(agent.model, part, agent.padTokenId);
           logProbs.push(...sums.dataSync());
-          // Σ_rows −log π · A / n: this part's share of the mean over the whole batch.
-          return tf.div(tf.sum(tf.mul(tf.neg(sums), tf.tensor1d(a))), n) as tf.Scalar;
+          // This part's share of the mean over the whole batch.
+          return policyGradientLoss(sums, a, n);
         }, agent.model.trainableVariables()),
       );
       loss += value.dataSync()[0]!;

@@ -1,5 +1,6 @@
 import type { ScoringItem } from "@pbrl/models";
-import { mean, NonFiniteError, type TrainableAgent } from "@pbrl/preference-data";
+import { mean, NonFiniteError } from "@pbrl/core-tensor";
+import type { TrainableAgent } from "@pbrl/preference-data";
 import { policyGradientStep, type PolicyStepResult } from "./policy-step.js";
 import { groupAdvantages, shapeReturns, stdPop, type AdvantageMode } from "./advantages.js";
 import type { Rollout } from "./rollouts.js";

@@ -1,5 +1,4 @@
-import { tf } from "@pbrl/core-tensor";
-import { mean } from "@pbrl/preference-data";
+import { mean, tf } from "@pbrl/core-tensor";
 
 /**
  * The critics' value loss (MAAC's centralized critic, IAC's separate critics and shared heads).

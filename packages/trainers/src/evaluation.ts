@@ -1,8 +1,7 @@
-import type { RngStream } from "@pbrl/core-tensor";
+import { mean, type RngStream } from "@pbrl/core-tensor";
 import {
   emptyTally,
   formatAgentPrompts,
-  mean,
   PolicySampler,
   promptTexts,
   scoreRewardJobs,

@@ -1,6 +1,6 @@
-import type { RngStream } from "@pbrl/core-tensor";
+import { mean, type RngStream } from "@pbrl/core-tensor";
 import { madpoUpdate, type MadpoAgents } from "@pbrl/dpo";
-import { mean, type CollectedPair } from "@pbrl/preference-data";
+import type { CollectedPair } from "@pbrl/preference-data";
 import type { MADPOConfig } from "./config/madpo-config.js";
 import type { MetricsLog } from "./metrics-log.js";
 import { ProgressBar, type ProgressMode } from "./progress.js";

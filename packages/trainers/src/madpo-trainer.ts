@@ -1,6 +1,6 @@
 import * as path from "node:path";
-import { guardHeap, RngStreams, writeFileAtomic } from "@pbrl/core-tensor";
-import { collectPreferencePairs, mean, writePairsFile } from "@pbrl/preference-data";
+import { guardHeap, mean, RngStreams, writeFileAtomic } from "@pbrl/core-tensor";
+import { collectPreferencePairs, writePairsFile } from "@pbrl/preference-data";
 import type { ResolvedAgent } from "./agents.js";
 import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
 import type { EvalResult } from "./evaluation.js";

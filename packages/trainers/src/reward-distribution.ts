@@ -4,7 +4,7 @@
  * reward range, values clipped into it, each bin [a, b) except the last, which includes b.
  */
 import { binEdges as reportBinEdges, histogram } from "@pbrl/report";
-import { meanOrNull } from "@pbrl/preference-data";
+import { meanOrNull } from "@pbrl/core-tensor";
 
 export const NUM_BINS = 16;
 

@@ -4,8 +4,8 @@
  * TensorBoard histograms with report_to="tensorboard"), plus a few of its pairs as TensorBoard text.
  */
 import * as path from "node:path";
-import { writeFileAtomic } from "@pbrl/core-tensor";
-import { meanOrNull, roundFileName, type CollectedPair, type CompareResult, type ReplayState } from "@pbrl/preference-data";
+import { meanOrNull, writeFileAtomic } from "@pbrl/core-tensor";
+import { roundFileName, type CollectedPair, type CompareResult, type ReplayState } from "@pbrl/preference-data";
 import { rewardDistributionSvg } from "@pbrl/report";
 import type { MetricsLog } from "./metrics-log.js";
 import { distributionFile, NUM_BINS } from "./reward-distribution.js";

@@ -10,7 +10,7 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import * as path from "node:path";
-import { isProcessAlive, lockIdentity, lockOwnerState, processCommand, processIdentity, type ProcessIdentity } from "@pbrl/report";
+import { isProcessAlive, lockIdentity, lockOwnerState, processCommand, processIdentity, type ProcessIdentity } from "@pbrl/core-tensor";
 
 export const LOCK_FILE = "run.lock";
 

@@ -10,11 +10,10 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { computePrecision, nativeThreads, type AdamW, type BackendName, type RngStream } from "@pbrl/core-tensor";
+import { computePrecision, nativeThreads, NonFiniteError, type AdamW, type BackendName, type RngStream } from "@pbrl/core-tensor";
 import type { MadpoUpdateOptions } from "@pbrl/dpo";
 import type { ScoringItem } from "@pbrl/models";
 import {
-  NonFiniteError,
   ParallelPolicySampler,
   type AgentPairTokens,
   type CandidateSampler,

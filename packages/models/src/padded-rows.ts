@@ -1,4 +1,5 @@
-import { positionsFromMask, lastTokenIndices } from "@pbrl/models";
+import { positionsFromMask } from "./attention-mask.js";
+import { lastTokenIndices } from "./heads.js";
 
 export type PaddingSide = "left" | "right";
 
