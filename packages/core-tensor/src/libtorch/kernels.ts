@@ -18,7 +18,8 @@ import {
   PBRL_SCATTER_ADD_ROWS,
   PBRL_SWIGLU,
   PBRL_SWIGLU_GRAD,
-} from "../native-backend.js";
+  type FusedKernelName,
+} from "../fused-kernel-names.js";
 import { tf } from "../tf.js";
 import { dtypeCode, type LibtorchBackend } from "./backend.js";
 
@@ -152,7 +153,7 @@ const range: Kernel = (a) => {
   return a.backend.out(a.backend.addon.range(start, step, count, dtypeCode(dtype)));
 };
 
-const FUSED: Record<string, Kernel> = {
+const FUSED: Record<FusedKernelName, Kernel> = {
   [PBRL_RMS_NORM]: (a) => a.backend.addon.rmsnorm(id(a, x(a)), id(a, a.inputs["weight"]!), a.attrs["eps"] as number).map((r) => a.backend.out(r)),
   [PBRL_RMS_NORM_GRAD]: (a) => {
     const i = a.inputs;
