@@ -3,20 +3,7 @@
  * on other backends those ops run as sequences of tfjs ops.
  */
 import type { TensorInfo } from "@tensorflow/tfjs-core";
-import {
-  PBRL_ADAMW,
-  PBRL_ATTENTION,
-  PBRL_ATTENTION_GRAD,
-  PBRL_LOG_SOFTMAX_GRAD,
-  PBRL_LOG_SOFTMAX_SELECT,
-  PBRL_RMS_NORM,
-  PBRL_RMS_NORM_GRAD,
-  PBRL_ROPE,
-  PBRL_SCATTER_ADD_ROWS,
-  PBRL_SWIGLU,
-  PBRL_SWIGLU_GRAD,
-  type FusedKernelName,
-} from "../fused-kernel-names.js";
+import * as kernel from "../fused-kernel-names.js";
 import { heapOf, native, offsetOf, sizeOf, type KernelArgs } from "./heap.js";
 
 const logSoftmaxGrad = (args: KernelArgs): TensorInfo => {
@@ -233,16 +220,16 @@ const adamw = (args: KernelArgs): TensorInfo[] => {
 };
 
 /** pbrl's own kernels (src/fused-ops.ts), by name: registered for the native backend only. */
-export const FUSED_KERNELS: Record<FusedKernelName, (args: KernelArgs) => TensorInfo | TensorInfo[]> = {
-  [PBRL_LOG_SOFTMAX_GRAD]: logSoftmaxGrad,
-  [PBRL_LOG_SOFTMAX_SELECT]: logSoftmaxSelect,
-  [PBRL_SCATTER_ADD_ROWS]: scatterAddRows,
-  [PBRL_RMS_NORM]: rmsNorm,
-  [PBRL_RMS_NORM_GRAD]: rmsNormGrad,
-  [PBRL_SWIGLU]: swiglu,
-  [PBRL_SWIGLU_GRAD]: swigluGrad,
-  [PBRL_ROPE]: rope,
-  [PBRL_ATTENTION]: attention,
-  [PBRL_ATTENTION_GRAD]: attentionGrad,
-  [PBRL_ADAMW]: adamw,
+export const FUSED_KERNELS: Record<kernel.FusedKernelName, (args: KernelArgs) => TensorInfo | TensorInfo[]> = {
+  [kernel.PBRL_LOG_SOFTMAX_GRAD]: logSoftmaxGrad,
+  [kernel.PBRL_LOG_SOFTMAX_SELECT]: logSoftmaxSelect,
+  [kernel.PBRL_SCATTER_ADD_ROWS]: scatterAddRows,
+  [kernel.PBRL_RMS_NORM]: rmsNorm,
+  [kernel.PBRL_RMS_NORM_GRAD]: rmsNormGrad,
+  [kernel.PBRL_SWIGLU]: swiglu,
+  [kernel.PBRL_SWIGLU_GRAD]: swigluGrad,
+  [kernel.PBRL_ROPE]: rope,
+  [kernel.PBRL_ATTENTION]: attention,
+  [kernel.PBRL_ATTENTION_GRAD]: attentionGrad,
+  [kernel.PBRL_ADAMW]: adamw,
 };
