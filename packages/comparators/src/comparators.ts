@@ -1,6 +1,6 @@
-import type { RngStream } from "@pbrl/core-tensor";
+import { resolveDevices, type DeviceSpec, type RngStream } from "@pbrl/core-tensor";
 import type { GenerationSettings, Policy } from "@pbrl/preference-data";
-import { comparatorDevices, comparatorDevicesDiffer, resolveDevices, type DeviceSpec } from "./devices.js";
+import { comparatorDevices, comparatorDevicesDiffer } from "./devices.js";
 import { FrozenModels } from "./frozen-models.js";
 import { HistoryWeights, type WeightsAt } from "./history-weights.js";
 import { LocalComparator } from "./local-comparator.js";

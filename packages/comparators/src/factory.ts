@@ -1,9 +1,9 @@
-import type { RngStream } from "@pbrl/core-tensor";
+import { resolveDevices, type DeviceSpec, type RngStream } from "@pbrl/core-tensor";
 import type { CentralizedAdapter, Comparator, GenerationSettings, Policy } from "@pbrl/preference-data";
 import { ApiComparator, type ApiComparatorSettings } from "./api/api-comparator.js";
 import { CentralizedComparator } from "./centralized.js";
 import { CurrentComparator, CurrentCopyComparator, HistoryComparator, ModelComparator } from "./comparators.js";
-import { comparatorDevices, comparatorDevicesDiffer, resolveDevices, type DeviceSpec } from "./devices.js";
+import { comparatorDevices, comparatorDevicesDiffer } from "./devices.js";
 import { FrozenModels } from "./frozen-models.js";
 import { HistoryWeights, type WeightsAt } from "./history-weights.js";
 import { centralizedModelSource, type ModelSource } from "./model-sources.js";

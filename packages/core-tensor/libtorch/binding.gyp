@@ -10,7 +10,7 @@
     {
       "target_name": "pbrl_libtorch",
       "sources": ["src/common.cc", "src/core.cc", "src/elementwise.cc", "src/shape.cc", "src/reduce.cc", "src/linalg.cc", "src/fused.cc", "src/attention.cc", "src/sampling.cc", "src/lora.cc", "src/decode.cc", "src/allocator.cc", "src/blas.cc"],
-      "include_dirs": ["<(libtorch)/include", "<(libtorch)/include/torch/csrc/api/include"],
+      "include_dirs": ["../shared-cpp", "<(libtorch)/include", "<(libtorch)/include/torch/csrc/api/include"],
       "cflags_cc": ["-O3", "-std=c++20", "-fno-math-errno", "-fno-trapping-math", "-D_GLIBCXX_USE_CXX11_ABI=1", "-Wno-unused-parameter", "-Wno-psabi"],
       "cflags_cc!": ["-std=gnu++17", "-std=gnu++20", "-fno-exceptions", "-fno-rtti"],
       "ldflags": ["-Wl,-rpath,<(libtorch)/lib", "-Wl,--no-as-needed"],

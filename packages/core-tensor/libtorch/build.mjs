@@ -75,17 +75,12 @@ const openblas = missingLibrary(["openblas"]) === undefined;
 // libtorch itself uses (one thread pool). Without it they run on one thread; measured on a 2-core
 // Zen 5, a SmolLM2-135M bf16 step spent about 0.1 s in a one-thread AdamW.
 const openmp = openmpRuntime(dir);
-const nativeSrc = path.join(addonDir, "..", "native", "src");
 const r = buildAddon({
   addonDir,
   target: "pbrl_libtorch",
-  // Shared with the native addon: the vectorisable exp (fused log-softmax loops) and OpenBLAS.
-  extraFiles: {
-    "src/exp.h": path.join(nativeSrc, "exp.h"),
-    "src/blas.h": path.join(nativeSrc, "blas.h"),
-    "src/few_rows.h": path.join(nativeSrc, "few_rows.h"),
-    "src/rmsnorm_grad.h": path.join(nativeSrc, "rmsnorm_grad.h"),
-  },
+  // Shared with the native addon (binding.gyp's include_dirs): the vectorisable exp, OpenBLAS,
+  // the few-rows products and the RMSNorm gradient.
+  shared: ["../shared-cpp"],
   probe: `(i => "libtorch " + i.torchVersion + (i.cuda ? " (CUDA)" : " (CPU)"))(a.init(1))`,
   env: { PBRL_LIBTORCH_DIR: dir, PBRL_LIBTORCH_CUDA: cuda ? "1" : "0", PBRL_LIBTORCH_OPENBLAS: openblas ? "1" : "0", PBRL_LIBTORCH_OPENMP: openmp },
 });

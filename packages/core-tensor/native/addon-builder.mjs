@@ -103,14 +103,13 @@ function filesUnder(root, p) {
 }
 
 /** A digest of what a build depends on: its input files, its options, this Node and the compiler settings. */
-function inputsDigest(addonDir, inputs, extraFiles, gypArgs, env) {
+function inputsDigest(addonDir, inputs, gypArgs, env) {
   const hash = createHash("sha256");
   for (const file of inputs.flatMap((input) => filesUnder(addonDir, input)))
     hash
       .update(`${file}\0`)
       .update(readFileSync(path.join(addonDir, file)))
       .update("\0");
-  for (const [dest, source] of Object.entries(extraFiles)) hash.update(`${dest}\0`).update(readFileSync(source)).update("\0");
   const settings = Object.fromEntries(COMPILER_ENV.map((k) => [k, process.env[k] ?? ""]));
   hash.update(JSON.stringify({ gypArgs, env, settings, node: process.version, platform: process.platform, arch: process.arch }));
   return hash.digest("hex");
@@ -177,9 +176,10 @@ export function probeAddon(addonPath, probe, env = {}) {
 
 /**
  * Builds `<addonDir>/build/Release/<target>.node` with `node-gyp rebuild` from `inputs` (paths
- * under addonDir: binding.gyp and the sources) and `extraFiles` (a source shared with another
- * addon, copied to a path of the build directory: { "src/exp.h": "/…/native/src/exp.h" }), with `gypArgs` and `env` added for addons that
- * need them (e.g. where a library lives), then loads it and evaluates `probe` (see
+ * under addonDir: binding.gyp and the sources) and `shared` (folders beside addonDir that
+ * binding.gyp's include_dirs name, e.g. "../shared-cpp": read in place, never copied), with
+ * `gypArgs` and `env` added for addons that need them (e.g. where a library lives), then loads it
+ * and evaluates `probe` (see
  * {@link probeAddon}). `libraries` (names for `-l`) are checked first, so that a missing one
  * fails at once. The compiler output goes to `<addonDir>/build/build.log`.
  *
@@ -191,16 +191,17 @@ export function probeAddon(addonPath, probe, env = {}) {
  * `node-gyp rebuild` empties its build directory first, so it builds in a directory of this
  * process's own and the finished addon is renamed into place: anything loading the addon
  * meanwhile (test suites running beside an install or a rebuild) finds the previous one, never
- * none.
+ * none. That directory is a sibling of addonDir, so the relative paths to `shared` folders in
+ * binding.gyp mean the same there as in addonDir.
  */
-export function buildAddon({ addonDir, target, probe, inputs = ["binding.gyp", "src"], extraFiles = {}, libraries = [], gypArgs = [], env = {} }) {
+export function buildAddon({ addonDir, target, probe, inputs = ["binding.gyp", "src"], shared = [], libraries = [], gypArgs = [], env = {} }) {
   const buildDir = path.join(addonDir, "build");
   const addonPath = path.join(buildDir, "Release", `${target}.node`);
   const stampPath = path.join(buildDir, `${target}.inputs.sha256`);
   const logPath = path.join(buildDir, "build.log");
   mkdirSync(buildDir, { recursive: true });
   return withBuildLock(path.join(buildDir, `.${target}.lock`), () => {
-    const digest = inputsDigest(addonDir, inputs, extraFiles, gypArgs, env);
+    const digest = inputsDigest(addonDir, [...inputs, ...shared], gypArgs, env);
     if (existsSync(addonPath) && existsSync(stampPath) && readFileSync(stampPath, "utf8") === digest) {
       const loads = probeAddon(addonPath, probe, env);
       if (loads.ok) return { status: "up-to-date", addonPath, value: loads.value };
@@ -217,11 +218,10 @@ export function buildAddon({ addonDir, target, probe, inputs = ["binding.gyp", "
     const args = [...gyp.args, "rebuild", "--release", "--jobs", "max", ...gypArgs];
     if (nodedir !== undefined) args.push(`--nodedir=${nodedir}`);
     const t0 = Date.now();
-    const staging = path.join(addonDir, `.build-${process.pid}`);
+    const staging = path.join(path.dirname(addonDir), `.build-${target}-${process.pid}`);
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging);
     for (const input of inputs) cpSync(path.join(addonDir, input), path.join(staging, input), { recursive: true });
-    for (const [dest, source] of Object.entries(extraFiles)) cpSync(source, path.join(staging, dest));
     const r = spawnSync(gyp.cmd, args, { cwd: staging, encoding: "utf8", env: { ...process.env, npm_config_loglevel: "error", ...env } });
     const output = `$ ${gyp.cmd} ${args.join(" ")}\n${r.stdout ?? ""}${r.stderr ?? ""}${r.error ? String(r.error) : ""}`;
     const built = path.join(staging, "build", "Release", `${target}.node`);

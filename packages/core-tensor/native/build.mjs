@@ -32,6 +32,8 @@ const r = buildAddon({
   addonDir: path.dirname(fileURLToPath(import.meta.url)),
   target: "pbrl_native",
   libraries: ["openblas"],
+  // Shared with the libtorch addon (binding.gyp's include_dirs).
+  shared: ["../shared-cpp"],
   probe: `a.init(1).blasConfig.split(" ").slice(0, 2).join(" ")`,
 });
 if (r.status === "failed") say(ADDON, `not built (${r.reason}; full log: ${r.logPath}); ${FALLBACK}`);

@@ -18,6 +18,27 @@ function libtorch(): LibtorchBackend | undefined {
   return tf.getBackend() === LIBTORCH_BACKEND_NAME ? (tf.backend() as unknown as LibtorchBackend) : undefined;
 }
 
+/** A device setting as configs hold it: null/"auto", one name for all agents, or a list. */
+export type DeviceSpec = string | readonly string[] | null | undefined;
+
+/** The device pbrl computes on by default: the backend's (libtorch's default device is the CPU). */
+export function backendDevice(): string {
+  return currentBackend()?.device ?? "cpu";
+}
+
+/**
+ * One device name per agent: null/"auto" → `fallback` (default the backend's device: pbrl never
+ * assumes CUDA); a name → that name for every agent; a list of one → replicated; a list of
+ * `count` → as given.
+ */
+export function resolveDevices(spec: DeviceSpec, count: number, field: string, fallback: string = backendDevice()): string[] {
+  if (spec === null || spec === undefined || spec === "auto") return Array.from({ length: count }, () => fallback);
+  if (typeof spec === "string") return Array.from({ length: count }, () => spec);
+  if (spec.length === 1) return Array.from({ length: count }, () => (spec[0] === "auto" ? fallback : spec[0]!));
+  if (spec.length === count) return spec.map((d) => (d === "auto" ? fallback : d));
+  throw new RangeError(`${field}: has ${spec.length} entries; give one device or ${count} (one per agent)`);
+}
+
 /** Throws a {@link DeviceUnavailableError} unless the active backend can place tensors on `device` ("auto" always can). */
 export function checkDevice(device: string): void {
   if (device === "auto") return;
@@ -30,7 +51,7 @@ export function checkDevice(device: string): void {
     }
     return;
   }
-  const own = currentBackend()?.device ?? "cpu";
+  const own = backendDevice();
   if (device !== own) {
     const name = tf.getBackend();
     throw new DeviceUnavailableError(
@@ -68,5 +89,5 @@ export function toDevice(t: tf.Tensor, device: string): tf.Tensor {
 /** The device a tensor lives on: a libtorch device name, else the backend's one device. */
 export function deviceOf(t: tf.Tensor): string {
   const lt = libtorch();
-  return lt !== undefined ? lt.addon.deviceOf(lt.id(t)) : (currentBackend()?.device ?? "cpu");
+  return lt !== undefined ? lt.addon.deviceOf(lt.id(t)) : backendDevice();
 }

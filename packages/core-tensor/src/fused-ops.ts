@@ -15,7 +15,7 @@ import {
   PBRL_RMS_NORM_GRAD,
   PBRL_SWIGLU,
   PBRL_SWIGLU_GRAD,
-} from "./native-backend.js";
+} from "./fused-kernel-names.js";
 import { fusedKernelsActive as onNative } from "./backend-traits.js";
 import { tf } from "./tf.js";
 

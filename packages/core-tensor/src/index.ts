@@ -5,23 +5,32 @@ export {
   useDefaultBackend,
   ensureBackend,
   currentBackend,
+  decideBackend,
+  chooseBackend,
   parseBackendName,
   BACKEND_NAMES,
   BackendUnavailableError,
 } from "./backend.js";
-export type { BackendName, BackendInfo, BackendSetting } from "./backend.js";
-export {
-  applyBlasCoreChoice,
-  loadNativeAddon,
-  nativeAddonPath,
-  nativeThreads,
-  DEFAULT_NATIVE_ADDON_PATH,
-  NATIVE_KERNELS,
-  FUSED_KERNEL_NAMES,
-} from "./native-backend.js";
+export type {
+  BackendName,
+  BackendInfo,
+  BackendSetting,
+  BackendAvailability,
+  BackendChoice,
+  BackendNeeds,
+  BackendOption,
+  BackendRequest,
+  BackendTraits,
+} from "./backend.js";
+export { BACKENDS, backendOptions } from "./backends.js";
+export type { BackendEntry, BackendLoad, RegisteredBackend } from "./backends.js";
+export { applyBlasCoreChoice, loadNativeAddon, nativeAddonPath, nativeThreads, DEFAULT_NATIVE_ADDON_PATH, NATIVE_KERNELS } from "./native-backend.js";
+export { FUSED_KERNEL_NAMES } from "./fused-kernel-names.js";
+export type { FusedKernelName } from "./fused-kernel-names.js";
 export { fusedKernelsActive, transposesAreFree } from "./backend-traits.js";
 export { installLeanGradients, uninstallLeanGradients } from "./lean-gradients.js";
-export { checkDevice, deviceOf, DeviceUnavailableError, onDevice, toDevice } from "./devices.js";
+export { backendDevice, checkDevice, deviceOf, DeviceUnavailableError, onDevice, resolveDevices, toDevice } from "./devices.js";
+export type { DeviceSpec } from "./devices.js";
 export { computePrecision, PrecisionUnavailableError, setComputePrecision, storeInBf16 } from "./precision.js";
 export { releaseCachedMemory } from "./release-memory.js";
 export type { ComputePrecision } from "./precision.js";

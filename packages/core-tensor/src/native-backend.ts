@@ -22,18 +22,4 @@ export { applyBlasCoreChoice, DEFAULT_NATIVE_ADDON_PATH, loadNativeAddon, native
 export type { NativeAddon, NativeAddonInfo, NativeLoad } from "./native/loader.js";
 export { NATIVE_BACKEND_NAME, nativeHeapAccess } from "./native/heap.js";
 export { NATIVE_KERNELS } from "./native/kernels-tfjs.js";
-export {
-  FUSED_KERNEL_NAMES,
-  PBRL_ADAMW,
-  PBRL_ATTENTION,
-  PBRL_ATTENTION_GRAD,
-  PBRL_LOG_SOFTMAX_GRAD,
-  PBRL_LOG_SOFTMAX_SELECT,
-  PBRL_RMS_NORM,
-  PBRL_RMS_NORM_GRAD,
-  PBRL_ROPE,
-  PBRL_SCATTER_ADD_ROWS,
-  PBRL_SWIGLU,
-  PBRL_SWIGLU_GRAD,
-} from "./native/kernels-fused.js";
 export { registerNativeBackend } from "./native/register.js";

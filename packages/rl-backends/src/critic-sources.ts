@@ -1,3 +1,4 @@
+import type { DeviceSpec } from "@pbrl/core-tensor";
 import { canonicalRlAlgorithm } from "./advantages.js";
 import { CRITIC_TYPES } from "./critic.js";
 
@@ -131,7 +132,7 @@ export function resolveCriticSources(c: CriticSourceOptions): CriticPlan {
 }
 
 /** critic_devices as configs hold it: null/"auto", one name, or a list (one entry, or one per agent). */
-export type CriticDeviceSpec = string | readonly string[] | null | undefined;
+export type CriticDeviceSpec = DeviceSpec;
 
 /**
  * The device of each critic a plan builds, in the plan's order (`critic_devices`, falling back to

@@ -7,16 +7,16 @@
  */
 import {
   checkDevice,
-  currentBackend,
-  loadLibtorchAddon,
+  decideBackend,
   MemoryBudgetError,
-  nativeThreads,
+  resolveDevices,
   setComputePrecision,
   useBackendSetting,
   type BackendInfo,
+  type BackendNeeds,
   type BackendSetting,
+  type DeviceSpec,
 } from "@pbrl/core-tensor";
-import { resolveDevices, type DeviceSpec } from "@pbrl/comparators";
 import type { ResolvedAgent } from "./agents.js";
 import { disposeAgents } from "./agents.js";
 import { ConfigError } from "./config/define-config.js";
@@ -47,23 +47,18 @@ function deviceNames(args: ComputeArgs): string[] {
   });
 }
 
-/** Whether backend="auto" may choose libtorch: its addon is built and PBRL_BACKEND does not decide. */
-function libtorchForAuto(): boolean {
-  const forced = process.env["PBRL_BACKEND"];
-  return (forced === undefined || forced === "") && loadLibtorchAddon(nativeThreads()).ok;
+/** What the run asks of its backend: the backend rule (core-tensor's decideBackend) weighs it for backend="auto". */
+function needsOf(args: ComputeArgs): BackendNeeds {
+  return { bf16: args.bf16, devices: deviceNames(args) };
 }
 
 /**
  * Starts the backend a config asks for and checks its precision and device fields against it.
- * backend="auto" is the default backend (native when built, else wasm: see useDefaultBackend),
- * except that a run asking for what only libtorch gives — bf16, a device other than the CPU —
- * starts on libtorch when it is built; {@link startRunAgents} also moves a run there that does
- * not fit the native heap. `backend` overrides the config's setting.
+ * core-tensor's backend rule decides what backend="auto" runs on for the run's needs (bf16, its
+ * devices, and `outgrew` when {@link startRunAgents} found it does not fit a backend's heap).
  */
-export async function startCompute(configName: string, args: ComputeArgs, actors: number, backendOverride?: BackendSetting): Promise<Compute> {
-  const needsLibtorch = args.bf16 || deviceNames(args).some((d) => d !== "auto" && d !== "cpu");
-  const setting = backendOverride ?? (args.backend === "auto" && needsLibtorch && libtorchForAuto() ? "libtorch" : args.backend);
-  const backend = await useBackendSetting(setting);
+export async function startCompute(configName: string, args: ComputeArgs, actors: number, needs: BackendNeeds = needsOf(args)): Promise<Compute> {
+  const backend = await useBackendSetting(args.backend, needs);
   const problems: string[] = [];
   for (const field of DEVICE_FIELDS) {
     const spec = args[field];
@@ -86,10 +81,10 @@ export async function startCompute(configName: string, args: ComputeArgs, actors
 }
 
 /**
- * The agents of a run, loaded on the backend it computes on. With backend="auto" the run starts on
- * the default backend, and when that is native or wasm and the run does not fit their 4 GB heap
- * (`fits` throws a MemoryBudgetError: the trainer's memory check of the whole run), it moves to
- * libtorch when that is built, loading the agents again there. Measured on this project's AMD EPYC
+ * The agents of a run, loaded on the backend it computes on. When the backend rule would move the
+ * run elsewhere if it did not fit (backend="auto" on native or wasm, with libtorch built), `fits`
+ * runs (the trainer's memory check of the whole run); a MemoryBudgetError from it moves the run
+ * where the rule says, loading the agents again there. Measured on this project's AMD EPYC
  * (Zen 5): native trains as fast as libtorch in float32 or faster (0.95–1.27×) at every size its
  * heap holds (the demo's 1M parameters, 23M, 58M, 134M untied), so libtorch is chosen for what
  * native cannot do, not before (docs/libtorch-backend.md, "The auto backend").
@@ -104,17 +99,18 @@ export async function startRunAgents(o: {
 }): Promise<{ compute: Compute; agents: ResolvedAgent[] }> {
   const compute = await startCompute(o.configName, o.args, o.actors);
   const agents = await o.resolve(compute.agentDevices);
-  const heapBound = currentBackend()?.name === "native" || currentBackend()?.name === "wasm";
-  if (o.args.backend !== "auto" || !heapBound || !libtorchForAuto()) return { compute, agents };
+  const outgrown = (bytes?: number): BackendNeeds => ({ ...needsOf(o.args), outgrew: { backend: compute.backend.name, bytes } });
+  if (decideBackend(o.args.backend, outgrown()).name === compute.backend.name) return { compute, agents };
   try {
     await o.fits(agents);
     return { compute, agents };
   } catch (e) {
     if (!(e instanceof MemoryBudgetError) || e.details.afterCrash) throw e;
-    const need = e.details.neededBytes === undefined ? "" : ` (it needs about ${(e.details.neededBytes / 2 ** 30).toFixed(2)} GB)`;
-    o.log(`pbrl: backend=auto: the run does not fit the ${compute.backend.name} backend's tensor memory${need}; it runs on libtorch`);
+    const needs = outgrown(e.details.neededBytes);
+    const choice = decideBackend(o.args.backend, needs);
+    o.log(`pbrl: backend=auto: ${choice.reason}; it runs on ${choice.name}`);
     disposeAgents(agents);
-    const moved = await startCompute(o.configName, o.args, o.actors, "libtorch");
+    const moved = await startCompute(o.configName, o.args, o.actors, needs);
     return { compute: moved, agents: await o.resolve(moved.agentDevices) };
   }
 }

@@ -6,7 +6,7 @@
  * the CPU), a copied one stays where its source is. The names were checked against the backend
  * when it started (compute.ts); comparator_devices is placed by @pbrl/comparators.
  */
-import { resolveDevices, type DeviceSpec } from "@pbrl/comparators";
+import { resolveDevices, type DeviceSpec } from "@pbrl/core-tensor";
 import type { ResolvedAgent } from "./agents.js";
 
 /** One device per agent: where its model is now (agent_devices as they were applied). */

@@ -6,19 +6,7 @@
  * backend 'libtorch'"), never a silent round trip through host memory.
  */
 import type { DataType, KernelFunc, NamedAttrMap, NamedTensorInfoMap, TensorInfo } from "@tensorflow/tfjs-core";
-import {
-  PBRL_ADAMW,
-  PBRL_ATTENTION,
-  PBRL_ATTENTION_GRAD,
-  PBRL_LOG_SOFTMAX_GRAD,
-  PBRL_LOG_SOFTMAX_SELECT,
-  PBRL_RMS_NORM,
-  PBRL_RMS_NORM_GRAD,
-  PBRL_ROPE,
-  PBRL_SCATTER_ADD_ROWS,
-  PBRL_SWIGLU,
-  PBRL_SWIGLU_GRAD,
-} from "../native-backend.js";
+import * as kernel from "../fused-kernel-names.js";
 import { tf } from "../tf.js";
 import { dtypeCode, type LibtorchBackend } from "./backend.js";
 
@@ -152,22 +140,24 @@ const range: Kernel = (a) => {
   return a.backend.out(a.backend.addon.range(start, step, count, dtypeCode(dtype)));
 };
 
-const FUSED: Record<string, Kernel> = {
-  [PBRL_RMS_NORM]: (a) => a.backend.addon.rmsnorm(id(a, x(a)), id(a, a.inputs["weight"]!), a.attrs["eps"] as number).map((r) => a.backend.out(r)),
-  [PBRL_RMS_NORM_GRAD]: (a) => {
+const FUSED: Record<kernel.FusedKernelName, Kernel> = {
+  [kernel.PBRL_RMS_NORM]: (a) => a.backend.addon.rmsnorm(id(a, x(a)), id(a, a.inputs["weight"]!), a.attrs["eps"] as number).map((r) => a.backend.out(r)),
+  [kernel.PBRL_RMS_NORM_GRAD]: (a) => {
     const i = a.inputs;
     return a.backend.addon.rmsnormGrad(id(a, i["x"]!), id(a, i["weight"]!), id(a, i["rstd"]!), id(a, i["dy"]!)).map((r) => a.backend.out(r));
   },
-  [PBRL_SWIGLU]: (a) => a.backend.out(a.backend.addon.swiglu(id(a, a.inputs["gate"]!), id(a, a.inputs["up"]!))),
-  [PBRL_SWIGLU_GRAD]: (a) => a.backend.addon.swigluGrad(id(a, a.inputs["gate"]!), id(a, a.inputs["up"]!), id(a, a.inputs["dy"]!)).map((r) => a.backend.out(r)),
-  [PBRL_ROPE]: (a) => a.backend.out(a.backend.addon.rope(id(a, x(a)), id(a, a.inputs["cos"]!), id(a, a.inputs["sin"]!), a.attrs["backward"] === 1)),
-  [PBRL_LOG_SOFTMAX_SELECT]: (a) => a.backend.addon.logsoftmaxSelect(id(a, x(a)), id(a, a.inputs["targets"]!)).map((r) => a.backend.out(r)),
-  [PBRL_LOG_SOFTMAX_GRAD]: (a) => {
+  [kernel.PBRL_SWIGLU]: (a) => a.backend.out(a.backend.addon.swiglu(id(a, a.inputs["gate"]!), id(a, a.inputs["up"]!))),
+  [kernel.PBRL_SWIGLU_GRAD]: (a) =>
+    a.backend.addon.swigluGrad(id(a, a.inputs["gate"]!), id(a, a.inputs["up"]!), id(a, a.inputs["dy"]!)).map((r) => a.backend.out(r)),
+  [kernel.PBRL_ROPE]: (a) => a.backend.out(a.backend.addon.rope(id(a, x(a)), id(a, a.inputs["cos"]!), id(a, a.inputs["sin"]!), a.attrs["backward"] === 1)),
+  [kernel.PBRL_LOG_SOFTMAX_SELECT]: (a) => a.backend.addon.logsoftmaxSelect(id(a, x(a)), id(a, a.inputs["targets"]!)).map((r) => a.backend.out(r)),
+  [kernel.PBRL_LOG_SOFTMAX_GRAD]: (a) => {
     const i = a.inputs;
     return a.backend.out(a.backend.addon.logsoftmaxGrad(id(a, i["x"]!), id(a, i["lse"]!), id(a, i["targets"]!), id(a, i["dy"]!)));
   },
-  [PBRL_SCATTER_ADD_ROWS]: (a) => a.backend.out(a.backend.addon.scatterAddRows(id(a, a.inputs["dy"]!), id(a, a.inputs["indices"]!), a.attrs["rows"] as number)),
-  [PBRL_ADAMW]: (a) => {
+  [kernel.PBRL_SCATTER_ADD_ROWS]: (a) =>
+    a.backend.out(a.backend.addon.scatterAddRows(id(a, a.inputs["dy"]!), id(a, a.inputs["indices"]!), a.attrs["rows"] as number)),
+  [kernel.PBRL_ADAMW]: (a) => {
     const i = a.inputs;
     const k = (name: string): number => a.attrs[name] as number;
     // The addon may update p, m and v in place only when no other tfjs tensor shares their data.
@@ -190,13 +180,13 @@ const FUSED: Record<string, Kernel> = {
       )
       .map((r) => a.backend.out(r));
   },
-  [PBRL_ATTENTION]: (a) => {
+  [kernel.PBRL_ATTENTION]: (a) => {
     const i = a.inputs;
     return a.backend.addon
       .attention(id(a, i["q"]!), id(a, i["k"]!), id(a, i["v"]!), id(a, i["keyMask"]!), a.attrs["scale"] as number)
       .map((r) => a.backend.out(r));
   },
-  [PBRL_ATTENTION_GRAD]: (a) => {
+  [kernel.PBRL_ATTENTION_GRAD]: (a) => {
     const i = a.inputs;
     return a.backend.addon
       .attentionGrad(id(a, i["q"]!), id(a, i["k"]!), id(a, i["v"]!), id(a, i["keyMask"]!), id(a, i["probs"]!), id(a, i["dy"]!), a.attrs["scale"] as number)

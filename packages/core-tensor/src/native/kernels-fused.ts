@@ -3,9 +3,8 @@
  * on other backends those ops run as sequences of tfjs ops.
  */
 import type { TensorInfo } from "@tensorflow/tfjs-core";
+import * as kernel from "../fused-kernel-names.js";
 import { heapOf, native, offsetOf, sizeOf, type KernelArgs } from "./heap.js";
-
-export const PBRL_LOG_SOFTMAX_GRAD = "PbrlLogSoftmaxGrad";
 
 const logSoftmaxGrad = (args: KernelArgs): TensorInfo => {
   const { inputs, backend } = args;
@@ -26,8 +25,6 @@ const logSoftmaxGrad = (args: KernelArgs): TensorInfo => {
   return out;
 };
 
-export const PBRL_LOG_SOFTMAX_SELECT = "PbrlLogSoftmaxSelect";
-
 const logSoftmaxSelect = (args: KernelArgs): TensorInfo[] => {
   const { inputs, backend } = args;
   const { x, targets } = inputs as Record<"x" | "targets", TensorInfo>;
@@ -39,8 +36,6 @@ const logSoftmaxSelect = (args: KernelArgs): TensorInfo[] => {
   return [value, lse];
 };
 
-export const PBRL_SCATTER_ADD_ROWS = "PbrlScatterAddRows";
-
 const scatterAddRows = (args: KernelArgs): TensorInfo => {
   const { inputs, backend, attrs } = args;
   const { dy, indices } = inputs as Record<"dy" | "indices", TensorInfo>;
@@ -50,11 +45,6 @@ const scatterAddRows = (args: KernelArgs): TensorInfo => {
   if (rows * cols > 0) native().scatterAddRows(heapOf(backend), offsetOf(backend, dy), offsetOf(backend, indices), offsetOf(backend, out), count, rows, cols);
   return out;
 };
-
-export const PBRL_RMS_NORM = "PbrlRmsNorm";
-export const PBRL_RMS_NORM_GRAD = "PbrlRmsNormGrad";
-export const PBRL_SWIGLU = "PbrlSwiglu";
-export const PBRL_SWIGLU_GRAD = "PbrlSwigluGrad";
 
 const rmsNorm = (args: KernelArgs): TensorInfo[] => {
   const { inputs, backend, attrs } = args;
@@ -126,11 +116,6 @@ const swigluGrad = (args: KernelArgs): TensorInfo[] => {
     );
   return [dg, du];
 };
-
-export const PBRL_ROPE = "PbrlRope";
-export const PBRL_ATTENTION = "PbrlAttention";
-export const PBRL_ATTENTION_GRAD = "PbrlAttentionGrad";
-export const PBRL_ADAMW = "PbrlAdamW";
 
 const rope = (args: KernelArgs): TensorInfo => {
   const { inputs, backend, attrs } = args;
@@ -235,19 +220,16 @@ const adamw = (args: KernelArgs): TensorInfo[] => {
 };
 
 /** pbrl's own kernels (src/fused-ops.ts), by name: registered for the native backend only. */
-export const FUSED_KERNELS: Record<string, (args: KernelArgs) => TensorInfo | TensorInfo[]> = {
-  [PBRL_LOG_SOFTMAX_GRAD]: logSoftmaxGrad,
-  [PBRL_LOG_SOFTMAX_SELECT]: logSoftmaxSelect,
-  [PBRL_SCATTER_ADD_ROWS]: scatterAddRows,
-  [PBRL_RMS_NORM]: rmsNorm,
-  [PBRL_RMS_NORM_GRAD]: rmsNormGrad,
-  [PBRL_SWIGLU]: swiglu,
-  [PBRL_SWIGLU_GRAD]: swigluGrad,
-  [PBRL_ROPE]: rope,
-  [PBRL_ATTENTION]: attention,
-  [PBRL_ATTENTION_GRAD]: attentionGrad,
-  [PBRL_ADAMW]: adamw,
+export const FUSED_KERNELS: Record<kernel.FusedKernelName, (args: KernelArgs) => TensorInfo | TensorInfo[]> = {
+  [kernel.PBRL_LOG_SOFTMAX_GRAD]: logSoftmaxGrad,
+  [kernel.PBRL_LOG_SOFTMAX_SELECT]: logSoftmaxSelect,
+  [kernel.PBRL_SCATTER_ADD_ROWS]: scatterAddRows,
+  [kernel.PBRL_RMS_NORM]: rmsNorm,
+  [kernel.PBRL_RMS_NORM_GRAD]: rmsNormGrad,
+  [kernel.PBRL_SWIGLU]: swiglu,
+  [kernel.PBRL_SWIGLU_GRAD]: swigluGrad,
+  [kernel.PBRL_ROPE]: rope,
+  [kernel.PBRL_ATTENTION]: attention,
+  [kernel.PBRL_ATTENTION_GRAD]: attentionGrad,
+  [kernel.PBRL_ADAMW]: adamw,
 };
-
-/** Names of pbrl's fused kernels, which exist on the native backend only. */
-export const FUSED_KERNEL_NAMES: readonly string[] = Object.keys(FUSED_KERNELS);
