@@ -5,7 +5,7 @@
 // the lockfile's versions of their dependencies, so npm needs no network; its cache and config
 // are the test's own.
 import { execFile, execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -42,6 +42,20 @@ beforeAll(async () => {
     throw new Error(`${e.message}\nrequests the registry could not answer: ${registryMisses(inject("registryMissesFile"))}`);
   });
 });
+
+/** Bytes of the files under `dir` (links counted as themselves), but the top-level `skip` entries. */
+function treeBytes(dir: string, skip: readonly string[] = []): number {
+  let bytes = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (skip.includes(entry.name)) continue;
+    const p = path.join(dir, entry.name);
+    bytes += entry.isDirectory() ? treeBytes(p) : lstatSync(p).size;
+  }
+  return bytes;
+}
+
+/** What an installed project may weigh in node_modules, TypeScript and @types left out (issue 30). */
+const MAX_NODE_MODULES_BYTES = 150e6;
 
 afterAll(() => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
@@ -105,6 +119,48 @@ describe("packed packages installed by npm in a project outside the workspace", 
     expect(step.backend).toMatch(/^tensor backend: libtorch \(libtorch \d+\.\d+\.\d+, /);
     expect(Number.isFinite(step.loss) && step.loss > 0).toBe(true);
     expect(step.changed).toEqual([step.weights, step.weights]);
+  });
+
+  it(`weigh at most ${MAX_NODE_MODULES_BYTES / 1e6} MB of node_modules (typescript and @types left out), without the @tensorflow/tfjs bundle`, () => {
+    const modules = path.join(project, "node_modules");
+    const bytes = treeBytes(modules, ["typescript", "@types", ".cache"]);
+    const tensorflow = treeBytes(path.join(modules, "@tensorflow"));
+    console.log(
+      `npm-installed node_modules: ${(bytes / 1e6).toFixed(1)} MB (typescript and @types left out), of which @tensorflow ${(tensorflow / 1e6).toFixed(1)} MB`,
+    );
+    expect(bytes).toBeLessThanOrEqual(MAX_NODE_MODULES_BYTES);
+    expect(readdirSync(path.join(modules, "@tensorflow")).sort()).toEqual(["tfjs-backend-cpu", "tfjs-backend-wasm", "tfjs-core"]);
+    // The tensorflow backend's bindings: optional peers, checked when present, never installed.
+    const coreTensor = JSON.parse(readFileSync(path.join(modules, "@pbrl/core-tensor/package.json"), "utf8")) as {
+      peerDependencies?: Record<string, string>;
+      peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+    };
+    expect(coreTensor.peerDependencies).toEqual({ "@tensorflow/tfjs-node": "4.22.0", "@tensorflow/tfjs-node-gpu": "4.22.0" });
+    expect(coreTensor.peerDependenciesMeta).toEqual({ "@tensorflow/tfjs-node": { optional: true }, "@tensorflow/tfjs-node-gpu": { optional: true } });
+  });
+
+  it("run pbrl bench from the installed CLI, the PyTorch script included", async () => {
+    // --python names no Python: the script is looked for first, so "not found (from --python)" says it shipped.
+    const args = [
+      "bench",
+      "--preset",
+      "tiny",
+      "--backends",
+      "wasm",
+      "--precision",
+      "float32",
+      "--steps",
+      "1",
+      "--no-demo-round",
+      "--python",
+      "/nonexistent/python",
+      "--json",
+    ];
+    const { stdout } = await execFileAsync(path.join(project, "node_modules/.bin/pbrl"), args, { cwd: project, env, encoding: "utf8" });
+    const { results } = JSON.parse(stdout) as { results: Record<string, Record<string, unknown>> };
+    expect(results["pytorch"]).toEqual({ skipped: "/nonexistent/python: not found (from --python)" });
+    expect(results["pbrl_wasm"]!["isolation"]).toBe("child process");
+    expect(results["pbrl_wasm"]!["train_tokens_per_s"]).toBeGreaterThan(0);
   });
 
   it("name the rebuild command when asked for native without the addon", () => {

@@ -1,6 +1,6 @@
 /**
  * The PyTorch side of `pbrl bench`: finds a Python with torch and transformers and runs
- * scripts/bench/torch_bench.py on the same model and workloads. Never fails the bench: when
+ * assets/bench/torch_bench.py (shipped with the CLI) on the same model and workloads. Never fails the bench: when
  * PyTorch cannot run, the result says why.
  */
 import { spawnSync } from "node:child_process";
@@ -40,6 +40,9 @@ export type TorchMeasured = {
   Partial<Record<GenMetric | Bf16WeightsMetric | VariantMetric, number>>;
 
 export type TorchResult = TorchMeasured | { skipped: string } | { failed: string };
+
+/** The PyTorch side, in the CLI package's assets (from src/bench under vitest, from dist/bench when built). */
+const TORCH_BENCH_SCRIPT = fileURLToPath(new URL("../../assets/bench/torch_bench.py", import.meta.url));
 
 /** The pbrl checkout this CLI file lives in: the nearest folder above it with pnpm-workspace.yaml. */
 export function findRepoRoot(from = path.dirname(fileURLToPath(import.meta.url))): string | undefined {
@@ -127,15 +130,16 @@ export async function runTorchColumns(options: {
   const columns: TorchColumns = {};
   const skipAll = (why: TorchResult): TorchColumns => Object.fromEntries(options.precisions.map((p) => [torchColumn(p), why]));
   const root = findRepoRoot();
-  const script = root !== undefined ? path.join(root, "scripts", "bench", "torch_bench.py") : undefined;
-  if (script === undefined || !existsSync(script)) {
-    return skipAll({ skipped: "scripts/bench/torch_bench.py not found: the PyTorch comparison runs from a pbrl source checkout" });
-  }
+  // Beside the code, as installed; in the checkout for a CLI compiled elsewhere (the CLI's tests).
+  const script = [TORCH_BENCH_SCRIPT, ...(root !== undefined ? [path.join(root, "apps", "cli", "assets", "bench", "torch_bench.py")] : [])].find((f) =>
+    existsSync(f),
+  );
+  if (script === undefined) return skipAll({ skipped: `${TORCH_BENCH_SCRIPT} not found: reinstall pbrl` });
   const found = findTorchPython(options.python, root);
   if ("skipped" in found) return skipAll(found);
   for (const precision of options.precisions) {
     io.err(
-      `pbrl bench [${precision === "bf16" ? "pytorch bf16" : "pytorch"}]: ${found.python} ${path.relative(root!, script)}${precision === "bf16" ? " --bf16" : ""}\n`,
+      `pbrl bench [${precision === "bf16" ? "pytorch bf16" : "pytorch"}]: ${found.python} ${root !== undefined ? path.relative(root, script) : script}${precision === "bf16" ? " --bf16" : ""}\n`,
     );
     columns[torchColumn(precision)] = await runTorchBench({
       python: found.python,

@@ -1,6 +1,6 @@
 /**
  * What `pbrl bench` measures: the workload sizes per backend and model size, and the metric
- * names shared by the TypeScript workers and scripts/bench/torch_bench.py.
+ * names shared by the TypeScript workers and apps/cli/assets/bench/torch_bench.py.
  */
 import type { BackendName } from "@pbrl/core-tensor";
 

@@ -52,7 +52,7 @@ then, for the small presets, times one round of the embedded demo on each backen
                    train_activation_peak_mb, which both include the step's weight gradients
                    (train_gradients_mb) (pbrl only)
   --python PATH    Python with torch and transformers (default: $PBRL_PYTHON, then
-                   <repo>/.venv-ref/bin/python, then python3); runs scripts/bench/torch_bench.py
+                   <repo>/.venv-ref/bin/python, then python3); runs assets/bench/torch_bench.py
   --no-torch       skip the PyTorch comparison
   --no-demo-round  skip timing one round of the embedded demo
   --rounds N       also run N ≥ ${MIN_ROUNDS} small demo rounds per backend (20 to judge memory) and

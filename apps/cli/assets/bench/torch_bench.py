@@ -4,7 +4,7 @@
 `pbrl bench` runs this with the model's config.json and the workload sizes as JSON, once in
 float32 and once with --bf16:
 
-    python scripts/bench/torch_bench.py --config '{"model_type": "llama", ...}' \
+    python apps/cli/assets/bench/torch_bench.py --config '{"model_type": "llama", ...}' \
         --workloads '{"train_batch": 8, "train_seq_len": 128, ...}' [--model DIR] [--bf16] [--threads N]
 
 The model is AutoModelForCausalLM.from_config(config) (Llama or Qwen2), randomly initialised
