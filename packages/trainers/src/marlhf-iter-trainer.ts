@@ -1,5 +1,5 @@
 import { MARLHFIterConfig, type MARLHFIterConfigInput } from "./config/marlhf-config.js";
-import { IterativeTrainer, type MADPOIterTrainerOptions } from "./madpo-iter-trainer.js";
+import { IterativeTrainer, type MADPOIterTrainerOptions } from "./iterative-trainer.js";
 import { marlhfLearnerFor, type MarlhfOptions } from "./marlhf-learner.js";
 import { configFrom } from "./trainer-core.js";
 
