@@ -2,12 +2,12 @@ import * as path from "node:path";
 import { guardHeap, RngStreams, writeFileAtomic } from "@pbrl/core-tensor";
 import { collectPreferencePairs, mean, writePairsFile } from "@pbrl/preference-data";
 import type { ResolvedAgent } from "./agents.js";
-import { MADPOConfig, type MADPOConfigInput } from "./config/madpo-config.js";
+import type { PreferenceConfig } from "./config/madpo-config.js";
 import type { EvalResult } from "./evaluation.js";
-import { madpoLearner } from "./madpo-learner.js";
 import type { LearnSession } from "./learner.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
+import { RunCallbacks } from "./callbacks.js";
 import { runConfigRecord } from "./run-config-record.js";
 import { attachDropoutStreams } from "./lora-settings.js";
 import { openRunDir, planRunDir, type RunDirOptions } from "./run-dir.js";
@@ -15,19 +15,17 @@ import { runInputs } from "./run-inputs.js";
 import { samplingSettings } from "./sampling-settings.js";
 import { STREAMS } from "./stream-names.js";
 import { openTensorBoard } from "./tensorboard-log.js";
-import { configFrom, TrainerCore, type TrainerNames, type TrainerOptions } from "./trainer-core.js";
-import { freshCounters } from "./training-counters.js";
-
-export interface MADPOTrainerOptions extends TrainerOptions {
-  args?: MADPOConfig | MADPOConfigInput;
-}
+import { TrainerCore } from "./trainer-core.js";
+import { freshCounters, type TrainingCounters } from "./training-counters.js";
 
 export interface TrainResult {
   numPairs: number;
   updates: number;
   envStep: number;
-  /** False when no item produced a non-tied pair: the policies were left untouched. */
+  /** False when no item produced a non-tied pair, or a callback stopped the run after collection: the policies were left untouched. */
   trained: boolean;
+  /** True when a callback (control.shouldTrainingStop) stopped the run after collection. */
+  stopped: boolean;
   evalBefore: EvalResult | undefined;
   evalAfter: EvalResult | undefined;
   outputDir: string;
@@ -39,7 +37,7 @@ export interface TrainResult {
  * collected pairs to `<output_dir>/preference_pairs.json`, what the learner keeps (MARLHF: its
  * reward model) beside them, and the agents to `<output_dir>/agents/agent_<i>`.
  */
-export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> {
+export abstract class BaseTrainer<C extends PreferenceConfig> extends TrainerCore<C> {
   /**
    * Runs the trainer. A run the backend's tensor memory cannot hold stops before anything is
    * written, with a MemoryBudgetError (run-memory.ts); a kernel that runs out of heap anyway gives one too.
@@ -64,8 +62,14 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
       const record = runConfigRecord(this.trainerName, a);
       await writeFileAtomic(path.join(a.output_dir, "config.json"), JSON.stringify(record, null, 2) + "\n");
       const tensorboard = a.report_to === "tensorboard" ? openTensorBoard(a.output_dir) : undefined;
+      const counters = freshCounters();
+      const callbacks = new RunCallbacks(this.options.callbacks ?? [], { trainer: this.trainerName, outputDir: a.output_dir, numRounds: 1 }, counters);
       try {
-        return await this.collectAndLearn(agents, record, new MetricsLog(a.output_dir, { listeners: [this.options.onLog, tensorboard?.listener] }));
+        const metrics = new MetricsLog(a.output_dir, { listeners: [this.options.onLog, tensorboard?.listener, callbacks.listener] });
+        await callbacks.emit("onTrainBegin");
+        const result = await this.collectAndLearn(agents, record, metrics, counters, callbacks);
+        await callbacks.emit("onTrainEnd");
+        return result;
       } finally {
         tensorboard?.close();
       }
@@ -74,11 +78,17 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
     }
   }
 
-  private async collectAndLearn(agents: ResolvedAgent[], record: Record<string, unknown>, metrics: MetricsLog): Promise<TrainResult> {
+  private async collectAndLearn(
+    agents: ResolvedAgent[],
+    record: Record<string, unknown>,
+    metrics: MetricsLog,
+    counters: TrainingCounters,
+    callbacks: RunCallbacks,
+  ): Promise<TrainResult> {
     const a = this.args;
     const streams = new RngStreams(a.seed);
     attachDropoutStreams(agents, streams);
-    const progress = ProgressBar.enabledFor(a.verbose);
+    const progress = this.progressMode();
 
     // 1. Preference data, once, from the initial policies, labelled by the task reward.
     const items = this.options.trainDataset;
@@ -121,6 +131,7 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
       updates: 0,
       envStep: 0,
       trained: false,
+      stopped: false,
       evalBefore: undefined,
       evalAfter: undefined,
       outputDir: a.output_dir,
@@ -131,12 +142,15 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
       );
       return result;
     }
+    if (callbacks.control.shouldTrainingStop) {
+      this.log(`pbrl: stopped after collection (a callback set control.shouldTrainingStop); the pairs are in ${a.output_dir}, the policies were not updated`);
+      return { ...result, stopped: true };
+    }
 
     // 2. Learning on the fixed pairs; what the learner keeps is saved beside them.
-    const counters = freshCounters();
     const evalRng = streams.get(STREAMS.eval);
     const evaluate = async (step?: number) => {
-      const r = await this.evaluateAndRecord(metrics, counters, evalRng, step);
+      const r = await this.evaluateAndRecord(metrics, counters, evalRng, step, callbacks);
       result.evalBefore ??= r;
     };
     const optimizers = this.startOptimizers(agents);
@@ -146,20 +160,7 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
     Object.assign(result, { updates: counters.updates, envStep: counters.envStep, trained: true });
 
     // 3. The final evaluation and the trained agents, as Hugging Face checkpoints.
-    result.evalAfter = await this.finishRun({ metrics, counters, evalRng, record, done: `${result.updates} updates` });
+    result.evalAfter = await this.finishRun({ metrics, counters, evalRng, record, done: `${result.updates} updates`, callbacks });
     return result;
   }
 }
-
-/**
- * MADPO: collect preference pairs once from the initial policies, then train every agent on them
- * for num_train_epochs with the multi-agent DPO loss.
- */
-export class MADPOTrainer extends BaseTrainer<MADPOConfig> {
-  constructor(options: MADPOTrainerOptions) {
-    const args = configFrom(options.args, MADPOConfig, "train_batch_size");
-    super(options, MADPO_NAMES, args, (parts) => madpoLearner(args, parts, true));
-  }
-}
-
-const MADPO_NAMES: TrainerNames = { trainerName: "madpo", configName: "MADPOConfig" };

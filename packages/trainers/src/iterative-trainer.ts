@@ -5,12 +5,13 @@ import { OnDiskReplayBuffer } from "@pbrl/replay";
 import type { ResolvedAgent } from "./agents.js";
 import { buildComparator } from "./comparator-factory.js";
 import { ConfigError } from "./config/define-config.js";
-import { MADPOIterConfig, type MADPOIterConfigInput } from "./config/madpo-iter-config.js";
+import type { IterativeConfig } from "./config/madpo-iter-config.js";
 import type { EvalResult } from "./evaluation.js";
 import type { Learner, LearnSession, PreferenceScoring, RoundContext } from "./learner.js";
-import { madpoLearner } from "./madpo-learner.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
+import { RunCallbacks } from "./callbacks.js";
+import { customPluginFields, pluginLabel, type ComparatorFactory, type PluginRecord } from "./custom-plugins.js";
 import { checkpointConfig, type ConfigChange } from "./resume-changes.js";
 import { declaredRewardRange } from "./reward-distribution.js";
 import { recordRound, roundSummary, type RoundSummary } from "./round-record.js";
@@ -23,23 +24,27 @@ import { samplingSettings } from "./sampling-settings.js";
 import { StopSignals } from "./stop-signals.js";
 import { STREAMS } from "./stream-names.js";
 import { openTensorBoard, type TensorBoardLog } from "./tensorboard-log.js";
-import { configFrom, TrainerCore, type LearnerParts, type TrainerNames, type TrainerOptions } from "./trainer-core.js";
+import { TrainerCore, type LearnerParts, type TrainerNames, type TrainerOptions } from "./trainer-core.js";
 import { policiesAtStartOf, saveInitialPolicies, saveTrainingCheckpoint, type LoadedCheckpoint, type TrainingState } from "./training-checkpoint.js";
 import { freshCounters } from "./training-counters.js";
 
 export type { RoundSummary } from "./round-record.js";
 
-export interface MADPOIterTrainerOptions extends TrainerOptions {
-  args?: MADPOIterConfig | MADPOIterConfigInput;
-  /** Replaces the comparator the config describes (any implementation of the interface). */
-  comparator?: Comparator;
-  /** Replaces the on-disk replay buffer the config describes. */
+/** The options every iterative trainer takes besides its config. */
+export interface IterativeTrainerOptions extends TrainerOptions {
+  /**
+   * Replaces the comparator the config describes: any implementation of the interface, or a
+   * factory called with the run's live agents once they are loaded. config.json and the log name
+   * it (its `name` and `description`) with comparator_policy "custom".
+   */
+  comparator?: Comparator | ComparatorFactory;
+  /** Replaces the on-disk replay buffer the config describes; config.json and the log name it, with preference_replay_mode "custom". */
   replayBuffer?: ReplayBuffer;
   /** [min, max] of raw rewards for the log_reward_distribution histograms (default: reward_func.reward_range). */
   rewardRange?: [number, number];
-  /** Called as a round's collection starts (the comparator holds that round's weights). */
+  /** Called as a round's collection starts (the comparator holds that round's weights); `callbacks` (onRoundBegin) can also stop the run. */
   onRoundStart?: (round: number) => void;
-  /** Called once a round is complete, its checkpoint written (also for a round without pairs). */
+  /** Called once a round is complete, its checkpoint written (also for a round without pairs); `callbacks` (onRoundEnd) can also stop the run. */
   onRoundEnd?: (summary: RoundSummary) => void | Promise<void>;
 }
 
@@ -52,7 +57,7 @@ export interface IterTrainResult {
   outputDir: string;
   /** The round a resumed run continued after, if it resumed. */
   resumedAfterRound: number | undefined;
-  /** True when a signal stopped the run after a completed round. */
+  /** True when a signal or a callback (control.shouldTrainingStop) stopped the run after a completed round. */
   stopped: boolean;
 }
 
@@ -74,13 +79,13 @@ interface RoundRun {
  * training pairs from this round and earlier ones, and the learner trains on them. After every
  * round a checkpoint holds everything needed to continue exactly where the run stopped.
  */
-export abstract class IterativeTrainer<C extends MADPOIterConfig> extends TrainerCore<C> {
-  declare protected readonly options: MADPOIterTrainerOptions;
+export abstract class IterativeTrainer<C extends IterativeConfig> extends TrainerCore<C> {
+  declare protected readonly options: IterativeTrainerOptions;
   private comparator: Comparator | undefined;
   /** log_reward_distribution's bins: the declared raw reward range, checked at construction as CoMLRL does. */
   private readonly distributionRange: [number, number] | undefined;
 
-  protected constructor(options: MADPOIterTrainerOptions, names: TrainerNames, args: C, learner: (parts: LearnerParts) => Learner) {
+  protected constructor(options: IterativeTrainerOptions, names: TrainerNames, args: C, learner: (parts: LearnerParts) => Learner) {
     super(options, names, args, learner);
     if (args.log_reward_distribution) {
       const range = declaredRewardRange(options.rewardRange ?? (options.rewardFunc as { reward_range?: unknown }).reward_range);
@@ -117,7 +122,14 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
       log: this.log,
     };
     const { agents, plan } = await this.checkBeforeRun(() => planRunDir(dirOptions));
-    const record = runConfigRecord(this.trainerName, a);
+    const streams = new RngStreams(a.seed);
+    attachDropoutStreams(agents, streams);
+    this.comparator = this.runComparator(agents, streams, ckptRoot);
+    const custom = customPluginFields({
+      comparator: this.options.comparator === undefined ? undefined : this.comparator,
+      replayBuffer: this.options.replayBuffer,
+    });
+    const record = runConfigRecord(this.trainerName, a, custom);
     const { ckpt, changes } = await checkpointToResume({
       resume: plan.resume,
       spec,
@@ -128,23 +140,6 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
       numRounds: a.num_iterations,
       record,
     });
-    const streams = new RngStreams(a.seed);
-    attachDropoutStreams(agents, streams);
-    // One actor writing every role answers the joint prompt itself, so its comparator samples
-    // that prompt directly rather than splitting and re-joining roles.
-    const comparatorArgs = a.collaboration_mode === "centralized" ? { ...a, comparator_generation_mode: "decentralized" as const } : a;
-    this.comparator =
-      this.options.comparator ??
-      buildComparator({
-        args: comparatorArgs,
-        agents,
-        rng: streams.get(STREAMS.comparator),
-        backoffRng: streams.get(STREAMS.apiBackoff),
-        log: this.log,
-        generation: samplingSettings(a),
-        adapter: this.options.centralizedAdapter,
-        weightsAt: (round) => policiesAtStartOf(ckptRoot, round),
-      });
     const release = openRunDir(dirOptions, plan);
     const tensorboard = a.report_to === "tensorboard" ? openTensorBoard(a.output_dir, ckpt?.state.counters.envStep) : undefined;
     try {
@@ -153,6 +148,28 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
       tensorboard?.close();
       release();
     }
+  }
+
+  /** The options' comparator (or what their factory builds from the live agents), else the one the config describes. */
+  private runComparator(agents: readonly ResolvedAgent[], streams: RngStreams, ckptRoot: string): Comparator {
+    const a = this.args;
+    const given = this.options.comparator;
+    if (typeof given === "function")
+      return given({ agents, tokenizers: agents.map((ag) => ag.tokenizer), generation: samplingSettings(a), rng: streams.get(STREAMS.comparator) });
+    if (given !== undefined) return given;
+    // One actor writing every role answers the joint prompt itself, so its comparator samples
+    // that prompt directly rather than splitting and re-joining roles.
+    const comparatorArgs = a.collaboration_mode === "centralized" ? { ...a, comparator_generation_mode: "decentralized" as const } : a;
+    return buildComparator({
+      args: comparatorArgs,
+      agents,
+      rng: streams.get(STREAMS.comparator),
+      backoffRng: streams.get(STREAMS.apiBackoff),
+      log: this.log,
+      generation: samplingSettings(a),
+      adapter: this.options.centralizedAdapter,
+      weightsAt: (round) => policiesAtStartOf(ckptRoot, round),
+    });
   }
 
   private async runRounds(run: RoundRun, tensorboard: TensorBoardLog | undefined): Promise<IterTrainResult> {
@@ -171,7 +188,12 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
         dir: a.preference_replay_dir ?? path.join(a.output_dir, "preference_replay"),
         rng: streams.get(STREAMS.replay),
       });
-    const listeners = [this.options.onLog, tensorboard?.listener];
+    const callbacks = new RunCallbacks(
+      this.options.callbacks ?? [],
+      { trainer: this.trainerName, outputDir: a.output_dir, numRounds: a.num_iterations },
+      counters,
+    );
+    const listeners = [this.options.onLog, tensorboard?.listener, callbacks.listener];
 
     // A resumed run continues after the checkpoint's round with everything as it was; a fresh one
     // (also when resume_from_checkpoint found no completed round) saves the initial policies.
@@ -191,7 +213,11 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
       metrics = new MetricsLog(a.output_dir, { listeners });
       await saveInitialPolicies(ckptRoot, agents);
     }
-    this.log(`pbrl: ${a.num_iterations} rounds against comparator ${comparator.description}, replay ${a.preference_replay_mode}`);
+    const customComparator = run.record["custom_comparator"] as PluginRecord | undefined;
+    const customReplay = run.record["custom_replay_buffer"] as PluginRecord | undefined;
+    this.log(
+      `pbrl: ${a.num_iterations} rounds against ${customComparator ? `custom comparator ${pluginLabel(customComparator)}` : `comparator ${comparator.description}`}, replay ${customReplay ? `custom ${pluginLabel(customReplay)}` : a.preference_replay_mode}`,
+    );
 
     const evalRng = streams.get(STREAMS.eval);
     const result: IterTrainResult = {
@@ -205,10 +231,10 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
       stopped: false,
     };
     const evaluate = async (step?: number) => {
-      const r = await this.evaluateAndRecord(metrics, counters, evalRng, step);
+      const r = await this.evaluateAndRecord(metrics, counters, evalRng, step, callbacks);
       result.evalBefore ??= r;
     };
-    const progress = ProgressBar.enabledFor(a.verbose);
+    const progress = this.progressMode();
     const session: LearnSession = { agents, optimizers, counters, streams, metrics, evaluate, progress, log: this.log };
     const signals =
       this.options.handleSignals === false
@@ -217,11 +243,15 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
     const tokenizing = agents.map((ag) => ({ tokenizer: ag.tokenizer, eosTokenIds: ag.eosTokenIds }));
     const taskScoring: PreferenceScoring = { scorer: "task", rewardFunc: this.task.rewardFunc, rewardProcessor: this.options.rewardProcessor };
 
+    callbacks.round = ckpt?.state.round ?? 0;
+    await callbacks.emit("onTrainBegin");
     try {
       for (let round = (ckpt?.state.round ?? 0) + 1; round <= a.num_iterations; round++) {
         // 1. Both sides answer every item; comparisons with a clear winner become pairs.
         await comparator.beginRound(round);
+        callbacks.round = round;
         this.options.onRoundStart?.(round);
+        await callbacks.emit("onRoundBegin");
         const scoring = this.learner.preferenceScoring(round) ?? taskScoring;
         const bar = new ProgressBar(`round ${round}/${a.num_iterations} collection`, items.length, progress);
         let collected;
@@ -303,11 +333,14 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
           seed: a.seed,
           config: checkpointConfig(run.record),
         };
-        await saveTrainingCheckpoint(ckptRoot, state, agents, optimizers, (dir) => this.learner.saveState(dir));
+        const saved = await saveTrainingCheckpoint(ckptRoot, state, agents, optimizers, (dir) => this.learner.saveState(dir));
+        await callbacks.emit("onSave", saved);
         await this.options.onRoundEnd?.(summary);
-        if (signals?.requested && round < a.num_iterations) {
+        await callbacks.emit("onRoundEnd", summary);
+        const stopBy = signals?.requested ? "" : callbacks.control.shouldTrainingStop ? " (a callback set control.shouldTrainingStop)" : undefined;
+        if (stopBy !== undefined && round < a.num_iterations) {
           result.stopped = true;
-          this.log(`pbrl: stopped after round ${round}; resume with resume_from_checkpoint=true`);
+          this.log(`pbrl: stopped after round ${round}${stopBy}; resume with resume_from_checkpoint=true`);
           break;
         }
       }
@@ -323,7 +356,9 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
         evalRng,
         record: run.record,
         done: `${counters.updates} updates over ${a.num_iterations} rounds`,
+        callbacks,
       });
+    await callbacks.emit("onTrainEnd");
     return result;
   }
 
@@ -332,16 +367,3 @@ export abstract class IterativeTrainer<C extends MADPOIterConfig> extends Traine
     super.dispose();
   }
 }
-
-/**
- * Iterative MADPO: every round, the agents and a comparator answer every item, the replay buffer
- * picks the training pairs, and MADPO trains on them.
- */
-export class MADPOIterTrainer extends IterativeTrainer<MADPOIterConfig> {
-  constructor(options: MADPOIterTrainerOptions) {
-    const args = configFrom(options.args, MADPOIterConfig, "num_iterations");
-    super(options, MADPO_ITER_NAMES, args, (parts) => madpoLearner(args, parts, false));
-  }
-}
-
-const MADPO_ITER_NAMES: TrainerNames = { trainerName: "madpo_iter", configName: "MADPOIterConfig" };
