@@ -3,8 +3,17 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createComparator } from "@pbrl/comparators";
 import { describe, expect, it } from "vitest";
-import { MADPOIterTrainer, type Comparator, type ComparatorContext, type ComparatorFactory, type ResolvedAgent, type TrainerCallback } from "../src/index.js";
+import {
+  MADPOIterTrainer,
+  MADPOTrainer,
+  type Comparator,
+  type ComparatorContext,
+  type ComparatorFactory,
+  type ResolvedAgent,
+  type TrainerCallback,
+} from "../src/index.js";
 import { ITERATIVE_RUN } from "./child/iterative-run-config.js";
+import { countE, items, small, TINY } from "./small-madpo-run.js";
 
 /** A factory that builds the built-in "current" comparator from the run's live agents, named, counting its samples. */
 function countingFactory(): { factory: ComparatorFactory; contexts: ComparatorContext[]; samples: () => number } {
@@ -86,5 +95,33 @@ describe("plug-ins and callbacks", () => {
     expect(r2.stopped).toBe(false);
     expect(r2.rounds.map((s) => s.round)).toEqual([2]);
     expect(existsSync(path.join(out, "agents", "agent_0"))).toBe(true);
+  });
+
+  it("a callback stops a base trainer after collection: the pairs are written, the policies untouched", async () => {
+    const events: string[] = [];
+    const trainer = new MADPOTrainer({
+      agentModel: TINY,
+      trainDataset: items,
+      rewardFunc: countE,
+      log: () => {},
+      callbacks: [
+        {
+          onTrainBegin: (s, control) => {
+            events.push(`begin ${s.trainer}`);
+            control.shouldTrainingStop = true;
+          },
+          onLog: (_s, _c, record) => void events.push(`log ${record.kind}`),
+          onTrainEnd: (s) => void events.push(`end ${s.updates}`),
+        },
+      ],
+      args: small(),
+    });
+    const r = await trainer.train();
+    trainer.dispose();
+    expect(r).toMatchObject({ stopped: true, trained: false, updates: 0 });
+    expect(r.numPairs).toBeGreaterThan(0);
+    expect(existsSync(path.join(r.outputDir, "preference_pairs.json"))).toBe(true);
+    expect(existsSync(path.join(r.outputDir, "agents"))).toBe(false);
+    expect(events).toEqual(["begin madpo", "log collect", "end 0"]);
   });
 });
