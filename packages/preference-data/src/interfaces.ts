@@ -27,6 +27,8 @@ export interface CandidateSet {
 
 /** The other side of every comparison in iterative training. */
 export interface Comparator {
+  /** A custom comparator's name, for the run's log and config.json (e.g. "gpt-judge"). */
+  readonly name?: string;
   /** A short description for logs, e.g. "history (k=2)". */
   readonly description: string;
   /** Prepares round `round` (1-based) before collection, e.g. loads a checkpoint once. */
@@ -71,6 +73,10 @@ export type PairTokenizer = (record: PairRecord) => AgentPairTokens[];
 
 /** Stores every round's pairs and chooses each round's training pairs. */
 export interface ReplayBuffer {
+  /** A custom replay buffer's name, for the run's log and config.json. */
+  readonly name?: string;
+  /** What it replays, in a few words, for the same. */
+  readonly description?: string;
   /** Writes round `round`'s file (atomically, also when empty), recording `scorer` when given, and indexes it if non-empty. */
   addRound(round: number, pairs: readonly CollectedPair[], scorer?: PreferenceScorer): Promise<void>;
   /** The training pairs for round `round`, from this round and earlier ones. */

@@ -52,7 +52,7 @@ export const ACTOR_CRITIC_ALGORITHMS = ["maac", "iac"] as const;
 export type ActorCriticAlgorithm = (typeof ACTOR_CRITIC_ALGORITHMS)[number];
 
 /** Accepted alternative spellings, as CoMLRL: `mareforce` means `mareinforce`. */
-export const RL_ALGORITHM_ALIASES: Readonly<Record<string, ReinforceAlgorithm>> = { mareforce: "mareinforce" };
+export const RL_ALGORITHM_ALIASES = { mareforce: "mareinforce" } as const satisfies Readonly<Record<string, ReinforceAlgorithm>>;
 
 export type RlAlgorithm = ReinforceAlgorithm | ActorCriticAlgorithm;
 
@@ -66,7 +66,7 @@ export class RlAlgorithmError extends Error {
 /** The canonical name of an `rl_algorithm` value (aliases resolved, case-insensitive). */
 export function canonicalRlAlgorithm(name: string): RlAlgorithm {
   const key = name.trim().toLowerCase();
-  const resolved = RL_ALGORITHM_ALIASES[key] ?? key;
+  const resolved = (RL_ALGORITHM_ALIASES as Readonly<Record<string, ReinforceAlgorithm>>)[key] ?? key;
   if ((RL_ALGORITHMS as readonly string[]).includes(resolved)) return resolved as RlAlgorithm;
   throw new RlAlgorithmError(`rl_algorithm: unknown value ${JSON.stringify(name)}; accepted: ${RL_ALGORITHMS.join(", ")} (alias: mareforce = mareinforce)`);
 }

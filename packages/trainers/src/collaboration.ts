@@ -56,8 +56,8 @@ export interface TaskSetup {
   isValid: CandidateCheck | undefined;
   /** Actor models: num_agents, or 1 when one actor writes every role. */
   actors: number;
-  /** Centralized scoring covers the whole joint completion, its last token included. */
-  scoreLastToken: boolean;
+  /** Centralized scoring covers the whole joint completion, its last token included (decentralized: madpo_score_last_token decides). */
+  scoresWholeCompletion: boolean;
 }
 
 /**
@@ -86,7 +86,6 @@ export function taskSetup(o: {
   formatters: AsyncFormatter | readonly AsyncFormatter[] | undefined;
   rewardFunc: RewardFunc;
   adapter: CentralizedAdapter | undefined;
-  scoreLastToken: boolean;
 }): TaskSetup {
   const roleFormatters = resolveFormatters(o.formatters, o.numAgents);
   const prompts = new PromptBook();
@@ -102,7 +101,7 @@ export function taskSetup(o: {
       rewardFunc: o.rewardFunc,
       isValid: undefined,
       actors: o.numAgents,
-      scoreLastToken: o.scoreLastToken,
+      scoresWholeCompletion: false,
     };
   const adapter = o.adapter ?? new TaggedCentralizedAdapter();
   const roles = o.numAgents;
@@ -130,6 +129,6 @@ export function taskSetup(o: {
     rewardFunc,
     isValid: (texts, item) => split(adapter, texts[0]!, item, roles) !== undefined,
     actors: 1,
-    scoreLastToken: true,
+    scoresWholeCompletion: true,
   };
 }

@@ -1,10 +1,10 @@
 import { createComparator, type ApiComparatorSettings, type ApiFormatName } from "@pbrl/comparators";
 import type { RngStream } from "@pbrl/core-tensor";
 import type { CentralizedAdapter, Comparator, GenerationSettings, Policy } from "@pbrl/preference-data";
-import type { MADPOIterConfig } from "./config/madpo-iter-config.js";
+import type { IterativeConfig } from "./config/madpo-iter-config.js";
 
 /** The API comparator's settings from the config's comparator_api_* fields (the one place they are translated). */
-export function apiComparatorSettings(a: MADPOIterConfig): ApiComparatorSettings {
+export function apiComparatorSettings(a: IterativeConfig): ApiComparatorSettings {
   if (a.comparator_api_url === null) throw new Error('comparator_api_url is required with comparator_policy="api"');
   return {
     // the config accepts only canonical format names (aliases are resolved when it is built)
@@ -28,7 +28,7 @@ export function apiComparatorSettings(a: MADPOIterConfig): ApiComparatorSettings
 
 /** The comparator the iterative config describes. */
 export function buildComparator(o: {
-  args: MADPOIterConfig;
+  args: IterativeConfig;
   agents: readonly Policy[];
   rng: RngStream;
   /** Jitter of the API comparator's retry backoff: a stream of its own, so retries never shift sampling. */

@@ -61,7 +61,7 @@ export class MadpoLearner implements Learner {
 /** MADPO's learning step for a trainer (the collaboration mode settles whether the last token is scored). */
 export function madpoLearner(args: EpochSettings & { reference_kl_enabled: boolean }, parts: LearnerParts, noteReferenceKl: boolean): MadpoLearner {
   return new MadpoLearner({
-    args: { ...args, madpo_score_last_token: parts.task.scoreLastToken },
+    args: { ...args, madpo_score_last_token: parts.task.scoresWholeCompletion || args.madpo_score_last_token },
     execution: parts.execution,
     ...(noteReferenceKl && { noteReferenceKl: { enabled: args.reference_kl_enabled, log: parts.log } }),
   });

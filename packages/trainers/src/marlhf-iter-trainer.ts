@@ -1,9 +1,9 @@
 import { MARLHFIterConfig, type MARLHFIterConfigInput } from "./config/marlhf-config.js";
-import { IterativeTrainer, type MADPOIterTrainerOptions } from "./madpo-iter-trainer.js";
+import { IterativeTrainer, type IterativeTrainerOptions } from "./iterative-trainer.js";
 import { marlhfLearnerFor, type MarlhfOptions } from "./marlhf-learner.js";
 import { configFrom } from "./trainer-core.js";
 
-export interface MARLHFIterTrainerOptions extends Omit<MADPOIterTrainerOptions, "args">, MarlhfOptions {
+export interface MARLHFIterTrainerOptions extends IterativeTrainerOptions, MarlhfOptions {
   args?: MARLHFIterConfig | MARLHFIterConfigInput;
 }
 

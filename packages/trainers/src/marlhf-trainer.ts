@@ -1,5 +1,5 @@
 import { MARLHFConfig, type MARLHFConfigInput } from "./config/marlhf-config.js";
-import { BaseTrainer } from "./madpo-trainer.js";
+import { BaseTrainer } from "./base-trainer.js";
 import { marlhfLearnerFor, type MarlhfOptions } from "./marlhf-learner.js";
 import { configFrom, type TrainerOptions } from "./trainer-core.js";
 

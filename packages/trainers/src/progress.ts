@@ -2,9 +2,9 @@
  * Progress of long phases on stderr, when the run is verbose. On a terminal: a one-line bar
  * redrawn in place. Otherwise (CI, a log file, nohup): a plain line every few seconds with the
  * phase, done/total, rate, ETA and the latest loss, so a piped run is never silent for long and
- * its log stays readable.
+ * its log stays readable. Given a line sink (a trainer's `log` option), the same plain lines go there.
  */
-export type ProgressMode = "bar" | "lines" | "off";
+export type ProgressMode = "bar" | "lines" | "off" | { readonly lines: (line: string) => void };
 
 /** Seconds between two lines in "lines" mode. */
 export const LINE_INTERVAL_S = 5;
@@ -29,8 +29,14 @@ export class ProgressBar {
     return stream.isTTY === true ? "bar" : "lines";
   }
 
-  private get kind(): ProgressMode {
+  private get kind(): "bar" | "lines" | "off" {
+    if (typeof this.mode === "object") return "lines";
     return this.mode === true ? "bar" : this.mode === false ? "off" : this.mode;
+  }
+
+  private writeLine(line: string): void {
+    if (typeof this.mode === "object") this.mode.lines(line);
+    else this.stream.write(`${line}\n`);
   }
 
   update(done: number, info = ""): void {
@@ -39,7 +45,7 @@ export class ProgressBar {
     if (this.kind === "lines") {
       if (now - lastLineAt < LINE_INTERVAL_S * 1000) return;
       lastLineAt = now;
-      this.stream.write(`${this.line(now, info)}\n`);
+      this.writeLine(this.line(now, info));
       return;
     }
     if (this.kind !== "bar") return;
@@ -60,7 +66,7 @@ export class ProgressBar {
       const now = Date.now();
       if (now - this.start >= 1000 || lastLineAt >= this.start) {
         lastLineAt = now;
-        this.stream.write(`${this.line(now, info, true)}\n`);
+        this.writeLine(this.line(now, info, true));
       }
       return;
     }

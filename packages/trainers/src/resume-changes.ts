@@ -6,7 +6,7 @@
  */
 import { redactRecord } from "@pbrl/core-tensor";
 import { ConfigError } from "./config/define-config.js";
-import { MADPO_FIELDS } from "./config/madpo-config.js";
+import { MADPO_FIELDS, MADPO_ONLY_FIELDS } from "./config/madpo-config.js";
 
 export const RESUMABLE_FIELDS: ReadonlySet<string> = new Set([
   // how long: more rounds continue the run
@@ -72,9 +72,17 @@ const ADDED_LATER = [
   "gradient_accumulation_steps",
 ] as const satisfies readonly (keyof typeof MADPO_FIELDS)[];
 
+/**
+ * Fields the MARLHF configs had until they became MADPO's own: a MARLHF checkpoint recorded them,
+ * at their default (they had no effect there), so they are no change when they are gone.
+ */
+const NOW_MADPO_ONLY = Object.keys(MADPO_ONLY_FIELDS) as (keyof typeof MADPO_ONLY_FIELDS)[];
+
 function withLaterDefaults(saved: Readonly<Record<string, unknown>>, current: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const missing = ADDED_LATER.filter((f) => !(f in saved) && f in current);
-  return { ...saved, ...Object.fromEntries(missing.map((f) => [f, MADPO_FIELDS[f].parse(undefined)])) };
+  const gone = new Set<string>(NOW_MADPO_ONLY.filter((f) => f in saved && !(f in current) && same(saved[f], MADPO_ONLY_FIELDS[f].parse(undefined))));
+  const kept = Object.fromEntries(Object.entries(saved).filter(([f]) => !gone.has(f)));
+  return { ...kept, ...Object.fromEntries(missing.map((f) => [f, MADPO_FIELDS[f].parse(undefined)])) };
 }
 
 /**

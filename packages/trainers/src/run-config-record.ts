@@ -12,11 +12,11 @@ import type { ConfigChange } from "./resume-changes.js";
 
 /**
  * What config.json holds for a run: the trainer's name and every field, with every secret at any
- * depth redacted (redactRecord: credential-named keys such as comparator_api_extra_body.api_key,
+ * depth redacted, and what code supplied in place of the config's choices (`custom`, see custom-plugins.ts) (redactRecord: credential-named keys such as comparator_api_extra_body.api_key,
  * and values that look like credentials: URL secrets, "Bearer …", sk-… tokens).
  */
-export function runConfigRecord(trainer: string, args: object): Record<string, unknown> {
-  return redactRecord({ trainer, ...args });
+export function runConfigRecord(trainer: string, args: object, custom: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
+  return redactRecord({ trainer, ...args, ...custom });
 }
 
 /** A run needs at least one training item; an empty dataset is a mistake, not a run with 0 pairs. */

@@ -11,12 +11,14 @@ import type { AsyncFormatter, CentralizedAdapter, CollectedPair, DatasetName, Re
 import type { JointRewardModel } from "@pbrl/reward-model";
 import { disposeAgents, saveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
-import type { MADPOConfig } from "./config/madpo-config.js";
-import type { MADPOIterConfig } from "./config/madpo-iter-config.js";
+import type { PreferenceConfig } from "./config/madpo-config.js";
+import type { IterativeConfig } from "./config/madpo-iter-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
+import type { RunCallbacks, TrainerCallback } from "./callbacks.js";
 import type { LearnContext, Learner } from "./learner.js";
 import type { MetricsListener, MetricsLog } from "./metrics-log.js";
 import { agentExecution, type AgentExecution } from "./parallel/agent-execution.js";
+import { ProgressBar, type ProgressMode } from "./progress.js";
 import { renderRunPrompts } from "./prompt-rendering.js";
 import { checkContextRoom, runPromptTokens } from "./prompt-room.js";
 import { checkPushReady, hubBaseModel, pushAgents } from "./push-agents.js";
@@ -51,10 +53,21 @@ export interface TrainerOptions {
   formatters?: AsyncFormatter | readonly AsyncFormatter[];
   /** collaboration_mode="centralized": builds the joint prompt and splits the joint completion (default: the tagged adapter); iterative: the centralized comparator's too. */
   centralizedAdapter?: CentralizedAdapter;
-  /** Where progress lines go when verbose (default: stderr). */
+  /**
+   * Where the run's log lines go, progress lines included (default: stderr when verbose). Given,
+   * it receives every log line, and when verbose the progress of long phases as plain lines (at
+   * most one every few seconds per phase, and one as a phase ends).
+   */
   log?: (line: string) => void;
   /** Receives every metrics record as it is written to metrics.jsonl (with `time` and `elapsed_s`), e.g. to stream it to your own tracker. */
   onLog?: MetricsListener;
+  /**
+   * Called at the run's events (TRL's TrainerCallback shape: onTrainBegin, onRoundBegin, onLog,
+   * onEvaluate, onSave, onRoundEnd, onTrainEnd), each with the run's state and a control object;
+   * `control.shouldTrainingStop = true` stops the run cleanly (see callbacks.ts). This is the way
+   * to stop a run from code; one that throws fails the run (as throwing from onRoundEnd always did).
+   */
+  callbacks?: readonly TrainerCallback[];
   /**
    * Files and folders the run reads besides its models, by the setting that names them (the CLI
    * passes its datasets and reward/formatter modules, e.g. `{ train_dataset: "data/train.jsonl" }`):
@@ -70,8 +83,8 @@ export interface TrainerOptions {
   handleSignals?: boolean;
 }
 
-/** The configs a trainer runs with (the MARLHF ones extend these). */
-export type TrainerConfig = MADPOConfig | MADPOIterConfig;
+/** The configs a trainer runs with (each trainer's extends one of these). */
+export type TrainerConfig = PreferenceConfig | IterativeConfig;
 
 /** How a trainer names itself: in config.json and checkpoints, and in its config's errors. */
 export interface TrainerNames {
@@ -131,7 +144,6 @@ export abstract class TrainerCore<C extends TrainerConfig> {
       formatters: options.formatters,
       rewardFunc: options.rewardFunc,
       adapter: options.centralizedAdapter,
-      scoreLastToken: args.madpo_score_last_token,
     });
     const verbose = args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
@@ -284,6 +296,12 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     return this.promptsRendered;
   }
 
+  /** How long phases show progress: through the `log` option when one is given, else on stderr (ProgressBar.enabledFor). */
+  protected progressMode(): ProgressMode {
+    if (this.options.log === undefined) return ProgressBar.enabledFor(this.args.verbose);
+    return this.args.verbose ? { lines: this.options.log } : "off";
+  }
+
   /** An AdamW per agent at agent_learning_rate; the trainer frees them on dispose. */
   protected startOptimizers(agents: readonly ResolvedAgent[]): AdamW[] {
     this.optimizers = agents.map((ag) => new AdamW(ag.model.params, { lr: this.args.agent_learning_rate }));
@@ -291,7 +309,13 @@ export abstract class TrainerCore<C extends TrainerConfig> {
   }
 
   /** Evaluates (see {@link evaluate}) and writes the eval metrics line at `step` (default: the current env_step). */
-  protected async evaluateAndRecord(metrics: MetricsLog, counters: TrainingCounters, rng: RngStream, step = counters.envStep): Promise<EvalResult | undefined> {
+  protected async evaluateAndRecord(
+    metrics: MetricsLog,
+    counters: TrainingCounters,
+    rng: RngStream,
+    step = counters.envStep,
+    callbacks?: RunCallbacks,
+  ): Promise<EvalResult | undefined> {
     const n = Math.min(this.args.eval_num_samples, (this.options.evalDataset ?? []).length);
     if (n === 0) return undefined;
     this.log(`pbrl: evaluating on ${n} eval items after ${counters.updates} updates`);
@@ -304,6 +328,7 @@ export abstract class TrainerCore<C extends TrainerConfig> {
       "eval/turn_1/expected_return": r["eval/turn_1/expected_return"],
     });
     this.log(`pbrl: eval after ${counters.updates} updates: reward ${r["eval/turn_1/reward_mean"].toFixed(4)}`);
+    await callbacks?.emit("onEvaluate", r);
     return r;
   }
 
@@ -314,12 +339,14 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     evalRng: RngStream;
     record: Readonly<Record<string, unknown>>;
     done: string;
+    callbacks: RunCallbacks;
   }): Promise<EvalResult | undefined> {
     const a = this.args;
-    const evalAfter = a.eval_interval > 0 ? await this.evaluateAndRecord(o.metrics, o.counters, o.evalRng) : undefined;
+    const evalAfter = a.eval_interval > 0 ? await this.evaluateAndRecord(o.metrics, o.counters, o.evalRng, undefined, o.callbacks) : undefined;
     const dir = path.join(a.output_dir, "agents");
     await this.saveModel(dir);
     this.log(`pbrl: ${o.done}; agents saved under ${dir}`);
+    await o.callbacks.emit("onSave", dir);
     if (a.push_to_hub)
       await pushAgents({
         agentsDir: dir,

@@ -49,7 +49,7 @@ const ARGS = {
   max_new_tokens: 4,
   temperature: 1.0,
   top_p: 1.0,
-  comparator_policy: "current",
+  comparator_policy: "current" as const,
   train_batch_size: 4,
   eval_interval: 0,
   agent_learning_rate: 1e-3,
@@ -148,7 +148,6 @@ describe("chat prompts before a run", () => {
       formatters: undefined,
       rewardFunc: () => [],
       adapter: undefined,
-      scoreLastToken: false,
     });
     await renderTask(task, tokenizers);
     expect(runPromptTokens(task, ITEMS, { max_prompt_length: null })).toBe(longest);
@@ -187,7 +186,6 @@ describe("chat prompts before a run", () => {
       formatters: roles,
       rewardFunc: (c, ctx) => (prompts.push(ctx.prompts), c[0]!.map(() => 0)),
       adapter: undefined,
-      scoreLastToken: false,
     });
     const joint = (await t.format(ITEMS[1]!, 1, {})).prompts[0];
     expect(joint).toEqual([
@@ -207,7 +205,6 @@ describe("chat prompts before a run", () => {
       formatters: [() => "a", () => "b"],
       rewardFunc: () => [],
       adapter: undefined,
-      scoreLastToken: false,
     });
     expect(typeof (await text.format(ITEMS[0]!, 0, {})).prompts[0]).toBe("string");
   });

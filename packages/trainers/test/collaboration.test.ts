@@ -37,10 +37,9 @@ describe("centralized collaboration: one actor writes every role", () => {
         return c[0]!.map((a, j) => a.length + 2 * c[1]![j]!.length);
       },
       adapter: undefined,
-      scoreLastToken: false,
     });
     expect(t.actors).toBe(1);
-    expect(t.scoreLastToken).toBe(true);
+    expect(t.scoresWholeCompletion).toBe(true);
     const prompt = (await t.format(items[0]!, 0, {})).prompts[0] as string;
     expect(prompt).toContain("Agent 0 original prompt:\nLeft about cats:");
     expect(prompt).toContain("<agent_1>");
@@ -67,9 +66,8 @@ describe("centralized collaboration: one actor writes every role", () => {
       formatters: roles,
       rewardFunc: () => [],
       adapter: undefined,
-      scoreLastToken: false,
     });
-    expect(plain).toMatchObject({ actors: 2, isValid: undefined, scoreLastToken: false });
+    expect(plain).toMatchObject({ actors: 2, isValid: undefined, scoresWholeCompletion: false });
   });
 
   const args = (over: Record<string, unknown> = {}) => ({

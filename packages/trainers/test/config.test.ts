@@ -51,7 +51,9 @@ describe("MADPOConfig defaults", () => {
   it("takes train_batch_size from rollout_buffer_size when unset, and normalises names", () => {
     expect(MADPOConfig({ rollout_buffer_size: 5 }).train_batch_size).toBe(5);
     expect(MADPOConfig({ rollout_buffer_size: 5, train_batch_size: 3 }).train_batch_size).toBe(3);
+    // @ts-expect-error as read from a file: case and spaces are normalised at run time
     expect(MADPOConfig({ pair_selection: " Random " }).pair_selection).toBe("random");
+    // @ts-expect-error as read from a file: case is normalised at run time
     expect(MADPOConfig({ parallel_training: "NULL" }).parallel_training).toBe("none");
     expect(MADPOConfig({ joint_mode: "align" }).joint_mode).toBe("aligned");
     expect(MADPOConfig({ pair_selection: "all", preference_pairs_per_sample: null }).pair_selection).toBe("all");

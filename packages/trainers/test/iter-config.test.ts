@@ -34,6 +34,7 @@ describe("MADPOIterConfig", () => {
   });
 
   it("normalises aliases as CoMLRL does", () => {
+    // @ts-expect-error as read from a file: case and spaces are normalised at run time
     expect(MADPOIterConfig({ preference_replay_mode: " Latest " }).preference_replay_mode).toBe("current");
     expect(MADPOIterConfig({ preference_replay_mode: "recent_k", preference_replay_k: 2 }).preference_replay_mode).toBe("nearest_k");
     expect(MADPOIterConfig({ preference_replay_mode: "td-lambda", preference_replay_lambda: 0.5 }).preference_replay_mode).toBe("lambda_decay");
@@ -146,6 +147,7 @@ describe("API comparator fields", () => {
     const c = MADPOIterConfig({
       comparator_policy: "api",
       comparator_api_url: "https://api.anthropic.com/v1/messages",
+      // @ts-expect-error as read from a file: case is normalised at run time
       comparator_api_format: "Messages",
       comparator_api_model: "claude-sonnet-4-20250514",
       comparator_api_key_env: "ANTHROPIC_API_KEY",

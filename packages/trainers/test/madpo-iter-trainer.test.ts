@@ -132,6 +132,14 @@ describe("MADPOIterTrainer", () => {
     (replay as unknown as { model: () => CausalLM }).model = () => agents[0]!.model;
     const r = await trainer.train();
     expect(comparator.rounds).toEqual([1, 2, 3]);
+    // config.json says what ran, not the config's comparator_policy and preference_replay_mode
+    const config = JSON.parse(readFileSync(path.join(out, "config.json"), "utf8")) as Record<string, unknown>;
+    expect(config).toMatchObject({
+      comparator_policy: "custom",
+      custom_comparator: { name: "unnamed comparator", description: "echo (test)" },
+      preference_replay_mode: "custom",
+      custom_replay_buffer: { name: "unnamed replay buffer", description: null },
+    });
     expect(readdirSync(path.join(out, "replay")).filter((f) => f.endsWith(".json"))).toEqual([
       "iteration_0001.json",
       "iteration_0002.json",

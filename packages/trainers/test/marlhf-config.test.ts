@@ -37,6 +37,7 @@ describe("MARLHFConfig", () => {
 
   it("maps the algorithm to the advantage mode and accepts the alias mareforce", () => {
     expect(MARLHFConfig({ rl_algorithm: "mareforce" })).toMatchObject({ rl_algorithm: "mareinforce", advantage_mode: "raw" });
+    // @ts-expect-error as read from a file: case is normalised at run time
     expect(MARLHFConfig({ rl_algorithm: "MAReMax" }).advantage_mode).toBe("max");
     expect(MARLHFConfig({ rl_algorithm: "marloo" }).advantage_mode).toBe("rloo");
     expect(MARLHFConfig({ rl_algorithm: "iac", advantage_mode: "max" }).advantage_mode).toBe("max");

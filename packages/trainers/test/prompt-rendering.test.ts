@@ -18,7 +18,7 @@ const ARGS = {
   preference_num_candidates: 3,
   max_new_tokens: 4,
   temperature: 1.0,
-  comparator_policy: "current",
+  comparator_policy: "current" as const,
   eval_interval: 1,
   eval_num_samples: 2,
   agent_learning_rate: 1e-3,

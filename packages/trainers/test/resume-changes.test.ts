@@ -21,6 +21,14 @@ describe("what a resume may change", () => {
     ).toEqual([]);
   });
 
+  it("a MARLHF checkpoint from when its configs had madpo_score_last_token (at its default) resumes; one that set it is a change", () => {
+    const now = { trainer: "marlhf_iter", num_iterations: 4 };
+    expect(configChanges({ ...now, madpo_score_last_token: false }, now)).toEqual([]);
+    expect(configChanges({ ...now, madpo_score_last_token: true }, now)).toEqual([{ field: "madpo_score_last_token", from: true, to: undefined }]);
+    // MADPO's own configs still compare it
+    expect(configChanges({ ...now, madpo_score_last_token: false }, { ...now, madpo_score_last_token: true })).toHaveLength(1);
+  });
+
   it("allows where/how-fast/how-long/logging fields and refuses the ones that change what the run learns, naming each", () => {
     const ok = [
       { field: "num_iterations", from: 4, to: 6 },

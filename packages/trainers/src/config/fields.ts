@@ -84,21 +84,30 @@ export const bool = (def: boolean) => accepting(z.boolean().default(def), "true 
 export const text = (def: string) => accepting(z.string().min(1).default(def), "a non-empty string", "string");
 export const textOrNull = (def: string | null) => accepting(z.string().min(1).nullable().default(def), "a non-empty string, or null", "string | null");
 
-/** A choice among names; the input is trimmed and lower-cased first (aliases map to names). */
-export function choice<const T extends readonly [string, ...string[]]>(values: T, def: T[number], aliases: Record<string, T[number]> = {}) {
+/**
+ * A choice among names; the input is trimmed and lower-cased first (aliases map to names). Its
+ * input type is the union of the names and aliases, so a misspelled value in TypeScript code
+ * fails to compile (files and key=value arguments are checked when the config is built).
+ */
+export function choice<const T extends readonly [string, ...string[]], const A extends string = never>(
+  values: T,
+  def: T[number],
+  aliases: Readonly<Record<A, T[number]>> = {} as Record<A, T[number]>,
+): z.ZodType<T[number], T[number] | A | undefined> {
+  const byAlias: Readonly<Record<string, T[number]>> = aliases;
   const names = [...values, ...Object.keys(aliases)];
   return accepting(
     z
       .preprocess((v) => {
         if (typeof v !== "string") return v;
         const s = v.trim().toLowerCase();
-        return aliases[s] ?? s;
+        return byAlias[s] ?? s;
       }, z.enum(values))
       .default(def as never),
     `one of ${names.map((n) => JSON.stringify(n)).join(", ")}`,
     values.join(" | "),
-    { choices: values, aliases },
-  );
+    { choices: values, aliases: byAlias },
+  ) as unknown as z.ZodType<T[number], T[number] | A | undefined>;
 }
 
 /** Devices: null (the backend's device), one name, or one per agent. */

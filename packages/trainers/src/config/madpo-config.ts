@@ -25,7 +25,8 @@ import {
   unitInterval,
 } from "./fields.js";
 
-export const MADPO_FIELDS = {
+/** The fields of every trainer config, MADPO's and MARLHF's (CoMLRL's MARLHFConfig extends MADPOConfig, so dpo_beta and its kin are accepted there too, without effect). */
+export const PREFERENCE_FIELDS = {
   num_train_epochs: int(1, 20).describe("Passes over the preference pairs (iterative trainers: each round's; MARLHF: epochs of the RL stage)."),
   agent_learning_rate: positive(5.0e-6).describe("AdamW learning rate of every agent."),
   logging_steps: int(1, 50).describe("Least number of environment steps between two training-metric records."),
@@ -75,7 +76,6 @@ export const MADPO_FIELDS = {
   // pbrl's own fields
   seed: int(0, 0).describe("Seed of every random stream (sampling, shuffles, replay draws, new heads): the same seed repeats a run."),
   output_dir: text("pbrl-output").describe("Folder of the run: config.json, metrics.jsonl, checkpoints and the trained agents."),
-  madpo_score_last_token: bool(false).describe("Include each completion's last token in the DPO log-probabilities (CoMLRL leaves it out)."),
   backend: choice(["auto", ...BACKEND_NAMES], "auto").describe(
     "Tensor backend; auto: $PBRL_BACKEND, else native when built, else wasm (libtorch, when built, for bf16, GPU devices or runs too big for the 4 GB heap).",
   ),
@@ -126,10 +126,19 @@ export const MADPO_FIELDS = {
   ),
 };
 
-type Fields = ConfigOf<typeof MADPO_FIELDS>;
+/** pbrl's fields that only MADPO's learning step reads: the MARLHF configs reject them as unknown. */
+export const MADPO_ONLY_FIELDS = {
+  madpo_score_last_token: bool(false).describe("Include each completion's last token in the DPO log-probabilities (CoMLRL leaves it out)."),
+};
+
+export const MADPO_FIELDS = { ...PREFERENCE_FIELDS, ...MADPO_ONLY_FIELDS };
+
+type Fields = ConfigOf<typeof PREFERENCE_FIELDS>;
+/** What the shared rules read, in every config (the iterative ones offer one pair_selection more). */
+type RuleFields = Omit<Fields, "pair_selection"> & { pair_selection: string };
 
 /** Device lists must have one entry, or one per agent (per actor when centralized). */
-function deviceRule<C extends Fields>(field: "agent_devices" | "reference_devices"): ConfigRule<C> {
+function deviceRule<C extends RuleFields>(field: "agent_devices" | "reference_devices"): ConfigRule<C> {
   return {
     field,
     uses: ["num_agents", "collaboration_mode"],
@@ -145,7 +154,7 @@ function deviceRule<C extends Fields>(field: "agent_devices" | "reference_device
 }
 
 /** The rules of MADPOConfig, shared by every config that extends it. */
-export function madpoRules<C extends Fields>(): ConfigRule<C>[] {
+export function madpoRules<C extends RuleFields>(): ConfigRule<C>[] {
   return [
     {
       field: "num_turns",
@@ -191,13 +200,15 @@ export function madpoRules<C extends Fields>(): ConfigRule<C>[] {
   ];
 }
 
+/** What every validated trainer config holds (MADPO's and MARLHF's), every default filled in. */
+export type PreferenceConfig = Readonly<Omit<Fields, "train_batch_size"> & { train_batch_size: number }>;
 /** A validated MADPO configuration with every default filled in. */
-export type MADPOConfig = Readonly<Omit<Fields, "train_batch_size"> & { train_batch_size: number }>;
+export type MADPOConfig = PreferenceConfig & Readonly<ConfigOf<typeof MADPO_ONLY_FIELDS>>;
 /** What a user may pass: any subset of the fields. */
 export type MADPOConfigInput = ConfigInputOf<typeof MADPO_FIELDS>;
 
 /** Builds and validates a MADPO config: `MADPOConfig({ num_agents: 2, dpo_beta: 0.2 })`. */
 export function MADPOConfig(input: MADPOConfigInput = {}): MADPOConfig {
-  const c = buildConfig("MADPOConfig", MADPO_FIELDS, madpoRules(), input);
+  const c = buildConfig("MADPOConfig", MADPO_FIELDS, madpoRules<ConfigOf<typeof MADPO_FIELDS>>(), input);
   return Object.freeze({ ...c, train_batch_size: c.train_batch_size ?? c.rollout_buffer_size });
 }

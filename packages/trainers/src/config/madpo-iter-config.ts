@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
 import { accepting, bool, choice, devices, int, intOrNull, positive, text, textOrNull } from "./fields.js";
-import { MADPO_FIELDS, madpoRules } from "./madpo-config.js";
+import { MADPO_FIELDS, MADPO_ONLY_FIELDS, madpoRules, PREFERENCE_FIELDS } from "./madpo-config.js";
 
 export const ITERATIVE_FIELDS = {
   num_iterations: int(1, 6).describe("Rounds; each samples the agents and the comparator, turns the comparisons into preference pairs and trains."),
@@ -145,9 +145,12 @@ const ITERATIVE_DEFAULTS = {
   ),
 };
 
-export const MADPO_ITER_FIELDS = { ...MADPO_FIELDS, ...ITERATIVE_DEFAULTS, ...ITERATIVE_FIELDS };
+/** The fields of both iterative configs, MADPOIterConfig's and MARLHFIterConfig's. */
+export const ITERATIVE_CONFIG_FIELDS = { ...PREFERENCE_FIELDS, ...ITERATIVE_DEFAULTS, ...ITERATIVE_FIELDS };
 
-type Fields = ConfigOf<typeof MADPO_ITER_FIELDS>;
+export const MADPO_ITER_FIELDS = { ...ITERATIVE_CONFIG_FIELDS, ...MADPO_ONLY_FIELDS };
+
+type Fields = ConfigOf<typeof ITERATIVE_CONFIG_FIELDS>;
 
 const onlyWith = (modes: string) => `is only valid with ${modes}`;
 
@@ -225,10 +228,12 @@ export function iterativeRules<C extends Fields>(): ConfigRule<C>[] {
   ];
 }
 
-/** A validated MADPOIter configuration. */
-export type MADPOIterConfig = Readonly<
+/** What both validated iterative configs hold (MADPOIterConfig's and MARLHFIterConfig's). */
+export type IterativeConfig = Readonly<
   Omit<Fields, "train_batch_size" | "comparator_history_k"> & { train_batch_size: number; comparator_history_k: number | null }
 >;
+/** A validated MADPOIter configuration. */
+export type MADPOIterConfig = IterativeConfig & Readonly<ConfigOf<typeof MADPO_ONLY_FIELDS>>;
 export type MADPOIterConfigInput = ConfigInputOf<typeof MADPO_ITER_FIELDS>;
 
 /** Defaults filled in after validation: train_batch_size, history k = 1, centralized comparator generation. */
@@ -247,6 +252,7 @@ export function finishIterative<C extends Fields>(c: C): C & { train_batch_size:
  * preference_replay_lambda: 0.8, preference_replay_sample_size: 256 })`
  */
 export function MADPOIterConfig(input: MADPOIterConfigInput = {}): MADPOIterConfig {
-  const c = buildConfig("MADPOIterConfig", MADPO_ITER_FIELDS, [...madpoRules<Fields>(), ...iterativeRules<Fields>()], input);
+  type MadpoIterFields = ConfigOf<typeof MADPO_ITER_FIELDS>;
+  const c = buildConfig("MADPOIterConfig", MADPO_ITER_FIELDS, [...madpoRules<MadpoIterFields>(), ...iterativeRules<MadpoIterFields>()], input);
   return Object.freeze(finishIterative(c));
 }

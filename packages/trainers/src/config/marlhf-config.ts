@@ -7,8 +7,8 @@ import { isReinforceAlgorithm, REINFORCE_ALGORITHMS, RL_ALGORITHM_ALIASES, RL_AL
 import { z } from "zod";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
 import { accepting, bool, choice, devices, int, intOrNull, positive, textOrNull } from "./fields.js";
-import { finishIterative, iterativeRules, MADPO_ITER_FIELDS } from "./madpo-iter-config.js";
-import { MADPO_FIELDS, madpoRules } from "./madpo-config.js";
+import { finishIterative, ITERATIVE_CONFIG_FIELDS, iterativeRules } from "./madpo-iter-config.js";
+import { MADPO_FIELDS, madpoRules, PREFERENCE_FIELDS } from "./madpo-config.js";
 
 const REWARD_EPOCHS = "Passes of reward-model fitting over the preference pairs (iterative: each round's).";
 
@@ -41,10 +41,10 @@ export const MARLHF_ONLY_FIELDS = {
   value_head_hidden_dim: intOrNull(1, null).describe("Hidden size of the value head on the agents (iac without a separate critic); null: a linear head."),
 };
 
-export const MARLHF_FIELDS = { ...MADPO_FIELDS, ...MARLHF_ONLY_FIELDS };
+export const MARLHF_FIELDS = { ...PREFERENCE_FIELDS, ...MARLHF_ONLY_FIELDS };
 
 export const MARLHF_ITER_FIELDS = {
-  ...MADPO_ITER_FIELDS,
+  ...ITERATIVE_CONFIG_FIELDS,
   ...MARLHF_ONLY_FIELDS,
   num_train_epochs: int(1, 2).describe(MADPO_FIELDS.num_train_epochs.description!),
   reward_num_train_epochs: int(1, 2).describe(REWARD_EPOCHS),
@@ -60,8 +60,10 @@ export const MARLHF_ITER_FIELDS = {
 };
 
 type MarlhfFields = ConfigOf<typeof MARLHF_FIELDS>;
+/** What MARLHF's rules read, in both its configs (the iterative one offers one pair_selection more). */
+type MarlhfRuleFields = Omit<MarlhfFields, "pair_selection"> & { pair_selection: string };
 
-function marlhfRules<C extends MarlhfFields>(): ConfigRule<C>[] {
+function marlhfRules<C extends MarlhfRuleFields>(): ConfigRule<C>[] {
   return [
     {
       field: "num_generations",
@@ -85,7 +87,7 @@ function marlhfRules<C extends MarlhfFields>(): ConfigRule<C>[] {
 }
 
 /** A REINFORCE-family algorithm's baseline replaces advantage_mode, as CoMLRL's mapping does. */
-function finishMarlhf<C extends MarlhfFields>(c: C): C {
+function finishMarlhf<C extends MarlhfRuleFields>(c: C): C {
   return isReinforceAlgorithm(c.rl_algorithm) ? { ...c, advantage_mode: REINFORCE_ALGORITHMS[c.rl_algorithm] } : c;
 }
 
