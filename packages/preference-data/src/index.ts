@@ -64,3 +64,15 @@ export { mean, meanOrNull } from "./mean.js";
 export { negLogSigmoid } from "./preference-likelihood.js";
 export { NonFiniteError } from "./trainable-agent.js";
 export type { TrainableAgent } from "./trainable-agent.js";
+export {
+  loadDataset,
+  hasDataExtension,
+  DatasetError,
+  parseCsv,
+  csvRows,
+  CsvSyntaxError,
+  readUtf8File,
+  firstInvalidUtf8,
+  describeInvalidUtf8,
+} from "./datasets/index.js";
+export type { DatasetRequest, DatasetSource, LoadDatasetOptions, DatasetErrorCode, CsvRecord } from "./datasets/index.js";
