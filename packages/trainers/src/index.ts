@@ -8,6 +8,7 @@ export { MADPOIterTrainer } from "./madpo-iter-trainer.js";
 export type { MADPOIterTrainerOptions, IterTrainResult, RoundSummary } from "./madpo-iter-trainer.js";
 export type { LearnContext, RoundContext, PreferenceScoring } from "./learner.js";
 export type { TrainerOptions } from "./trainer-core.js";
+export type { TrainerDataset } from "./trainer-datasets.js";
 export { MARLHFTrainer } from "./marlhf-trainer.js";
 export type { MARLHFTrainerOptions } from "./marlhf-trainer.js";
 export { MARLHFIterTrainer } from "./marlhf-iter-trainer.js";

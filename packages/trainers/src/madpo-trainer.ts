@@ -81,7 +81,7 @@ export abstract class BaseTrainer<C extends MADPOConfig> extends TrainerCore<C> 
     const progress = ProgressBar.enabledFor(a.verbose);
 
     // 1. Preference data, once, from the initial policies, labelled by the task reward.
-    const items = this.options.trainDataset;
+    const items = this.datasets.train;
     const collectBar = new ProgressBar("MADPO preference rollout", items.length, progress);
     const collected = await collectPreferencePairs({
       items,
