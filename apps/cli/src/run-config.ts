@@ -28,7 +28,7 @@ import {
 import type { AsyncFormatter } from "@pbrl/preference-data";
 import YAML from "yaml";
 import { BUILTIN_TASKS } from "./builtins.js";
-import { DATASET_RUN_KEYS, datasetRequest, datasetSourceForRun, loadDataset } from "./datasets/index.js";
+import { DATASET_RUN_KEYS, datasetRequest, datasetSourceForRun, loadRunDataset } from "./dataset-sources.js";
 import { UsageError } from "./io.js";
 import { overrideValue, splitOverride } from "./overrides.js";
 import { startWorkerRewards } from "./reward/worker-rewards.js";
@@ -249,16 +249,16 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
   } else if (fSpec !== undefined && fSpec !== null) {
     throw new UsageError(`formatters: expected a template string, a list of templates, or a module path; got ${JSON.stringify(fSpec)}`);
   }
-  // Datasets: files, folders or hub ids with their split/config/revision keys (datasets/).
+  // Datasets: files, folders or hub ids with their split/config/revision keys (dataset-sources.ts).
   const trainReq = datasetRequest(run, "train_dataset");
   const evalReq = datasetRequest(run, "eval_dataset");
   const log = options.log !== undefined ? { log: options.log } : {};
-  const trainDataset = trainReq !== undefined ? await loadDataset(trainReq, log) : builtinData?.train;
+  const trainDataset = trainReq !== undefined ? await loadRunDataset(trainReq, log) : builtinData?.train;
   if (trainDataset === undefined)
     throw new UsageError(
       "train_dataset is required: a .jsonl, .json, .csv or .parquet file, a dataset folder, or a hub dataset id org/name (see docs/datasets.md)",
     );
-  const evalDataset = evalReq !== undefined ? await loadDataset(evalReq, log) : trainReq === undefined ? builtinData?.eval : undefined;
+  const evalDataset = evalReq !== undefined ? await loadRunDataset(evalReq, log) : trainReq === undefined ? builtinData?.eval : undefined;
   const agentModel = str("agent_model");
   const agentsRaw = run["agents"];
   if (agentsRaw !== undefined && agentsRaw !== null && !(Array.isArray(agentsRaw) && agentsRaw.every((a) => typeof a === "string" && a !== ""))) {

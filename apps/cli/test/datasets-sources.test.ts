@@ -5,13 +5,13 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadDataset } from "../src/datasets/index.js";
+import { loadRunDataset } from "../src/dataset-sources.js";
 import { buildTrainerConfig, readRunFile, splitRunFile } from "../src/run-config.js";
 import { runCli } from "./capture.js";
-import { commitOf, startHub, type LoopbackHub } from "./datasets-hub-server.js";
+import { commitOf, startDatasetHub as startHub, type DatasetHubDouble as LoopbackHub } from "@pbrl/test-fixtures";
 import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
-const FIXTURES = path.resolve(import.meta.dirname, "fixtures/datasets");
+const FIXTURES = path.resolve(import.meta.dirname, "../../../packages/preference-data/test/fixtures/datasets");
 const TINY = TINY_LLAMA;
 const ENV = ["HF_ENDPOINT", "HF_HUB_CACHE", "HF_HOME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"];
 const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
@@ -55,7 +55,7 @@ afterAll(async () => {
 
 describe("the same items from every source", () => {
   it("JSONL, CSV, Parquet and a hub dataset load identical items (values and key order)", async () => {
-    const loaded = await Promise.all(Object.values(SOURCES).map((source) => loadDataset({ key: "train_dataset", source }, { log: () => {} })));
+    const loaded = await Promise.all(Object.values(SOURCES).map((source) => loadRunDataset({ key: "train_dataset", source }, { log: () => {} })));
     const texts = loaded.map((items) => JSON.stringify(items));
     expect(loaded[0]).toHaveLength(4);
     expect(new Set(texts).size).toBe(1);

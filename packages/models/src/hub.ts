@@ -10,7 +10,7 @@ import { isSafeRevision } from "./hub/cache-guard.js";
 import { HUB_ID, hubCacheDir, hubOffline, ModelSourceError, repoCacheDir } from "./hub/env.js";
 import { downloadModel, offlineError, revisionError, type DownloadOptions } from "./hub/snapshot.js";
 
-export { HUB_ID, hubCacheDir, hubDownloadTimeoutMs, hubEndpoint, hubOffline, ModelSourceError } from "./hub/env.js";
+export { HUB_ID, hubCacheDir, hubDownloadTimeoutMs, hubEndpoint, hubOffline, ModelSourceError, type RepoType } from "./hub/env.js";
 export { COMMIT_HASH, isSafeRepoPath, isSafeRevision, outsideCache } from "./hub/cache-guard.js";
 export { METADATA_LIMIT, readBodyCapped } from "./hub/http.js";
 export { downloadModel, type DownloadOptions } from "./hub/snapshot.js";

@@ -38,6 +38,8 @@ export {
   baseModelFromConfig,
   modelCard,
 } from "./hub.js";
+export { downloadRepoFile, hubApiUrl, hubClient, hubRequest, hubResolveUrl, HubUnreachableError } from "./hub/client.js";
+export type { HubClient, HubClientOptions, ListedFile } from "./hub/client.js";
 export type {
   DownloadOptions,
   HubProgress,
@@ -49,7 +51,9 @@ export type {
   SkipReason,
   ModelCardInput,
   RetryPolicy,
+  RepoType,
 } from "./hub.js";
+export { backoffMs, fetchFailure, sleep, type Backoff, type SleepFn } from "./retry.js";
 export { generate } from "./generate.js";
 export { checkContextLength, contextLengthMessage, ContextLengthError } from "./context-length.js";
 export type { ContextLengthDetails } from "./context-length.js";

@@ -62,3 +62,15 @@ export { collectComparisons } from "./compare.js";
 export type { CompareOptions, CompareResult } from "./compare.js";
 export { negLogSigmoid } from "./preference-likelihood.js";
 export type { TrainableAgent } from "./trainable-agent.js";
+export {
+  loadDataset,
+  hasDataExtension,
+  DatasetError,
+  parseCsv,
+  csvRows,
+  CsvSyntaxError,
+  readUtf8File,
+  firstInvalidUtf8,
+  describeInvalidUtf8,
+} from "./datasets/index.js";
+export type { DatasetRequest, DatasetSource, LoadDatasetOptions, DatasetErrorCode, CsvRecord } from "./datasets/index.js";

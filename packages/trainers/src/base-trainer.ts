@@ -91,7 +91,7 @@ export abstract class BaseTrainer<C extends PreferenceConfig> extends TrainerCor
     const progress = this.progressMode();
 
     // 1. Preference data, once, from the initial policies, labelled by the task reward.
-    const items = this.options.trainDataset;
+    const items = this.datasets.train;
     const collectBar = new ProgressBar("MADPO preference rollout", items.length, progress);
     const collected = await collectPreferencePairs({
       items,

@@ -11,6 +11,7 @@ export type { LearnContext, RoundContext, PreferenceScoring } from "./learner.js
 export type { TrainerOptions } from "./trainer-core.js";
 export type { TrainerCallback, TrainerControl, TrainerState } from "./callbacks.js";
 export type { ComparatorContext, ComparatorFactory, PluginRecord } from "./custom-plugins.js";
+export type { TrainerDataset } from "./trainer-datasets.js";
 export { MARLHFTrainer } from "./marlhf-trainer.js";
 export type { MARLHFTrainerOptions } from "./marlhf-trainer.js";
 export { MARLHFIterTrainer } from "./marlhf-iter-trainer.js";

@@ -175,7 +175,7 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
   private async runRounds(run: RoundRun, tensorboard: TensorBoardLog | undefined): Promise<IterTrainResult> {
     const a = this.args;
     const { agents, streams, comparator, ckpt, ckptRoot } = run;
-    const items = this.options.trainDataset;
+    const items = this.datasets.train;
     const optimizers = this.startOptimizers(agents);
     const counters = freshCounters();
     const replay =

@@ -11,7 +11,7 @@
 import { existsSync } from "node:fs";
 import * as path from "node:path";
 import type { CausalLM } from "@pbrl/models";
-import type { CollectedPair, RewardFunc, TaskItem } from "@pbrl/preference-data";
+import type { CollectedPair, RewardFunc } from "@pbrl/preference-data";
 import { JointRewardModel } from "@pbrl/reward-model";
 import { criticDevices } from "@pbrl/rl-backends";
 import { criticPlan, type CriticObjects } from "./actor-critic-setup.js";
@@ -36,11 +36,8 @@ export interface MarlhfOptions {
 }
 
 /** How both MARLHF trainers make their learner from the trainer's parts. */
-export function marlhfLearnerFor(
-  args: MARLHFConfig | MARLHFIterConfig,
-  o: MarlhfOptions & { trainDataset: readonly TaskItem[] },
-): (parts: LearnerParts) => MarlhfLearner {
-  return (parts) => new MarlhfLearner({ args, parts, items: o.trainDataset, critics: o.critics });
+export function marlhfLearnerFor(args: MARLHFConfig | MARLHFIterConfig, o: MarlhfOptions): (parts: LearnerParts) => MarlhfLearner {
+  return (parts) => new MarlhfLearner({ args, parts, critics: o.critics });
 }
 
 export class MarlhfLearner implements Learner {
@@ -53,7 +50,6 @@ export class MarlhfLearner implements Learner {
     private readonly o: {
       args: MARLHFConfig | MARLHFIterConfig;
       parts: LearnerParts;
-      items: readonly TaskItem[];
       critics: CriticObjects | undefined;
     },
   ) {}
@@ -120,7 +116,7 @@ export class MarlhfLearner implements Learner {
       ctx,
       execution: this.o.parts.execution,
       reward: rewardModelReward(rm),
-      items: this.o.items,
+      items: this.o.parts.trainItems(),
       formatters: this.o.parts.task.formatters,
       policies: this.o.parts.task.policies(ctx.agents),
       generation: samplingSettings(a),

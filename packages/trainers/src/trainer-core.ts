@@ -29,6 +29,7 @@ import { samplingSettings } from "./sampling-settings.js";
 import { stoppableStart } from "./stop-signals.js";
 import { STREAMS } from "./stream-names.js";
 import { loadTrainerAgents } from "./trainer-agents.js";
+import { RunDatasets, type TrainerDataset } from "./trainer-datasets.js";
 import type { TrainingCounters } from "./training-counters.js";
 
 /** The options every trainer takes besides its config. */
@@ -39,8 +40,10 @@ export interface TrainerOptions {
   agentModel?: string;
   /** Tokenizer(s) for model objects, or to override a checkpoint's: one shared or one per agent. */
   tokenizer?: Tokenizer | readonly Tokenizer[];
-  trainDataset: readonly TaskItem[];
-  evalDataset?: readonly TaskItem[];
+  /** The train items, or a dataset source loaded before the run starts (a file, dataset folder or hub id; see loadDataset). */
+  trainDataset: TrainerDataset;
+  /** The eval items, or a dataset source (its split defaults to "test"). */
+  evalDataset?: TrainerDataset;
   rewardFunc: RewardFunc;
   rewardProcessor?: RewardProcessor;
   /**
@@ -97,6 +100,8 @@ export interface LearnerParts {
   task: TaskSetup;
   execution: AgentExecution;
   log: (line: string) => void;
+  /** The run's train items (loaded before the learner runs). */
+  trainItems: () => readonly TaskItem[];
 }
 
 /** A config object already built by its builder (frozen, defaults filled) is used as it is; anything else is input to the builder. */
@@ -120,6 +125,8 @@ export abstract class TrainerCore<C extends TrainerConfig> {
   /** Where the agents generate and train (parallel_training). */
   protected readonly execution: AgentExecution;
   protected readonly learner: Learner;
+  /** The train and eval items, loaded from their sources before the run starts. */
+  protected readonly datasets: RunDatasets;
   /** One per agent, from the first training run on; they persist across rounds. */
   protected optimizers: AdamW[] = [];
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
@@ -148,22 +155,24 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     const verbose = args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
     this.execution = agentExecution(args.parallel_training, this.task.actors, this.log);
-    this.learner = learner({ task: this.task, execution: this.execution, log: this.log });
+    this.datasets = new RunDatasets(options, this.log);
+    this.learner = learner({ task: this.task, execution: this.execution, log: this.log, trainItems: () => this.datasets.train });
   }
 
   /** The agents, loaded on first use (after the backend is chosen). */
   async agents(): Promise<ResolvedAgent[]> {
     this.agentsPromise ??= (async () => {
+      await this.datasets.load();
       const { compute, agents } = await loadTrainerAgents({
         trainerName: this.trainerName,
         configName: this.configName,
         args: this.args,
         task: this.task,
-        sources: this.options,
+        sources: { ...this.options, trainDataset: this.datasets.train },
         log: this.log,
         promptTokens: async (agents) => {
           await this.renderPrompts(agents);
-          return runPromptTokens(this.task, this.options.trainDataset, this.args);
+          return runPromptTokens(this.task, this.datasets.train, this.args);
         },
       });
       this.backend = compute.backend;
@@ -238,7 +247,8 @@ export abstract class TrainerCore<C extends TrainerConfig> {
    */
   protected async checkBeforeRun(planDir: () => RunDirPlan): Promise<{ agents: ResolvedAgent[]; plan: RunDirPlan }> {
     const a = this.args;
-    checkDataset(this.configName, this.options.trainDataset);
+    await this.datasets.load();
+    checkDataset(this.configName, this.datasets.train);
     checkPushReady(this.configName, a);
     const plan = planDir();
     return stoppableStart(this.options.handleSignals !== false, this.log, async (signal) => {
@@ -246,7 +256,7 @@ export abstract class TrainerCore<C extends TrainerConfig> {
       try {
         const agents = await this.agents();
         await this.renderPrompts(agents);
-        const train = this.options.trainDataset;
+        const train = this.datasets.train;
         const memory = checkRunMemory(this.trainerName, a, agents, runPromptTokens(this.task, train, a), train.length);
         if (a.verbose) this.log(`pbrl: ${describeRunMemory(memory)}`);
         // Eval prompts too: an evaluation must not find one too long after hours of training.
@@ -260,7 +270,7 @@ export abstract class TrainerCore<C extends TrainerConfig> {
 
   /** The eval items evaluations use (the first eval_num_samples). */
   private evalItems(): readonly TaskItem[] {
-    return (this.options.evalDataset ?? []).slice(0, this.args.eval_num_samples);
+    return (this.datasets.eval ?? []).slice(0, this.args.eval_num_samples);
   }
 
   /**
@@ -271,7 +281,7 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     this.promptsRendered ??= (async () => {
       const a = this.args;
       const datasets: { name: DatasetName; items: readonly TaskItem[] }[] = [
-        { name: "train_dataset", items: this.options.trainDataset },
+        { name: "train_dataset", items: this.datasets.train },
         { name: "eval_dataset", items: this.evalItems() },
       ];
       const counts = datasets.filter((d) => d.items.length > 0).map((d) => `${d.items.length} ${d.name} items`);
@@ -316,7 +326,7 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     step = counters.envStep,
     callbacks?: RunCallbacks,
   ): Promise<EvalResult | undefined> {
-    const n = Math.min(this.args.eval_num_samples, (this.options.evalDataset ?? []).length);
+    const n = Math.min(this.args.eval_num_samples, (this.datasets.eval ?? []).length);
     if (n === 0) return undefined;
     this.log(`pbrl: evaluating on ${n} eval items after ${counters.updates} updates`);
     const r = (await this.evaluate(rng))!;

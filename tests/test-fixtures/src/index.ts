@@ -27,3 +27,12 @@ export { fileDigests, linksLeaving } from "./file-digests.js";
 export { useHubDouble } from "./hub-hooks.js";
 export { addonSkipReason, describeEachBackend, setUpDeviceTests, type AddonLoad, type DeviceTests, type TestBackend } from "./backends.js";
 export { expectCloseToReference, maxAbsDifference, type HasData, type ReferenceTensor } from "./compare.js";
+export {
+  commitOf,
+  startHub as startDatasetHub,
+  type HubOptions as DatasetHubOptions,
+  type HubRepo as DatasetHubRepo,
+  type HubRevision as DatasetHubRevision,
+  type LoopbackHub as DatasetHubDouble,
+  type SeenRequest as DatasetHubRequest,
+} from "./dataset-hub-server.js";

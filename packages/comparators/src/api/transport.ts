@@ -8,15 +8,12 @@
  * Bodies are read as a stream and never past maxResponseBytes: a server that answers with an
  * endless or huge body costs at most that much memory before the request is aborted.
  */
-import { setTimeout as delay } from "node:timers/promises";
+import { backoffMs, fetchFailure, sleep, type SleepFn } from "@pbrl/models";
 import { ApiCallCancelled, ApiComparatorError, ApiResponseTooLargeError, snippet } from "./errors.js";
 
-/** Waits `ms` milliseconds; rejects (or resolves early) when `signal` aborts. */
-export type SleepFn = (ms: number, signal?: AbortSignal) => Promise<void>;
-
-export const defaultSleep: SleepFn = async (ms, signal) => {
-  await delay(ms, undefined, signal === undefined ? undefined : { signal });
-};
+// Equal-jittered (the random source is the run's seeded stream), never less than Retry-After.
+export { backoffMs, type SleepFn } from "@pbrl/models";
+export const defaultSleep: SleepFn = sleep;
 
 /** Reported before each retry; carries no credentials. */
 export interface ApiRetryEvent {
@@ -137,13 +134,6 @@ function aborted(signal: AbortSignal | undefined): boolean {
   return signal?.aborted === true;
 }
 
-/** Equal jitter: half the exponential step fixed, half uniform; never less than Retry-After. */
-export function backoffMs(retryIndex: number, p: Pick<RetryPolicy, "baseMs" | "maxMs">, random: () => number, retryAfterMs?: number): number {
-  const step = Math.min(p.maxMs, p.baseMs * 2 ** retryIndex);
-  const jittered = step / 2 + random() * (step / 2);
-  return Math.max(jittered, retryAfterMs ?? 0);
-}
-
 /** Retry-After in milliseconds: `retry-after-ms`, or `retry-after` as seconds or an HTTP date. */
 export function parseRetryAfter(headers: Headers, now = Date.now()): number | undefined {
   const ms = headers.get("retry-after-ms");
@@ -206,7 +196,7 @@ async function attemptOnce(o: PostJsonOptions, bodyText: string): Promise<Attemp
   } catch (err) {
     if (timedOut) return { ok: false, retryable: true, kind: `timed out after ${o.timeoutMs / 1000} s` };
     if (aborted(o.signal)) throw new ApiCallCancelled();
-    const { code, message } = networkError(err);
+    const { code, message } = fetchFailure(err);
     if (code === undefined && !(err instanceof TypeError && err.message === "fetch failed")) {
       // Not a transport failure (e.g. an invalid header value): nothing to retry.
       return { ok: false, retryable: false, kind: `request error (${o.redact(message)})` };
@@ -275,18 +265,4 @@ function hint(status: number): string {
     default:
       return "";
   }
-}
-
-/** The innermost error code and message of a fetch failure (undici nests the cause). */
-function networkError(err: unknown): { code: string | undefined; message: string } {
-  let code: string | undefined;
-  let message = err instanceof Error ? err.message : String(err);
-  let e: unknown = err;
-  for (let depth = 0; depth < 5 && e instanceof Error; depth++) {
-    const c = (e as { code?: unknown }).code;
-    if (typeof c === "string") code = c;
-    if (e !== err && e.message !== "") message = e.message;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return { code, message };
 }

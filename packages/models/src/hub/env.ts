@@ -42,9 +42,12 @@ export function hubOffline(): boolean {
   return ["1", "true", "yes", "on"].includes((process.env["HF_HUB_OFFLINE"] ?? "").trim().toLowerCase());
 }
 
-/** The cache folder of one model repository: models--org--name. */
-export function repoCacheDir(id: string, cacheDir = hubCacheDir()): string {
-  return path.join(cacheDir, `models--${id.split("/").join("--")}`);
+/** What a hub repository holds; the hub's URLs and the cache's folder names say it. */
+export type RepoType = "model" | "dataset";
+
+/** The cache folder of one repository: models--org--name, datasets--org--name. */
+export function repoCacheDir(id: string, cacheDir = hubCacheDir(), type: RepoType = "model"): string {
+  return path.join(cacheDir, `${type}s--${id.split("/").join("--")}`);
 }
 
 /**

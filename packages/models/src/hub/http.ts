@@ -4,6 +4,7 @@
  * a stall timeout, and the classification of failures into ones worth retrying and ones not.
  */
 import { MAX_TIMER_MS } from "@pbrl/core-tensor";
+import { backoffMs as backoff, fetchFailure } from "../retry.js";
 
 export interface RetryPolicy {
   /** Further attempts after the first; progress (bytes received) resets the count. */
@@ -55,18 +56,20 @@ export async function readBodyCapped(res: Response, limit: number): Promise<Buff
   }
 }
 
+/** The wait before retry `attempt` (0-based) under `policy`: exponential, without jitter. */
 export function backoffMs(attempt: number, policy: RetryPolicy): number {
-  return Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
+  return backoff(attempt, { baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs });
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export { sleep } from "../retry.js";
 
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH", "EADDRNOTAVAIL"]);
 
 /** What went wrong in a fetch, in words that never include request headers (the token). */
 export function describeNetworkError(err: unknown): { code: string; unreachable: boolean } {
-  const e = err as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string; name?: string } };
-  const code = e.cause?.code ?? e.code ?? e.cause?.message ?? e.message ?? String(err);
+  const e = err as { code?: string; cause?: { code?: string } };
+  const failure = fetchFailure(err);
+  const code = failure.code ?? failure.message;
   // fetch refuses some requests before connecting, without an errno ("bad port"): as hopeless as a refused connection.
   const refused = e.cause !== undefined && e.cause.code === undefined && e.code === undefined;
   return { code, unreachable: UNREACHABLE.has(code) || refused };

@@ -7,40 +7,17 @@ import { promises as fs } from "node:fs";
 import * as path from "node:path";
 import { writeRef } from "./cache.js";
 import { COMMIT_HASH, isSafeRepoPath, isSafeRevision, SAFE_ETAG } from "./cache-guard.js";
-import { authHint, downloadFile, type RemoteFile, type TransferContext } from "./download-file.js";
-import { HUB_ID, hubCacheDir, hubDownloadTimeoutMs, hubEndpoint, hubOffline, hubToken, ModelSourceError, repoCacheDir } from "./env.js";
-import {
-  backoffMs,
-  DEFAULT_RETRY,
-  hubFetch,
-  isTransientStatus,
-  METADATA_LIMIT,
-  readBodyCapped,
-  sleep,
-  StallTimer,
-  TransientError,
-  type RetryPolicy,
-} from "./http.js";
-import { emitProgress, type HubProgressListener } from "./progress.js";
+import { authHint, downloadFile, type RemoteFile } from "./download-file.js";
+import { hubApiUrl, hubClient, HubUnreachableError, hubRequest, hubResolveUrl, type HubClient, type HubClientOptions } from "./client.js";
+import { HUB_ID, hubCacheDir, hubEndpoint, hubOffline, ModelSourceError, repoCacheDir } from "./env.js";
+import { METADATA_LIMIT, readBodyCapped } from "./http.js";
+import { emitProgress } from "./progress.js";
 
-export interface DownloadOptions {
+export interface DownloadOptions extends HubClientOptions {
   /** Branch, tag or commit; default "main". */
   revision?: string;
-  /** Progress per file (the process-wide onHubProgress listeners hear it too). */
-  onProgress?: HubProgressListener;
-  /** The hub; default HF_ENDPOINT, else https://huggingface.co. */
-  hubUrl?: string;
-  /** Default HF_TOKEN (or HUGGING_FACE_HUB_TOKEN). Sent to the hub's own host only. */
-  token?: string;
-  /** Default HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub. */
-  cacheDir?: string;
-  /** Retries of a failed request or a dropped download; default 5, from 1 s doubling to 30 s. */
-  retry?: Partial<RetryPolicy>;
   /** Files downloaded at once; default 4. */
   concurrency?: number;
-  /** Milliseconds without a byte before a connection is dropped and resumed; default HF_HUB_DOWNLOAD_TIMEOUT or 10 s. */
-  stallTimeoutMs?: number;
-  signal?: AbortSignal;
 }
 
 const CONFIG = "config.json";
@@ -48,12 +25,7 @@ const EXTRAS = ["generation_config.json", "tokenizer.json", "tokenizer_config.js
 const INDEX = "model.safetensors.index.json";
 const SINGLE = "model.safetensors";
 
-interface Session extends TransferContext {
-  id: string;
-  endpoint: string;
-  /** A response came from the hub: later connection failures are blips to retry, not "offline". */
-  contacted: boolean;
-}
+type Session = HubClient;
 
 /** Concurrent calls for one repository and revision in this process share one download. */
 const running = new Map<string, Promise<string>>();
@@ -92,23 +64,13 @@ export function offlineError(id: string, repoDir: string): ModelSourceError {
 }
 
 async function download(id: string, revision: string, cacheDir: string, options: DownloadOptions): Promise<string> {
-  const endpoint = (options.hubUrl ?? hubEndpoint()).replace(/\/+$/, "");
   const stopAll = new AbortController();
-  const s: Session = {
-    id,
-    repo: id,
-    endpoint,
+  const s: Session = hubClient("model", id, {
+    ...options,
     cacheDir,
-    repoDir: repoCacheDir(id, cacheDir),
-    token: options.token ?? hubToken(),
-    hubOrigin: new URL(endpoint).origin,
-    retry: { ...DEFAULT_RETRY, ...options.retry },
-    stallMs: options.stallTimeoutMs ?? hubDownloadTimeoutMs(),
-    onProgress: options.onProgress,
     // A failed file stops the others: no transfer goes on writing after downloadModel has failed.
     signal: options.signal !== undefined ? AbortSignal.any([options.signal, stopAll.signal]) : stopAll.signal,
-    contacted: false,
-  };
+  });
   // The revision's commit and file list pin every file to one commit; a server without this API
   // (a plain mirror) still works: the first file's X-Repo-Commit pins the rest.
   const width = Math.max(1, options.concurrency ?? 4);
@@ -195,45 +157,21 @@ async function mapPool<T, R>(items: readonly T[], width: number, work: (item: T)
   return out;
 }
 
-function resolveUrl(s: Session, revision: string, file: string): string {
-  return `${s.endpoint}/${s.id}/resolve/${encodeURIComponent(revision)}/${file.split("/").map(encodeURIComponent).join("/")}`;
-}
-
 /** A metadata request, retried on the hub's passing trouble; fails fast when the hub was never reached. */
 async function metaRequest(s: Session, url: string, method: "GET" | "HEAD"): Promise<Response> {
-  for (let failures = 0; ; failures++) {
-    const stall = new StallTimer(s.stallMs, s.signal);
-    try {
-      const res = await hubFetch(url, {
-        method,
-        token: s.token,
-        hubOrigin: s.hubOrigin,
-        headers: { "accept-encoding": "identity" },
-        followCrossOrigin: false,
-        signal: stall.signal,
-      });
-      s.contacted = true;
-      if (!isTransientStatus(res.status)) return res;
-      await res.body?.cancel();
-      throw new TransientError(`HTTP ${res.status}`);
-    } catch (err) {
-      if (!(err instanceof TransientError)) throw err;
-      if ((err.unreachable && !s.contacted) || failures >= s.retry.retries) {
-        const tries = failures > 0 ? `, ${failures + 1} tries` : "";
-        throw new ModelSourceError(
-          `cannot download ${s.id} from ${s.endpoint} (${err.message}${tries}); the machine may be offline. ` +
-            `Pass a local checkpoint folder instead, or put the model in the Hugging Face cache (${s.repoDir}) on a machine with network access.`,
-        );
-      }
-      await sleep(backoffMs(failures, s.retry));
-    } finally {
-      stall.stop();
-    }
+  try {
+    return await hubRequest(s, url, method);
+  } catch (err) {
+    if (!(err instanceof HubUnreachableError)) throw err;
+    throw new ModelSourceError(
+      `cannot download ${s.id} from ${s.endpoint} (${err.message}); the machine may be offline. ` +
+        `Pass a local checkpoint folder instead, or put the model in the Hugging Face cache (${s.repoDir}) on a machine with network access.`,
+    );
   }
 }
 
 async function revisionInfo(s: Session, revision: string): Promise<{ commit: string | undefined; files: Set<string> | undefined } | undefined> {
-  const res = await metaRequest(s, `${s.endpoint}/api/models/${s.id}/revision/${encodeURIComponent(revision)}`, "GET");
+  const res = await metaRequest(s, hubApiUrl(s, `revision/${encodeURIComponent(revision)}`), "GET");
   if (!res.ok) {
     // No such API (a plain mirror), or a repository this token may not list: the file requests say which.
     await res.body?.cancel();
@@ -256,7 +194,7 @@ async function revisionInfo(s: Session, revision: string): Promise<{ commit: str
 
 /** HEAD resolve/<rev>/<file> without following the hub's redirect to its CDN, whose headers carry the LFS etag and size. */
 async function fileMeta(s: Session, revision: string, file: string): Promise<{ file: RemoteFile; commit: string | undefined } | undefined> {
-  const res = await metaRequest(s, resolveUrl(s, revision, file), "HEAD");
+  const res = await metaRequest(s, hubResolveUrl(s, revision, file), "HEAD");
   await res.body?.cancel();
   if (res.status === 404) return undefined;
   const redirected = res.status >= 300 && res.status < 400;
@@ -275,5 +213,5 @@ async function fileMeta(s: Session, revision: string, file: string): Promise<{ f
   const etag = raw !== undefined && SAFE_ETAG.test(raw) ? raw : undefined;
   const sizeText = h.get("x-linked-size") ?? (redirected ? null : h.get("content-length"));
   const size = sizeText !== null && /^\d+$/.test(sizeText) && Number.isSafeInteger(Number(sizeText)) ? Number(sizeText) : undefined;
-  return { file: { path: file, url: resolveUrl(s, commit ?? revision, file), etag, size }, commit };
+  return { file: { path: file, url: hubResolveUrl(s, commit ?? revision, file), etag, size }, commit };
 }

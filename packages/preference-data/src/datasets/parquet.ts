@@ -6,7 +6,7 @@
 import { promises as fs } from "node:fs";
 import * as zlib from "node:zlib";
 import { asyncBufferFromFile, parquetReadObjects, type Compressors } from "hyparquet";
-import { DatasetSourceError } from "./errors.js";
+import { DatasetError } from "./errors.js";
 
 type Decompress = (input: Uint8Array, outputLength: number) => Uint8Array;
 
@@ -75,7 +75,7 @@ async function notParquet(file: string): Promise<string | undefined> {
 /** The rows of a local Parquet file; `what` names the file's role in messages. */
 export async function readParquetRows(file: string, what: string): Promise<Record<string, unknown>[]> {
   const frame = await notParquet(file);
-  if (frame !== undefined) throw new DatasetSourceError(`${what} ${file} is not a readable Parquet file: ${frame}`);
+  if (frame !== undefined) throw new DatasetError("invalid_file", `${what} ${file} is not a readable Parquet file: ${frame}`);
   let rows: Record<string, unknown>[];
   try {
     rows = await parquetReadObjects({ file: await asyncBufferFromFile(file), compressors: compressors() });
@@ -88,7 +88,7 @@ export async function readParquetRows(file: string, what: string): Promise<Recor
     // hyparquet follows offsets and lengths read from the file: damaged ones point past its end (a RangeError from DataView).
     else if (err instanceof RangeError) why = "an offset or length inside it points past its end; it is damaged or cut short";
     else why = `its contents could not be decoded (${message}); it is damaged, or not written by a Parquet writer`;
-    throw new DatasetSourceError(`${what} ${file} is not a readable Parquet file: ${why}`);
+    throw new DatasetError("invalid_file", `${what} ${file} is not a readable Parquet file: ${why}`);
   }
   return rows.map((row) => toJsonValue(row) as Record<string, unknown>);
 }

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import * as zlib from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { loadDataset } from "../src/datasets/index.js";
+import { loadDataset } from "../src/index.js";
 import { toJsonValue } from "../src/datasets/parquet.js";
 
 const FIXTURES = path.resolve(import.meta.dirname, "fixtures/datasets");
@@ -85,7 +85,7 @@ describe("Parquet dataset files", () => {
         () => new Error("expected a failure"),
         (e: unknown) => e as Error,
       );
-      expect(err.name).toBe("DatasetSourceError");
+      expect(err).toMatchObject({ name: "DatasetError", code: "invalid_file" });
       if (why === "FRAMED")
         expect(err.message).toMatch(
           /is not a readable Parquet file: (an offset or length inside it points past its end; it is damaged or cut short|its contents could not be decoded \(.*\); it is damaged, or not written by a Parquet writer)$/,

@@ -10,7 +10,7 @@
  */
 import YAML from "yaml";
 import { DATA_EXTENSIONS, type DataFormat } from "./formats.js";
-import { DatasetSourceError } from "./errors.js";
+import { DatasetError } from "./errors.js";
 
 /** One subset of a dataset: its splits, each with its data files in reading order. */
 export interface ConfigSplits {
@@ -189,12 +189,12 @@ export function cardConfigs(readme: string | undefined, where: string): YamlConf
   try {
     meta = YAML.parse(m[1]!);
   } catch (err) {
-    throw new DatasetSourceError(`${where}: the YAML header of README.md is not valid YAML (${(err as Error).message}); fix the dataset card`);
+    throw new DatasetError("layout", `${where}: the YAML header of README.md is not valid YAML (${(err as Error).message}); fix the dataset card`);
   }
   const configs = meta !== null && typeof meta === "object" ? (meta as Record<string, unknown>)["configs"] : undefined;
   if (configs === undefined || configs === null) return undefined;
   if (!Array.isArray(configs) || !configs.every((c) => c !== null && typeof c === "object")) {
-    throw new DatasetSourceError(`${where}: README.md's configs must be a list of {config_name, data_files}`);
+    throw new DatasetError("layout", `${where}: README.md's configs must be a list of {config_name, data_files}`);
   }
   return configs as YamlConfig[];
 }
@@ -210,7 +210,8 @@ function dataFilesPatterns(dataFiles: unknown, where: string): Map<string, strin
   const add = (split: unknown, p: unknown) => {
     const ps = strings(p);
     if (typeof split !== "string" || ps === undefined)
-      throw new DatasetSourceError(
+      throw new DatasetError(
+        "layout",
         `${where}: README.md's data_files entries need a split name and a path or list of paths; got ${JSON.stringify({ split, path: p })}`,
       );
     out.set(split, [...(out.get(split) ?? []), ...ps]);
@@ -218,7 +219,7 @@ function dataFilesPatterns(dataFiles: unknown, where: string): Map<string, strin
   if (Array.isArray(dataFiles))
     for (const e of dataFiles) add((e as Record<string, unknown> | null)?.["split"], (e as Record<string, unknown> | null)?.["path"]);
   else if (dataFiles !== null && typeof dataFiles === "object") for (const [split, p] of Object.entries(dataFiles)) add(split, p);
-  else throw new DatasetSourceError(`${where}: README.md's data_files must be a path, a list, or a list of {split, path}`);
+  else throw new DatasetError("layout", `${where}: README.md's data_files must be a path, a list, or a list of {split, path}`);
   return out;
 }
 
@@ -226,13 +227,15 @@ function dataFilesPatterns(dataFiles: unknown, where: string): Map<string, strin
 function pickConfig(names: readonly string[], isDefault: (name: string) => boolean, wanted: string | undefined, where: string, configKey: string): string {
   if (wanted !== undefined) {
     if (names.includes(wanted)) return wanted;
-    throw new DatasetSourceError(
+    throw new DatasetError(
+      "layout",
       `${where} has no subset (config) named ${JSON.stringify(wanted)}; it has ${names.map((n) => JSON.stringify(n)).join(", ")}: set ${configKey} to one of them`,
     );
   }
   const chosen = names.find(isDefault) ?? (names.includes("default") ? "default" : names.length === 1 ? names[0] : undefined);
   if (chosen === undefined)
-    throw new DatasetSourceError(
+    throw new DatasetError(
+      "layout",
       `${where} has ${names.length} subsets (configs) and none is the default: set ${configKey} to one of ${names.map((n) => JSON.stringify(n)).join(", ")}`,
     );
   return chosen;

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { convertedSplits, dataExtension, datasetSplits, globToRegExp } from "../src/datasets/data-files.js";
-import { loadDataset } from "../src/datasets/index.js";
+import { loadDataset } from "../src/index.js";
 
 const splits = (files: string[], readme?: string, config?: string) =>
   Object.fromEntries(datasetSplits(files, readme, config, "ds", "train_dataset_config").splits);
@@ -160,7 +160,7 @@ describe("local dataset folders", () => {
     writeFileSync(path.join(dir, "data", "test.csv"), "q\nc\n");
     writeFileSync(path.join(dir, "data", "test.jsonl"), '{"q": "c"}\n');
     expect(await loadDataset({ key: "train_dataset", source: dir })).toEqual([{ q: "a" }, { q: "b" }]);
-    expect(await loadDataset({ key: "eval_dataset", source: dir })).toEqual([{ q: "c" }]);
+    expect(await loadDataset({ key: "eval_dataset", source: dir }, { defaultSplit: "test" })).toEqual([{ q: "c" }]);
     await expect(loadDataset({ key: "eval_dataset", source: dir, split: "validation" })).rejects.toThrow(
       `eval_dataset: dataset folder ${dir} has no split "validation"; its splits: "train", "test". Set eval_dataset_split to one of them`,
     );

@@ -1,4 +1,4 @@
-// Hub datasets against a loopback hub (datasets-hub-server.ts): HF_ENDPOINT points at it and
+// Hub datasets against a loopback hub (dataset-hub-server.ts in @pbrl/test-fixtures): HF_ENDPOINT points at it and
 // HF_HUB_CACHE at a temporary folder. Downloads land in huggingface_hub's cache layout; a second
 // load works with the hub stopped or HF_HUB_OFFLINE=1; HF_TOKEN goes to the hub only and is never
 // printed; errors name the dataset and the fix.
@@ -7,8 +7,8 @@ import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadDataset, type DatasetRequest } from "../src/datasets/index.js";
-import { commitOf, startHub, type HubRepo, type LoopbackHub } from "./datasets-hub-server.js";
+import { loadDataset, type DatasetRequest } from "../src/index.js";
+import { commitOf, startDatasetHub as startHub, type DatasetHubRepo as HubRepo, type DatasetHubDouble as LoopbackHub } from "@pbrl/test-fixtures";
 
 const FIXTURES = path.resolve(import.meta.dirname, "fixtures/datasets");
 const fixture = (f: string) => new Uint8Array(readFileSync(path.join(FIXTURES, f)));
@@ -80,8 +80,7 @@ const GATED: HubRepo = { id: "pbrl-test/gated", gated: true, revisions: { main: 
 let hub: LoopbackHub;
 let cache: string;
 let logs: string[];
-const load = (req: Omit<DatasetRequest, "key"> & { key?: DatasetRequest["key"] }) =>
-  loadDataset({ key: "train_dataset", ...req }, { log: (l) => logs.push(l) });
+const load = (req: DatasetRequest) => loadDataset({ key: "train_dataset", ...req }, { log: (l) => logs.push(l) });
 const failure = (p: Promise<unknown>): Promise<Error> =>
   p.then(
     () => new Error("expected a failure"),
@@ -135,7 +134,7 @@ describe("hub datasets", () => {
   });
 
   it("eval_dataset reads the test split by default; a missing split lists the splits there are", async () => {
-    const test = await load({ key: "eval_dataset", source: "pbrl-test/items" });
+    const test = await load({ key: "eval_dataset", source: "pbrl-test/items", split: "test" });
     expect(test.map((r) => r["id"])).toEqual([1, 2]);
     await expect(load({ source: "pbrl-test/items", split: "validation" })).rejects.toThrow(
       'train_dataset: hub dataset pbrl-test/items has no split "validation"; its splits: "train", "test". Set train_dataset_split to one of them',
@@ -149,7 +148,7 @@ describe("hub datasets", () => {
     expect(await load({ source: "pbrl-test/items" })).toEqual(first);
     expect(logs).toEqual([
       expect.stringMatching(
-        /^pbrl: train_dataset: hub dataset pbrl-test\/items: cannot reach http:\/\/127\.0\.0\.1:\d+ \((ECONNREFUSED|UND_ERR_SOCKET)\); using the cached copy in .*datasets--pbrl-test--items$/,
+        /^pbrl: train_dataset: hub dataset pbrl-test\/items: cannot reach http:\/\/127\.0\.0\.1:\d+ \((ECONNREFUSED|UND_ERR_SOCKET)(, \d+ tries)?\); using the cached copy in .*datasets--pbrl-test--items$/,
       ),
     ]);
     hub = await startHub([ITEMS]);
@@ -174,27 +173,40 @@ describe("hub datasets", () => {
     delete process.env["HF_HUB_OFFLINE"];
     await hub.close();
     const err = await failure(load({ source: "pbrl-test/items" }));
-    expect(err.name).toBe("DatasetSourceError");
+    expect(err).toMatchObject({ name: "DatasetError", code: "unavailable" });
     expect(err.message).toMatch(
       /^train_dataset: hub dataset pbrl-test\/items: cannot reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\), and it is not in the Hugging Face cache \(.*\); check the network and HF_ENDPOINT/,
     );
   });
 
-  it("drops a download that stalls for HF_HUB_DOWNLOAD_TIMEOUT seconds, leaving no partial file", async () => {
+  it("drops a download that stalls for HF_HUB_DOWNLOAD_TIMEOUT seconds and tries again", async () => {
+    await hub.close();
+    hub = await startHub([ITEMS], { stallCdnOnce: true });
+    process.env["HF_ENDPOINT"] = hub.url;
+    process.env["HF_HUB_DOWNLOAD_TIMEOUT"] = "0.3";
+    const items = await loadDataset({ key: "train_dataset", source: "pbrl-test/items" }, { log: () => undefined, hub: { retry: { baseDelayMs: 10 } } });
+    expect(items).toEqual(await jsonlItems());
+    expect(hub.requests.filter((r) => r.server === "cdn")).toHaveLength(2);
+  });
+
+  it("gives up on a download that stalls every time, naming the file, and keeps what it got for the next try", async () => {
     await hub.close();
     hub = await startHub([ITEMS], { stallCdn: true });
     process.env["HF_ENDPOINT"] = hub.url;
     process.env["HF_HUB_DOWNLOAD_TIMEOUT"] = "0.3";
-    await expect(load({ source: "pbrl-test/items" })).rejects.toThrow(
-      /^train_dataset: hub dataset pbrl-test\/items: no data from http:\/\/127\.0\.0\.1:\d+ for 0\.3 s while downloading data\/train-00000-of-00001\.parquet \(HF_HUB_DOWNLOAD_TIMEOUT\), and it is not in the Hugging Face cache/,
+    await expect(
+      loadDataset({ key: "train_dataset", source: "pbrl-test/items" }, { log: () => undefined, hub: { retry: { retries: 1, baseDelayMs: 10 } } }),
+    ).rejects.toThrow(
+      /^train_dataset: hub dataset pbrl-test\/items: downloading data\/train-00000-of-00001\.parquet of pbrl-test\/items failed 2 times \(last: no data for 0\.3 s\); .* are kept in .*\.incomplete and the next try resumes from there/,
     );
-    expect(readdirSync(path.join(cache, "datasets--pbrl-test--items", "blobs")).filter((f) => f.endsWith(".incomplete"))).toEqual([]);
+    expect(hub.requests.filter((r) => r.server === "cdn")).toHaveLength(2);
+    expect(readdirSync(path.join(cache, "datasets--pbrl-test--items", "blobs")).filter((f) => f.endsWith(".incomplete"))).toHaveLength(1);
   });
 
   it("an offline cache of one split does not stand in for another", async () => {
     await load({ source: "pbrl-test/items" });
     process.env["HF_HUB_OFFLINE"] = "1";
-    await expect(load({ key: "eval_dataset", source: "pbrl-test/items" })).rejects.toThrow(
+    await expect(load({ key: "eval_dataset", source: "pbrl-test/items", split: "test" })).rejects.toThrow(
       /eval_dataset: hub dataset pbrl-test\/items \(split "test"\) is not in the Hugging Face cache/,
     );
   });

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { streamBody } from "@pbrl/test-fixtures";
+import { streamBody } from "./hub-server.js";
 
 export interface HubRevision {
   sha: string;
@@ -56,6 +56,8 @@ export interface HubOptions {
   pageSize?: number;
   /** The CDN sends headers and half a file, then nothing. */
   stallCdn?: boolean;
+  /** As stallCdn, for the CDN's first answer only. */
+  stallCdnOnce?: boolean;
   /** The CDN waits this long before it answers (a slow link, shorter than any sane HF_HUB_DOWNLOAD_TIMEOUT). */
   cdnDelayMs?: number;
   /** Every tree page links (rel="next") to itself. */
@@ -86,11 +88,14 @@ export async function startHub(repos: HubRepo[], options: HubOptions = {}): Prom
   const requests: SeenRequest[] = [];
   const blobs = new Map<string, { body: Uint8Array; file: string }>();
   const pageSize = options.pageSize ?? 1000;
+  let cdnAnswers = 0;
   const cdn = createServer((req, res) => {
     requests.push({ server: "cdn", path: req.url ?? "", authorization: req.headers.authorization });
     const blob = blobs.get((req.url ?? "").replace(/^\/blob\//, ""));
     if (blob === undefined) return json(res, 404, { error: "no such blob" });
-    setTimeout(() => sendFile(res, blob.body, blob.file, {}, options, options.stallCdn), options.cdnDelayMs ?? 0);
+    const stall = options.stallCdn === true || (options.stallCdnOnce === true && cdnAnswers === 0);
+    cdnAnswers++;
+    setTimeout(() => sendFile(res, blob.body, blob.file, {}, options, stall), options.cdnDelayMs ?? 0);
   });
   const cdnUrl = await listen(cdn);
   const hub = createServer((req: IncomingMessage, res: ServerResponse) => {

@@ -1,5 +1,5 @@
 // A hostile hub cannot make a dataset download write outside the Hugging Face cache, nor read
-// without end: the loopback hub (datasets-hub-server.ts) gives a commit id that is a path, file
+// without end: the loopback hub (dataset-hub-server.ts in @pbrl/test-fixtures) gives a commit id that is a path, file
 // names that lead out, a file list that links back to itself or is huge, bodies longer than listed
 // (plain and as gzip bombs); the cache holds links that lead out of it. After every case each file
 // outside the cache is byte for byte what it was (sha256), and every link pbrl left in the cache stays in it.
@@ -8,8 +8,14 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fileDigests, linksLeaving } from "@pbrl/test-fixtures";
-import { loadDataset } from "../src/datasets/index.js";
-import { commitOf, startHub, type HubOptions, type HubRepo, type LoopbackHub } from "./datasets-hub-server.js";
+import { loadDataset } from "../src/index.js";
+import {
+  commitOf,
+  startDatasetHub as startHub,
+  type DatasetHubOptions as HubOptions,
+  type DatasetHubRepo as HubRepo,
+  type DatasetHubDouble as LoopbackHub,
+} from "@pbrl/test-fixtures";
 
 const FIXTURES = path.resolve(import.meta.dirname, "fixtures/datasets");
 const PARQUET = new Uint8Array(readFileSync(path.join(FIXTURES, "items.parquet")));

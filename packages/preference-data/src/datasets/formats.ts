@@ -3,10 +3,10 @@
  * .csv (a header row, string values) and .parquet. Text formats are decoded strictly as UTF-8.
  */
 import * as path from "node:path";
-import type { TaskItem } from "@pbrl/trainers";
-import { readUtf8File } from "../text-file.js";
+import type { TaskItem } from "../types.js";
+import { readUtf8File } from "./utf8-file.js";
 import { csvRows, CsvSyntaxError } from "./csv.js";
-import { DatasetSourceError } from "./errors.js";
+import { DatasetError } from "./errors.js";
 import { readParquetRows } from "./parquet.js";
 
 export type DataFormat = "json" | "csv" | "parquet";
@@ -27,7 +27,7 @@ function jsonItems(text: string, file: string, key: string, known: boolean): unk
     try {
       return JSON.parse(trimmed) as unknown[];
     } catch (err) {
-      throw new DatasetSourceError(`${key}: ${file} is not valid JSON: ${(err as Error).message}${note}`);
+      throw new DatasetError("invalid_file", `${key}: ${file} is not valid JSON: ${(err as Error).message}${note}`);
     }
   }
   const items: unknown[] = [];
@@ -36,7 +36,7 @@ function jsonItems(text: string, file: string, key: string, known: boolean): unk
     try {
       items.push(JSON.parse(line));
     } catch (err) {
-      throw new DatasetSourceError(`${key}: ${file} line ${i + 1} is not valid JSON: ${(err as Error).message}${note}`);
+      throw new DatasetError("invalid_file", `${key}: ${file} line ${i + 1} is not valid JSON: ${(err as Error).message}${note}`);
     }
   });
   return items;
@@ -53,14 +53,14 @@ export async function readDataFile(file: string, key: string): Promise<TaskItem[
     try {
       items = csvRows(text);
     } catch (err) {
-      if (err instanceof CsvSyntaxError) throw new DatasetSourceError(`${key}: ${file} is not valid CSV: ${err.message}`);
+      if (err instanceof CsvSyntaxError) throw new DatasetError("invalid_file", `${key}: ${file} is not valid CSV: ${err.message}`);
       throw err;
     }
   } else {
     items = jsonItems(readUtf8File(file, `${key} file`), file, key, format !== undefined);
   }
   items.forEach((it, i) => {
-    if (it === null || typeof it !== "object" || Array.isArray(it)) throw new DatasetSourceError(`${key}: item ${i} of ${file} is not a JSON object`);
+    if (it === null || typeof it !== "object" || Array.isArray(it)) throw new DatasetError("invalid_file", `${key}: item ${i} of ${file} is not a JSON object`);
   });
   return items as TaskItem[];
 }

@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { csvRows, CsvSyntaxError, loadDataset, parseCsv } from "../src/datasets/index.js";
+import { csvRows, CsvSyntaxError, loadDataset, parseCsv } from "../src/index.js";
 
 const FIXTURES = path.resolve(import.meta.dirname, "fixtures/datasets");
 const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-csv-"));
@@ -99,7 +99,7 @@ describe("CSV dataset files", () => {
       () => new Error("expected a failure"),
       (e: unknown) => e as Error,
     );
-    expect(err.name).toBe("UsageError");
+    expect(err).toMatchObject({ name: "DatasetError", code: "invalid_file" });
     expect(err.message).toMatch(
       /^train_dataset file .*latin1\.csv is not valid UTF-8 text: invalid UTF-8 at byte offset 15 \(line 2; bytes 0xE9 0x0A\).*iconv -f LATIN1 -t UTF-8/,
     );

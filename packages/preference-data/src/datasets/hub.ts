@@ -6,11 +6,12 @@
  */
 import { existsSync, promises as fs } from "node:fs";
 import * as path from "node:path";
-import { readUtf8File } from "../text-file.js";
+import { readUtf8File } from "./utf8-file.js";
 import { convertedSplits, datasetSplits, type ConfigSplits } from "./data-files.js";
-import { DatasetSourceError } from "./errors.js";
-import { cachedView, checkRevision, datasetCacheDir, hubCommit, onlineView, type RepoView } from "./hub-cache.js";
-import { endpoint, HubUnreachable, hubOffline } from "./hub-http.js";
+import { DatasetError } from "./errors.js";
+import { hubClient, HubUnreachableError, type HubClient, type HubClientOptions } from "@pbrl/models";
+import { cachedView, checkRevision, hubCommit, onlineView, type RepoView } from "./hub-cache.js";
+import { hubOffline } from "./hub-http.js";
 
 /** What to load from a dataset with splits; the keys name the run keys in messages. */
 export interface SplitRequest {
@@ -38,7 +39,8 @@ function splitFiles(layout: ConfigSplits, req: SplitRequest, where: string): str
   if (files !== undefined) return files;
   const subset = layout.configs.length > 1 ? ` (subset ${JSON.stringify(layout.config)})` : "";
   const slice = /\[.*\]$/.test(req.split) ? "; slices like train[:100] are not supported" : "";
-  throw new DatasetSourceError(
+  throw new DatasetError(
+    "layout",
     `${where}${subset} has no split ${JSON.stringify(req.split)}; its splits: ${[...layout.splits.keys()].map((s) => JSON.stringify(s)).join(", ")}. Set ${req.key}_split to one of them${slice}`,
   );
 }
@@ -58,7 +60,8 @@ async function pick(view: RepoView, converted: (() => Promise<RepoView | undefin
   }
   if (layout.splits.size === 0) {
     const found = layout.unsupported.length > 0 ? `its data files are ${layout.unsupported.join(", ")}, which pbrl does not read` : "it holds no data files";
-    throw new DatasetSourceError(
+    throw new DatasetError(
+      "layout",
       `${where}: ${found}, and there is no Parquet conversion of it (branch ${CONVERTED}); pbrl reads .jsonl, .json, .csv and .parquet: convert the data to one of these and pass the file`,
     );
   }
@@ -71,11 +74,11 @@ async function pick(view: RepoView, converted: (() => Promise<RepoView | undefin
   return out;
 }
 
-async function fromCache(repo: string, revision: string, req: SplitRequest, where: string): Promise<string[] | undefined> {
-  const view = await cachedView(repo, revision);
+async function fromCache(c: HubClient, revision: string, req: SplitRequest, where: string): Promise<string[] | undefined> {
+  const view = await cachedView(c, revision);
   if (view === undefined) return undefined;
   try {
-    return await pick(view, revision === "main" ? () => cachedView(repo, CONVERTED) : undefined, req, where);
+    return await pick(view, revision === "main" ? () => cachedView(c, CONVERTED) : undefined, req, where);
   } catch (err) {
     if (err instanceof NotCached) return undefined;
     throw err;
@@ -83,37 +86,47 @@ async function fromCache(repo: string, revision: string, req: SplitRequest, wher
 }
 
 /** The local files of `repo`'s split at `revision` (default "main"); `log` takes progress and fallback lines. */
-export async function hubDatasetFiles(repo: string, revision: string, req: SplitRequest, log: (line: string) => void): Promise<string[]> {
+export async function hubDatasetFiles(
+  repo: string,
+  revision: string,
+  req: SplitRequest,
+  log: (line: string) => void,
+  options: HubClientOptions = {},
+): Promise<string[]> {
   checkRevision(revision, `${req.key}_revision`);
   const where = `${req.key}: hub dataset ${repo}${revision === "main" ? "" : `@${revision}`}`;
-  const cacheDir = datasetCacheDir(repo);
+  const c = hubClient("dataset", repo, options);
+  const cacheDir = c.repoDir;
   if (hubOffline()) {
-    const cached = await fromCache(repo, revision, req, where);
+    const cached = await fromCache(c, revision, req, where);
     if (cached !== undefined) return cached;
-    throw new DatasetSourceError(
-      `${where} (split ${JSON.stringify(req.split)}) is not in the Hugging Face cache (${cacheDir}) and HF_HUB_OFFLINE is set: run once without HF_HUB_OFFLINE on a machine that reaches ${endpoint()} (with the same HF_HUB_CACHE), or pass a local file`,
+    throw new DatasetError(
+      "unavailable",
+      `${where} (split ${JSON.stringify(req.split)}) is not in the Hugging Face cache (${cacheDir}) and HF_HUB_OFFLINE is set: run once without HF_HUB_OFFLINE on a machine that reaches ${c.endpoint} (with the same HF_HUB_CACHE), or pass a local file`,
     );
   }
   try {
-    const commit = await hubCommit(repo, revision, where);
-    const view = await onlineView(repo, revision, commit!, where, log);
+    const commit = await hubCommit(c, revision, where);
+    const view = await onlineView(c, revision, commit!, where, log);
     const converted =
       revision === "main"
         ? async () => {
-            const c = await hubCommit(repo, CONVERTED, where, true);
-            return c === undefined ? undefined : onlineView(repo, CONVERTED, c, where, log);
+            const at = await hubCommit(c, CONVERTED, where, true);
+            return at === undefined ? undefined : onlineView(c, CONVERTED, at, where, log);
           }
         : undefined;
     return await pick(view, converted, req, where);
   } catch (err) {
-    if (!(err instanceof HubUnreachable)) throw err;
-    const cached = await fromCache(repo, revision, req, where);
+    if (!(err instanceof HubUnreachableError)) throw err;
+    const why = `cannot reach ${c.endpoint} (${err.message})`;
+    const cached = await fromCache(c, revision, req, where);
     if (cached !== undefined) {
-      log(`pbrl: ${where}: ${err.message}; using the cached copy in ${cacheDir}`);
+      log(`pbrl: ${where}: ${why}; using the cached copy in ${cacheDir}`);
       return cached;
     }
-    throw new DatasetSourceError(
-      `${where}: ${err.message}, and it is not in the Hugging Face cache (${cacheDir}); check the network and HF_ENDPOINT, download it once where the hub is reachable, or pass a local file`,
+    throw new DatasetError(
+      "unavailable",
+      `${where}: ${why}, and it is not in the Hugging Face cache (${cacheDir}); check the network and HF_ENDPOINT, download it once where the hub is reachable, or pass a local file`,
     );
   }
 }
@@ -140,7 +153,7 @@ export async function folderDatasetFiles(dir: string, req: SplitRequest): Promis
       layout.unsupported.length > 0
         ? `its data files are ${layout.unsupported.join(", ")}, which pbrl does not read`
         : "it holds no .jsonl, .json, .csv or .parquet files";
-    throw new DatasetSourceError(`${where}: ${found}`);
+    throw new DatasetError("layout", `${where}: ${found}`);
   }
   return splitFiles(layout, req, where).map((f) => path.join(dir, f));
 }
