@@ -22,15 +22,16 @@ export interface CollectedPair {
   itemIndex: number;
 }
 
-export interface CollectOptions {
+/** What every round's collection takes, whether its pairs come from one side or from two. */
+export interface RoundCollectionOptions {
   items: readonly TaskItem[];
   formatters: readonly Formatter[];
+  /** The current agents. */
   sampler: CandidateSampler;
   rewardFunc: RewardFunc;
   rewardProcessor?: RewardProcessor | undefined;
-  /** preference_num_candidates: samples per agent per item. */
+  /** preference_num_candidates: samples per agent per item (the target side). */
   numCandidates: number;
-  pairSelection: PairSelectionMode;
   /** preference_pairs_per_sample; null keeps every selected pair. */
   pairsPerSample: number | null;
   /** Stream for pair_selection=random. */
@@ -50,6 +51,10 @@ export interface CollectOptions {
   rewardTimeoutS?: number | null | undefined;
   /** Receives this call's warnings (prompts cut by max_prompt_length: one message with the count); default console.warn. */
   onWarning?: ((message: string) => void) | undefined;
+}
+
+export interface CollectOptions extends RoundCollectionOptions {
+  pairSelection: PairSelectionMode;
 }
 
 /** Decides whether a joint candidate (one text per agent) is usable. */

@@ -1,5 +1,5 @@
-import { mean, type RngStream } from "@pbrl/core-tensor";
-import type { CandidateCheck, CollectedPair } from "./collect.js";
+import { mean } from "@pbrl/core-tensor";
+import type { CollectedPair, RoundCollectionOptions } from "./collect.js";
 import { selectComparisons, type ComparisonSelectionMode } from "./comparison-selection.js";
 import { checkCollectionInput } from "./dataset.js";
 import { renderPrompt } from "./chat.js";
@@ -7,36 +7,15 @@ import { formatAgentPrompts, isChatPrompt } from "./formatters.js";
 import type { CandidateSet, Comparator } from "./interfaces.js";
 import { emptyTally, tallyTruncation, warnTruncation, type TruncationTally } from "./prompt-length.js";
 import { candidateTokens, type AgentTokenizing } from "./retokenize.js";
-import type { CandidateSampler } from "./sampler.js";
 import { scoreRewardJobs, type RewardJob } from "./score-batch.js";
-import type { Formatter, RewardFunc, RewardProcessor, TaskItem } from "./types.js";
 
-export interface CompareOptions {
-  items: readonly TaskItem[];
-  formatters: readonly Formatter[];
-  /** The current agents. */
-  sampler: CandidateSampler;
+export interface CompareOptions extends RoundCollectionOptions {
   /** How each agent tokenizes texts that come without ids (comparator samples). */
   agents: readonly AgentTokenizing[];
   comparator: Comparator;
-  rewardFunc: RewardFunc;
-  rewardProcessor?: RewardProcessor | undefined;
-  /** preference_num_candidates (target side). */
-  numCandidates: number;
   /** comparator_num_candidates (comparator side). */
   comparatorNumCandidates: number;
   pairSelection: ComparisonSelectionMode;
-  pairsPerSample: number | null;
-  selectionRng: RngStream;
-  rewardConcurrency: number;
-  itemsPerBatch: number;
-  onProgress?: (done: number, total: number) => void;
-  /** Marks joint candidates of either side unusable (see CollectOptions.isValid). */
-  isValid?: CandidateCheck | undefined;
-  /** reward_timeout_s: seconds one asynchronous reward_func call may take; null: no limit; default 300. */
-  rewardTimeoutS?: number | null | undefined;
-  /** Receives this call's warnings (the agents' prompts cut by max_prompt_length: one message with the count); default console.warn. */
-  onWarning?: ((message: string) => void) | undefined;
 }
 
 export interface CompareResult {

@@ -51,7 +51,7 @@ export type { PairRecord, RoundFile, PairsFile, PreferenceScorer } from "./pair-
 export { PolicySampler, ParallelPolicySampler, sampleAgentRows, promptTexts } from "./sampler.js";
 export type { AgentSamples, AgentRowsGenerator, CandidateSampler, Policy, GenerationSettings } from "./sampler.js";
 export { collectPreferencePairs } from "./collect.js";
-export type { AgentPairTokens, CollectedPair, CollectOptions, CollectResult, CandidateCheck } from "./collect.js";
+export type { AgentPairTokens, CollectedPair, CollectOptions, CollectResult, CandidateCheck, RoundCollectionOptions } from "./collect.js";
 export type { CandidateSet, Comparator, CentralizedAdapter, ReplayIndexEntry, ReplayState, PairTokenizer, ReplayBuffer } from "./interfaces.js";
 export { CentralizedParseError } from "./interfaces.js";
 export { pairTokensFromRecord, candidateTokens, RetokenizeError } from "./retokenize.js";

@@ -129,8 +129,9 @@ describe("packed packages in a project outside the workspace", () => {
       `import { useBackend, RngStream } from "@pbrl/core-tensor";
 import { loadPretrained, generate, scoreCompletions, type Pretrained } from "@pbrl/models";
 import { selectPairs } from "@pbrl/preference-data";
-// TODO(lead): enable once scope item 1 (loadDataset in @pbrl/preference-data) is merged:
-// import { loadDataset } from "@pbrl/preference-data"; export const loaded: Promise<unknown> = loadDataset("data.jsonl", {});
+import { loadDataset, type DatasetError } from "@pbrl/preference-data";
+export const loadData: typeof loadDataset = loadDataset;
+export type LoadFailure = DatasetError;
 import { madpoLoss } from "@pbrl/dpo";
 import { MADPOConfig, type Comparator, type ReplayBuffer } from "@pbrl/trainers";
 import { TaggedCentralizedAdapter } from "@pbrl/comparators";

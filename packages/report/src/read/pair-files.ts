@@ -64,37 +64,23 @@ export function pairSetFromJson(json: unknown, file: string, iteration: number |
   return set;
 }
 
+function unreadablePairSet(file: string, iteration: number | null, problem: string): PairSet {
+  return { iteration, file, numPairs: 0, scorer: null, winnerRewards: [], loserRewards: [], samples: [], problems: [problem] };
+}
+
 /** Reads one pairs file; a missing or unreadable file gives an empty set with the reason. */
 export async function readPairSet(file: string, iteration: number | null, samplesPerSet: number): Promise<PairSet> {
   let text: string;
   try {
     text = await fs.readFile(file, "utf8");
   } catch (err) {
-    return {
-      iteration,
-      file,
-      numPairs: 0,
-      scorer: null,
-      winnerRewards: [],
-      loserRewards: [],
-      samples: [],
-      problems: [`cannot read ${file}: ${(err as Error).message}`],
-    };
+    return unreadablePairSet(file, iteration, `cannot read ${file}: ${(err as Error).message}`);
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    return {
-      iteration,
-      file,
-      numPairs: 0,
-      scorer: null,
-      winnerRewards: [],
-      loserRewards: [],
-      samples: [],
-      problems: [`${file} is not valid JSON (truncated or corrupt?): ${(err as Error).message}`],
-    };
+    return unreadablePairSet(file, iteration, `${file} is not valid JSON (truncated or corrupt?): ${(err as Error).message}`);
   }
   return pairSetFromJson(json, file, iteration, samplesPerSet);
 }
