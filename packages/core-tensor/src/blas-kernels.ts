@@ -137,6 +137,11 @@ export interface BlasControl {
   currentCore(): string;
 }
 
+/** The {@link BlasControl} of an addon with these three functions; `currentCore` reads its kernel family in use. */
+export function addonBlasControl(addon: Pick<BlasControl, "cpuFeatures" | "blasCores" | "setBlasCore">, currentCore: () => string): BlasControl {
+  return { cpuFeatures: () => addon.cpuFeatures(), blasCores: () => addon.blasCores(), setBlasCore: (n) => addon.setBlasCore(n), currentCore };
+}
+
 /**
  * Checks the kernel family OpenBLAS loaded with against the CPU's instruction sets and switches
  * it when it is older (see {@link chooseBlasCore}); `override` is PBRL_BLAS_CORETYPE, applied at

@@ -33,3 +33,19 @@ export type FusedKernelName = (typeof NAMES)[number];
 
 /** Every fused kernel's name. */
 export const FUSED_KERNEL_NAMES: readonly string[] = NAMES;
+
+/**
+ * The scalar attributes of {@link PBRL_ADAMW} (set by src/fused-ops.ts `adamwStep`), in the order
+ * both addons' `adamw` take them after the tensors.
+ */
+export const ADAMW_ATTRS = ["decay", "b1", "c1", "b2", "c2", "bc2Sqrt", "eps", "stepSize"] as const;
+
+export type AdamWAttrName = (typeof ADAMW_ATTRS)[number];
+
+/** {@link ADAMW_ATTRS}'s values, in that order. */
+export type AdamWAttrValues = [decay: number, b1: number, c1: number, b2: number, c2: number, bc2Sqrt: number, eps: number, stepSize: number];
+
+/** The values of a {@link PBRL_ADAMW} kernel's scalar attributes, in the order the addons take them. */
+export function adamwAttrValues(attrs: Readonly<Record<string, unknown>>): AdamWAttrValues {
+  return ADAMW_ATTRS.map((name) => attrs[name] as number) as AdamWAttrValues;
+}

@@ -15,6 +15,7 @@ import {
   PBRL_RMS_NORM_GRAD,
   PBRL_SWIGLU,
   PBRL_SWIGLU_GRAD,
+  type AdamWAttrName,
 } from "./fused-kernel-names.js";
 import { fusedKernelsActive as onNative } from "./backend-traits.js";
 import { tf } from "./tf.js";
@@ -209,7 +210,16 @@ export interface AdamWScalars {
 export function adamwStep(p: tf.Tensor, g: tf.Tensor, m: tf.Tensor, v: tf.Tensor, k: AdamWScalars): [tf.Tensor, tf.Tensor, tf.Tensor] {
   const [b1, b2] = k.betas;
   if (onNative() && p.dtype === "float32" && g.dtype === "float32") {
-    const attrs = { decay: 1 - k.lr * k.weightDecay, b1, c1: 1 - b1, b2, c2: 1 - b2, bc2Sqrt: k.bc2Sqrt, eps: k.eps, stepSize: k.lr / k.bc1 };
+    const attrs: Record<AdamWAttrName, number> = {
+      decay: 1 - k.lr * k.weightDecay,
+      b1,
+      c1: 1 - b1,
+      b2,
+      c2: 1 - b2,
+      bc2Sqrt: k.bc2Sqrt,
+      eps: k.eps,
+      stepSize: k.lr / k.bc1,
+    };
     return run(PBRL_ADAMW, { p, g, m, v }, attrs) as [tf.Tensor, tf.Tensor, tf.Tensor];
   }
   return tf.tidy(() => {

@@ -6,11 +6,12 @@
  * Every function that makes a tensor returns a {@link TensorRef}: `[id, dtype code, ...shape]`.
  * Ids belong to the JavaScript thread that made them (each agent worker has a table of its own).
  */
-import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import { REBUILD_ADDON_HINT, REBUILD_ADDONS_COMMAND, WORKSPACE_REBUILD_ADDONS_COMMAND } from "../addon-hints.js";
-import { blasCoreType, chooseAndApplyBlasCore, withBlasEnv, type CpuFeatures } from "../blas-kernels.js";
+import { REBUILD_ADDONS_COMMAND, WORKSPACE_REBUILD_ADDONS_COMMAND } from "../addon-hints.js";
+import { loadAddonOnce } from "../addon-load.js";
+import { addonBlasControl, blasCoreType, chooseAndApplyBlasCore, withBlasEnv, type CpuFeatures } from "../blas-kernels.js";
+import type { AdamWAttrValues } from "../fused-kernel-names.js";
 
 /** How to get the libtorch backend, appended to every message saying it is unavailable. */
 export const LIBTORCH_INSTALL_HINT =
@@ -148,21 +149,7 @@ export interface LibtorchAddon {
   logsoftmaxGrad(x: number, lse: number, targets: number, dy: number): TensorRef;
   scatterAddRows(dy: number, indices: number, rows: number): TensorRef;
   /** One AdamW step; with `mayOverwrite` (no other tfjs tensor shares p, m, v) the addon may update them in place. */
-  adamw(
-    p: number,
-    g: number,
-    m: number,
-    v: number,
-    decay: number,
-    b1: number,
-    c1: number,
-    b2: number,
-    c2: number,
-    bc2Sqrt: number,
-    eps: number,
-    stepSize: number,
-    mayOverwrite: boolean,
-  ): TensorRef[];
+  adamw(...args: [p: number, g: number, m: number, v: number, ...scalars: AdamWAttrValues, mayOverwrite: boolean]): TensorRef[];
   attention(q: number, k: number, v: number, keyMask: number, scale: number): TensorRef[];
   attentionGrad(q: number, k: number, v: number, keyMask: number, probs: number, dy: number, scale: number): TensorRef[];
 }
@@ -188,12 +175,7 @@ function chooseGemm(addon: LibtorchAddon, threads: number): GemmChoice {
   const forced = process.env["PBRL_LIBTORCH_GEMM"] ?? "";
   const override = blasCoreType(process.env);
   const core = chooseAndApplyBlasCore(
-    {
-      cpuFeatures: () => addon.cpuFeatures(),
-      blasCores: () => addon.blasCores(),
-      setBlasCore: (n) => addon.setBlasCore(n),
-      currentCore: () => addon.blasInfo().blasCore,
-    },
+    addonBlasControl(addon, () => addon.blasInfo().blasCore),
     override,
   );
   const family = `OpenBLAS ${addon.blasInfo().blasCore} kernels (${core})`;
@@ -304,15 +286,13 @@ const loaded = new Map<string, LibtorchLoad>();
  * to load (e.g. the torch package it was built against has been removed). Never throws; cached per path.
  */
 export function loadLibtorchAddon(threads: number): LibtorchLoad {
-  if (process.env["PBRL_LIBTORCH"] === "off") return { ok: false, reason: "disabled by PBRL_LIBTORCH=off", disabled: true };
-  const path = libtorchAddonPath();
-  const cached = loaded.get(path);
-  if (cached !== undefined) return cached;
-  let result: LibtorchLoad;
-  if (!existsSync(path)) {
-    result = { ok: false, reason: `libtorch addon not built (${path} does not exist)`, disabled: false };
-  } else {
-    try {
+  return loadAddonOnce<LibtorchAddon, Extract<LibtorchLoad, { ok: true }>>({
+    name: "libtorch addon",
+    switchVar: "PBRL_LIBTORCH",
+    path: libtorchAddonPath,
+    cache: loaded,
+    required: REQUIRED,
+    require: (path) => {
       // libtorch's OpenMP threads otherwise spin for a long while between parallel regions:
       // beside Node's own threads, agent workers or any other busy process, a spinning thread
       // holds the core a descheduled one needs (a bf16 training test took 14.8 s instead of
@@ -329,16 +309,11 @@ export function loadLibtorchAddon(threads: number): LibtorchLoad {
       // a float32 SmolLM2-135M step of 1.4–2.1 s on 2 cores; after 2^4 cycles, 0.1 s and 1.44–1.54 s.
       // A user's OPENBLAS_THREAD_TIMEOUT wins.
       const blasEnv = { OPENBLAS_CORETYPE: blasCoreType(process.env), OPENBLAS_THREAD_TIMEOUT: process.env["OPENBLAS_THREAD_TIMEOUT"] ?? "4" };
-      const addon = withBlasEnv(blasEnv, () => createRequire(import.meta.url)(path) as LibtorchAddon);
-      const missing = REQUIRED.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
-      if (missing.length > 0) throw new Error(`it is out of date (no ${missing.join(", ")}); ${REBUILD_ADDON_HINT}`);
+      return withBlasEnv(blasEnv, () => createRequire(import.meta.url)(path) as LibtorchAddon);
+    },
+    init: (addon, path) => {
       const info = addon.init(threads);
-      result = { ok: true, addon, info, path, gemm: chooseGemm(addon, threads) };
-    } catch (e) {
-      const msg = (e instanceof Error ? e.message : String(e)).split("\n")[0];
-      result = { ok: false, reason: `libtorch addon ${path} failed to load: ${msg}`, disabled: false };
-    }
-  }
-  loaded.set(path, result);
-  return result;
+      return { ok: true, addon, info, path, gemm: chooseGemm(addon, threads) };
+    },
+  });
 }

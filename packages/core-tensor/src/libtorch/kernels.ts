@@ -159,25 +159,10 @@ const FUSED: Record<kernel.FusedKernelName, Kernel> = {
     a.backend.out(a.backend.addon.scatterAddRows(id(a, a.inputs["dy"]!), id(a, a.inputs["indices"]!), a.attrs["rows"] as number)),
   [kernel.PBRL_ADAMW]: (a) => {
     const i = a.inputs;
-    const k = (name: string): number => a.attrs[name] as number;
     // The addon may update p, m and v in place only when no other tfjs tensor shares their data.
     const mayOverwrite = [i["p"]!, i["m"]!, i["v"]!].every((t) => a.backend.refCount(t.dataId) === 1);
     return a.backend.addon
-      .adamw(
-        id(a, i["p"]!),
-        id(a, i["g"]!),
-        id(a, i["m"]!),
-        id(a, i["v"]!),
-        k("decay"),
-        k("b1"),
-        k("c1"),
-        k("b2"),
-        k("c2"),
-        k("bc2Sqrt"),
-        k("eps"),
-        k("stepSize"),
-        mayOverwrite,
-      )
+      .adamw(id(a, i["p"]!), id(a, i["g"]!), id(a, i["m"]!), id(a, i["v"]!), ...kernel.adamwAttrValues(a.attrs), mayOverwrite)
       .map((r) => a.backend.out(r));
   },
   [kernel.PBRL_ATTENTION]: (a) => {

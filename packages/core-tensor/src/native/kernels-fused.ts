@@ -193,28 +193,9 @@ const adamw = (args: KernelArgs): TensorInfo[] => {
   const { p, g, m, v } = inputs as Record<"p" | "g" | "m" | "v", TensorInfo>;
   const outs = [backend.makeOutput(p.shape, "float32"), backend.makeOutput(p.shape, "float32"), backend.makeOutput(p.shape, "float32")] as const;
   const n = sizeOf(p.shape);
-  const k = (name: string) => attrs[name] as number;
   if (n > 0) {
     const o = (t: TensorInfo) => offsetOf(backend, t);
-    native().adamw(
-      heapOf(backend),
-      o(p),
-      o(g),
-      o(m),
-      o(v),
-      o(outs[0]),
-      o(outs[1]),
-      o(outs[2]),
-      n,
-      k("decay"),
-      k("b1"),
-      k("c1"),
-      k("b2"),
-      k("c2"),
-      k("bc2Sqrt"),
-      k("eps"),
-      k("stepSize"),
-    );
+    native().adamw(heapOf(backend), o(p), o(g), o(m), o(v), o(outs[0]), o(outs[1]), o(outs[2]), n, ...kernel.adamwAttrValues(attrs));
   }
   return [...outs];
 };

@@ -3,12 +3,12 @@
  * (`PBRL_NATIVE_ADDON` overrides it; `PBRL_NATIVE=off` pretends it is absent), its thread count,
  * the OpenBLAS kernel family it runs, and the check that it has every function pbrl calls.
  */
-import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
-import { REBUILD_ADDON_HINT } from "../addon-hints.js";
-import { blasCoreType, chooseAndApplyBlasCore, withBlasEnv, type CpuFeatures } from "../blas-kernels.js";
+import { loadAddonOnce } from "../addon-load.js";
+import { addonBlasControl, blasCoreType, chooseAndApplyBlasCore, withBlasEnv, type CpuFeatures } from "../blas-kernels.js";
+import type { AdamWAttrValues } from "../fused-kernel-names.js";
 
 /** What the addon reports about its threads and the OpenBLAS it is linked against. */
 export interface NativeAddonInfo {
@@ -21,6 +21,9 @@ export interface NativeAddonInfo {
   /** OpenBLAS build configuration, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ...". */
   blasConfig: string;
 }
+
+/** The sizes and scale that {@link NativeAddon.attention} and its gradient take: q [b, h, t, d], k and v [b, kv, s, d]. */
+type AttentionSizes = [b: number, h: number, kv: number, t: number, s: number, d: number, scale: number];
 
 /** The addon's functions (native/src, registered in module.cc). Offsets are byte offsets into `heap`. */
 export interface NativeAddon {
@@ -92,40 +95,23 @@ export interface NativeAddon {
    * [b, t, h, d] and the probabilities [b, h, t, s].
    */
   attention(
-    heap: ArrayBuffer,
-    qOff: number,
-    kOff: number,
-    vOff: number,
-    maskOff: number,
-    outOff: number,
-    probsOff: number,
-    b: number,
-    h: number,
-    kv: number,
-    t: number,
-    s: number,
-    d: number,
-    scale: number,
+    ...args: [heap: ArrayBuffer, qOff: number, kOff: number, vOff: number, maskOff: number, outOff: number, probsOff: number, ...sizes: AttentionSizes]
   ): void;
   /** The gradients of {@link attention} with respect to q, k and v, given its probabilities and the upstream dy [b, t, h, d]. */
   attentionGrad(
-    heap: ArrayBuffer,
-    qOff: number,
-    kOff: number,
-    vOff: number,
-    maskOff: number,
-    probsOff: number,
-    dyOff: number,
-    b: number,
-    h: number,
-    kv: number,
-    t: number,
-    s: number,
-    d: number,
-    scale: number,
-    dqOff: number,
-    dkOff: number,
-    dvOff: number,
+    ...args: [
+      heap: ArrayBuffer,
+      qOff: number,
+      kOff: number,
+      vOff: number,
+      maskOff: number,
+      probsOff: number,
+      dyOff: number,
+      ...sizes: AttentionSizes,
+      dqOff: number,
+      dkOff: number,
+      dvOff: number,
+    ]
   ): void;
   /** One decoding step of a Llama-family model (see src/native-decode.ts). */
   decode(
@@ -142,23 +128,18 @@ export interface NativeAddon {
   ): void;
   /** One AdamW step of n parameters into new buffers (see src/fused-ops.ts `adamwStep`). */
   adamw(
-    heap: ArrayBuffer,
-    pOff: number,
-    gOff: number,
-    mOff: number,
-    vOff: number,
-    pOutOff: number,
-    mOutOff: number,
-    vOutOff: number,
-    n: number,
-    decay: number,
-    b1: number,
-    c1: number,
-    b2: number,
-    c2: number,
-    bc2Sqrt: number,
-    eps: number,
-    stepSize: number,
+    ...args: [
+      heap: ArrayBuffer,
+      pOff: number,
+      gOff: number,
+      mOff: number,
+      vOff: number,
+      pOutOff: number,
+      mOutOff: number,
+      vOutOff: number,
+      n: number,
+      ...scalars: AdamWAttrValues,
+    ]
   ): void;
   /** Samples one token per row from softmax(logits / temperature) with the row's uniform draw (< 0: skip the row). */
   sample(logits: Float32Array, uniforms: Float64Array, temperature: number, out: Int32Array): void;
@@ -196,12 +177,7 @@ export function nativeThreads(): number {
 /** Checks OpenBLAS's kernel family against the CPU's instruction sets (see blas-kernels.ts). */
 export function applyBlasCoreChoice(addon: NativeAddon, override: string | undefined): { info: NativeAddonInfo; reason: string } {
   const reason = chooseAndApplyBlasCore(
-    {
-      cpuFeatures: () => addon.cpuFeatures(),
-      blasCores: () => addon.blasCores(),
-      setBlasCore: (n) => addon.setBlasCore(n),
-      currentCore: () => addon.info().blasCore,
-    },
+    addonBlasControl(addon, () => addon.info().blasCore),
     override,
   );
   return { info: addon.info(), reason };
@@ -243,32 +219,19 @@ const loaded = new Map<string, NativeLoad>();
  * outcome is cached per path.
  */
 export function loadNativeAddon(): NativeLoad {
-  if (process.env["PBRL_NATIVE"] === "off") return { ok: false, reason: "disabled by PBRL_NATIVE=off", disabled: true };
-  const path = nativeAddonPath();
-  const cached = loaded.get(path);
-  if (cached !== undefined) return cached;
-  let result: NativeLoad;
-  if (!existsSync(path)) {
-    result = { ok: false, reason: `native addon not built (${path} does not exist)`, disabled: false };
-  } else {
-    try {
-      const core = blasCoreType(process.env);
-      const inherited = process.env["OPENBLAS_CORETYPE"] ?? "";
-      const addon = withBlasEnv({ OPENBLAS_CORETYPE: core }, () => createRequire(import.meta.url)(path) as NativeAddon);
-      // An addon built from older sources (pnpm install skipped, or sources pulled since) lacks
-      // newer functions; refuse it here rather than fail in the middle of a kernel.
-      const missing = REQUIRED_ADDON_FUNCTIONS.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
-      if (missing.length > 0) {
-        throw new Error(`it is out of date (no ${missing.join(", ")}); ${REBUILD_ADDON_HINT}`);
-      }
+  const core = blasCoreType(process.env);
+  const inherited = process.env["OPENBLAS_CORETYPE"] ?? "";
+  return loadAddonOnce<NativeAddon, Extract<NativeLoad, { ok: true }>>({
+    name: "native addon",
+    switchVar: "PBRL_NATIVE",
+    path: nativeAddonPath,
+    cache: loaded,
+    required: REQUIRED_ADDON_FUNCTIONS,
+    require: (path) => withBlasEnv({ OPENBLAS_CORETYPE: core }, () => createRequire(import.meta.url)(path) as NativeAddon),
+    init: (addon, path) => {
       addon.init(nativeThreads());
       const { info, reason } = applyBlasCoreChoice(addon, core);
-      result = { ok: true, addon, info, path, blasCoreReason: reason, ...(inherited !== "" && core === undefined ? { ignoredCoreType: inherited } : {}) };
-    } catch (e) {
-      const msg = (e instanceof Error ? e.message : String(e)).split("\n")[0];
-      result = { ok: false, reason: `native addon ${path} failed to load: ${msg}`, disabled: false };
-    }
-  }
-  loaded.set(path, result);
-  return result;
+      return { ok: true, addon, info, path, blasCoreReason: reason, ...(inherited !== "" && core === undefined ? { ignoredCoreType: inherited } : {}) };
+    },
+  });
 }
