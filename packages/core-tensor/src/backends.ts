@@ -167,7 +167,7 @@ export const BACKENDS: readonly BackendEntry[] = [
           registerLibtorchBackend(load.addon);
           const i = load.info;
           const cuda = i.cudaDevices > 0 ? `, CUDA with ${i.cudaDevices} device${i.cudaDevices === 1 ? "" : "s"}` : "";
-          const detail = ` (libtorch ${i.torchVersion}, ATen ${i.cpuCapability} CPU kernels${i.mkl ? " with MKL" : ""}${i.mkldnn ? " and oneDNN" : ""}, float32 CPU products: ${load.gemm.reason}; ${i.threads} thread${i.threads === 1 ? "" : "s"}${cuda})`;
+          const detail = ` (libtorch ${i.torchVersion}, ATen ${i.cpuCapability} CPU kernels${i.mkl ? " with MKL" : ""}${i.mkldnn ? " and oneDNN" : ""}, float32 CPU products: ${load.gemm.reason}, bf16 CPU products: ${load.addon.bf16Gemm() === "bfloat16" ? "bfloat16 GEMMs" : "float32 GEMMs over bfloat16 operands (no AVX512-BF16 or AMX)"}; ${i.threads} thread${i.threads === 1 ? "" : "s"}${cuda})`;
           return Promise.resolve({ device: "cpu", detail });
         },
       };

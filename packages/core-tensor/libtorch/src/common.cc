@@ -79,6 +79,25 @@ bool& Bf16Compute() {
   return on;
 }
 
+bool CpuHasBf16Gemm() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+  }();
+  return has;
+}
+
+Bf16GemmMode& Bf16GemmChoice() {
+  static Bf16GemmMode mode = Bf16GemmMode::kAuto;
+  return mode;
+}
+
+bool Bf16Gemm(const at::Tensor& t) {
+  if (!t.device().is_cpu()) return true;
+  const Bf16GemmMode mode = Bf16GemmChoice();
+  return mode == Bf16GemmMode::kAuto ? CpuHasBf16Gemm() : mode == Bf16GemmMode::kBf16;
+}
+
 at::ScalarType ScalarTypeOf(int64_t code) {
   switch (code) {
     case 0:

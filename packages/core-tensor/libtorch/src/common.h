@@ -64,6 +64,15 @@ at::Device& DefaultDevice();
 // Whether matrix products and attention compute in bfloat16 (float32 inputs and outputs), per JS thread.
 bool& Bf16Compute();
 
+// Whether bf16 products of tensors on t's device run as bfloat16 GEMMs: on CUDA, and on CPUs with
+// AVX512-BF16 or AMX-BF16 (common.cc). Elsewhere ATen's CPU bfloat16 GEMM has no vector kernel (torch.mm
+// 1.1 vs 95.8 GFLOPS float32 on an AMD Zen 3), and Matmul computes them in float32 (linalg.cc).
+bool Bf16Gemm(const at::Tensor& t);
+// What "auto" resolves to on this CPU, or the choice setBf16Gemm forced (tests use both paths on any CPU).
+enum class Bf16GemmMode { kAuto, kBf16, kFloat32 };
+Bf16GemmMode& Bf16GemmChoice();
+bool CpuHasBf16Gemm();
+
 // tfjs dtypes as the addon numbers them: 0 float32, 1 int32, 2 bool.
 at::ScalarType ScalarTypeOf(int64_t code);
 int DtypeCode(at::ScalarType t);
@@ -164,6 +173,10 @@ size_t ReleaseCpuCache();
 // Matrix product of float tensors honouring Bf16Compute(): bfloat16 inside, float32 out unless
 // halfOut (then bfloat16, for consumers that compute in bfloat16 anyway).
 at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b, bool halfOut = false);
+// The product of a and b rounded to bfloat16 (float32 operands are), as a bfloat16 GEMM computes it:
+// by ATen's where Bf16Gemm, else in float32 over the widened operands; bfloat16 out where halfOut,
+// else float32 (of bfloat16 values).
+at::Tensor Bf16Product(const at::Tensor& a, const at::Tensor& b, bool halfOut);
 // The tensor at argument i as an operand of Matmul: under Bf16Compute() a float32 tensor's cached
 // bfloat16 copy (TensorTable::Bf16Copy), else the tensor (linalg.cc).
 at::Tensor Operand(const Args& a, size_t i);

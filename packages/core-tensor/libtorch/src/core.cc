@@ -191,6 +191,24 @@ napi_value GetBf16(const Args& a) {
   return v;
 }
 
+// setBf16Gemm("auto" | "bfloat16" | "float32"): how bf16 products run on the CPU (common.h Bf16Gemm);
+// process-wide. bf16Gemm() → what they run as now: "bfloat16" or "float32".
+napi_value SetBf16Gemm(const Args& a) {
+  const std::string mode = a.Str(0);
+  if (mode == "auto") Bf16GemmChoice() = Bf16GemmMode::kAuto;
+  else if (mode == "bfloat16") Bf16GemmChoice() = Bf16GemmMode::kBf16;
+  else if (mode == "float32") Bf16GemmChoice() = Bf16GemmMode::kFloat32;
+  else throw ArgError("setBf16Gemm: mode must be auto, bfloat16 or float32, got " + mode);
+  return Undefined(a.env());
+}
+
+napi_value GetBf16Gemm(const Args& a) {
+  const std::string s = Bf16Gemm(at::empty({0})) ? "bfloat16" : "float32";
+  napi_value v;
+  napi_create_string_utf8(a.env(), s.c_str(), s.size(), &v);
+  return v;
+}
+
 // makeBf16Copies(ids): the bfloat16 copies bf16 products read (TensorTable::Bf16Copy), made now
 // for the float32 matrices among ids (see makeBf16Copies in core-tensor/src/precision.ts).
 napi_value MakeBf16Copies(const Args& a) {
@@ -240,6 +258,8 @@ void RegisterCore(napi_env env, napi_value exports) {
   Export(env, exports, "to", To);
   Export(env, exports, "setBf16", SetBf16);
   Export(env, exports, "bf16", GetBf16);
+  Export(env, exports, "setBf16Gemm", SetBf16Gemm);
+  Export(env, exports, "bf16Gemm", GetBf16Gemm);
   Export(env, exports, "makeBf16Copies", MakeBf16Copies);
   Export(env, exports, "storeBf16", StoreBf16);
 }

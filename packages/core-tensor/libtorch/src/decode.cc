@@ -47,10 +47,10 @@ at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
   return at::add(at::mul(x, cos), at::mul(rot, sin));
 }
 
-// x·Wᵀ + b with the weight's dtype: a bfloat16 weight computes in bfloat16, float32 out.
+// x·Wᵀ + b with the weight's dtype: a bfloat16 weight computes in bfloat16 (Bf16Product), float32 out.
 at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   if (w.scalar_type() == at::kBFloat16) {
-    at::Tensor y = at::linear(x.to(at::kBFloat16), w).to(at::kFloat);
+    at::Tensor y = Bf16Product(x, w.t(), false);
     return b.defined() ? y.add_(b) : y;
   }
   at::Tensor y = CpuFloatMatmul(x, w.t());  // OpenBLAS where chosen (blas.cc)

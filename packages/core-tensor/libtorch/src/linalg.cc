@@ -1,6 +1,8 @@
 // Matrix products: tfjs's BatchMatMul and _FusedMatMul (bias and activation) through ATen's
 // matmul (MKL / oneDNN on CPU, cuBLAS on CUDA) or, for float32 on the CPU where chosen, OpenBLAS
 // (blas.cc); transposed operands are strided views, never copies.
+#include <ATen/Parallel.h>
+
 #include "common.h"
 
 namespace pbrl {
@@ -23,14 +25,51 @@ at::Tensor WideProduct(const at::Tensor& x, const at::Tensor& w) {
   return out;
 }
 
+// y's values rounded to bfloat16, in place: a bfloat16 GEMM's result as float32.
+PBRL_CLONES void RoundToBf16(float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = static_cast<float>(c10::BFloat16(y[i]));
+}
+
+// y (a fresh float32 product) as a bfloat16 GEMM writes it: bfloat16 where halfOut, else float32 of
+// bfloat16 values.
+at::Tensor AsBf16Result(at::Tensor y, bool halfOut) {
+  if (halfOut) return y.to(at::kBFloat16);
+  y = y.contiguous();
+  float* p = y.data_ptr<float>();
+  at::parallel_for(0, y.numel(), 1 << 16, [&](int64_t lo, int64_t hi) { RoundToBf16(p + lo, hi - lo); });
+  return y;
+}
+
+// A bf16 product on a CPU without bfloat16 GEMM instructions (Bf16Gemm): the bfloat16 operands
+// widened to float32 (exactly), multiplied by the float32 GEMM and the result rounded to bfloat16,
+// the values of a bfloat16 GEMM (which also sums in float32) at float32's speed. A large bfloat16
+// weight (a vocabulary-sized embedding) is widened a block of columns at a time, so that its float32
+// copy is never whole in memory.
+at::Tensor WidenedProduct(const at::Tensor& x, const at::Tensor& w, bool halfOut) {
+  const at::Tensor xf = Widened(x);
+  if (w.dim() != 2 || xf.dim() != 2 || w.scalar_type() != at::kBFloat16 || w.numel() <= (int64_t{1} << 24)) {
+    return AsBf16Result(CpuFloatMatmul(xf, Widened(w)), halfOut);
+  }
+  const int64_t n = w.size(1), cols = std::max<int64_t>(256, (int64_t{1} << 22) / w.size(0));
+  at::Tensor out = at::empty({xf.size(0), n}, xf.options().dtype(halfOut ? at::kBFloat16 : at::kFloat));
+  for (int64_t c = 0; c < n; c += cols) {
+    const int64_t end = std::min(n, c + cols);
+    out.slice(1, c, end).copy_(AsBf16Result(CpuFloatMatmul(xf, w.slice(1, c, end).to(at::kFloat)), halfOut));
+  }
+  return out;
+}
+
 }  // namespace
+
+at::Tensor Bf16Product(const at::Tensor& a, const at::Tensor& b, bool halfOut) {
+  const at::Tensor x = a.scalar_type() == at::kBFloat16 ? a : a.to(at::kBFloat16), w = b.scalar_type() == at::kBFloat16 ? b : b.to(at::kBFloat16);
+  if (!Bf16Gemm(x)) return WidenedProduct(x, w, halfOut);
+  return halfOut ? at::matmul(x, w) : WideProduct(x, w);
+}
 
 at::Tensor Matmul(const at::Tensor& a, const at::Tensor& b, bool halfOut) {
   const auto half = [](const at::Tensor& t) { return t.scalar_type() == at::kBFloat16; };
-  if (Bf16Compute() && (a.scalar_type() == at::kFloat || half(a)) && (b.scalar_type() == at::kFloat || half(b))) {
-    const at::Tensor x = half(a) ? a : a.to(at::kBFloat16), w = half(b) ? b : b.to(at::kBFloat16);
-    return halfOut ? at::matmul(x, w) : WideProduct(x, w);
-  }
+  if (Bf16Compute() && (a.scalar_type() == at::kFloat || half(a)) && (b.scalar_type() == at::kFloat || half(b))) return Bf16Product(a, b, halfOut);
   return CpuFloatMatmul(half(a) ? a.to(at::kFloat) : a, half(b) ? b.to(at::kFloat) : b);
 }
 

@@ -62,6 +62,13 @@ export interface LibtorchAddon {
   to(id: number, device: string): TensorRef;
   setBf16(on: boolean): void;
   bf16(): boolean;
+  /**
+   * How bf16 products run on the CPU: "auto" (bfloat16 GEMMs where the CPU has AVX512-BF16 or AMX,
+   * else float32 products over the bfloat16-rounded operands), or either one forced; process-wide.
+   */
+  setBf16Gemm(mode: "auto" | "bfloat16" | "float32"): void;
+  /** What bf16 products on the CPU run as now. */
+  bf16Gemm(): "bfloat16" | "float32";
   /** Makes the bfloat16 copies that bf16 products read for the float32 matrices among `ids` now. */
   makeBf16Copies(ids: number[]): void;
   /**
@@ -216,6 +223,8 @@ const REQUIRED = [
   "to",
   "setBf16",
   "bf16",
+  "setBf16Gemm",
+  "bf16Gemm",
   "makeBf16Copies",
   "storeBf16",
   "sampleRows",
