@@ -26,6 +26,16 @@ PBRL_CLONES void ApplyDropout(const DropoutKeys& k, const float* v, int64_t firs
   }
 }
 
+PBRL_CLONES void DropoutBackward(const DropoutKeys& k, const float* __restrict u, float* __restrict dx, const float* __restrict x, float* __restrict xd,
+                                 int64_t first, int64_t n) {
+  const DropoutKeys keys = k;
+  for (int64_t j = 0; j < n; j++) {
+    const float m = keys.Multiplier(static_cast<uint32_t>(first + j));
+    dx[j] += u[j] * m;
+    xd[j] = x[j] * m;
+  }
+}
+
 namespace {
 
 // The rank is held in 16-float lanes (a 512-bit register): r ≤ 16 padded with zeros, wider ranks in
@@ -369,9 +379,7 @@ napi_value LoraLinearBackward(const Args& a) {
         float* dxi = DX + i0 * sh.in;
         if (masked) {
           Scatter16(gi, W, W, A16, sh.in, sh.in, rows, nullptr, update.data(), sh.in);
-          ApplyDropout(keys, update.data(), i0 * sh.in, rows * sh.in, update.data());
-          for (int64_t k = 0; k < rows * sh.in; k++) dxi[k] += update[k];
-          ApplyDropout(keys, X + i0 * sh.in, i0 * sh.in, rows * sh.in, XD + i0 * sh.in);
+          DropoutBackward(keys, update.data(), dxi, X + i0 * sh.in, XD + i0 * sh.in, i0 * sh.in, rows * sh.in);
         } else {
           Scatter16(gi, W, W, A16, sh.in, sh.in, rows, dxi, dxi, sh.in);  // added into dy·W in place
         }
