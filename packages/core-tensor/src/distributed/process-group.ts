@@ -7,7 +7,9 @@
  * the same collectives in the same order), and it completes off Node's event loop. Inputs are
  * never changed; results are new tensors the caller disposes.
  */
+import { hostname } from "node:os";
 import type { tf } from "../tf.js";
+import { timerDelayMs } from "../timer-delay.js";
 import { distributedAddon } from "./availability.js";
 import type { DistributedAddon, ReduceOp } from "./addon-functions.js";
 import { fromAddon, toAddon } from "./addon-tensors.js";
@@ -104,6 +106,40 @@ export class ProcessGroup {
 }
 
 /**
+ * The store connection (distInit), or a rejection once the timeout has passed: c10d's client
+ * keeps retrying a store host that does not answer for up to about twice the timeout (measured:
+ * 5–8 s for 3 s). The addon's call then finishes on its own and its group is dropped.
+ */
+function storeWithin(addon: DistributedAddon, o: Required<Omit<ProcessGroupOptions, "onStoreReady">>): Promise<[number, number]> {
+  const init = addon.distInit(o.rank, o.worldSize, o.masterAddr, o.masterPort, Math.round(o.timeoutSeconds * 1000));
+  let timer: NodeJS.Timeout | undefined;
+  let late = false;
+  const deadline = new Promise<never>((_, reject) => {
+    // A second of grace: rank 0 hosts the store itself and answers at once; the others' own
+    // connection timeout, when c10d keeps it, rejects with c10d's message first.
+    timer = setTimeout(
+      () => {
+        late = true;
+        reject(
+          new ProcessGroupError(
+            `pbrl distributed: rank ${o.rank} of ${o.worldSize} (host ${hostname()} pid ${process.pid}): rank 0's TCPStore at ${o.masterAddr}:${o.masterPort} did not answer within ${o.timeoutSeconds} s. ` +
+              "Rank 0 hosts the store: check that it runs, and that MASTER_ADDR and MASTER_PORT are the same on every rank and reachable from this host.",
+          ),
+        );
+      },
+      timerDelayMs(o.timeoutSeconds + 1),
+    );
+  });
+  init.then(
+    ([handle]) => {
+      if (late) addon.distDestroy(handle);
+    },
+    () => undefined,
+  );
+  return Promise.race([init, deadline]).finally(() => clearTimeout(timer));
+}
+
+/**
  * Forms a process group: rank 0 hosts the rendezvous store at masterAddr:masterPort, every rank
  * connects to it, and Gloo connects every pair of ranks. Resolves once all `worldSize` ranks have
  * joined; rejects with a {@link ProcessGroupError} naming the ranks that did not come within
@@ -115,7 +151,7 @@ export async function initProcessGroup(options: ProcessGroupOptions): Promise<Pr
   const addon = distributedAddon();
   let handle: number, port: number;
   try {
-    [handle, port] = await addon.distInit(o.rank, o.worldSize, o.masterAddr, o.masterPort, Math.round(o.timeoutSeconds * 1000));
+    [handle, port] = await storeWithin(addon, o);
   } catch (e) {
     rethrow(e);
   }
