@@ -44,6 +44,8 @@
 namespace pbrl {
 namespace {
 
+#if PBRL_WITH_C10D
+
 std::string ErrorText(const std::exception& e) {
   const c10::Error* ce = dynamic_cast<const c10::Error*>(&e);
   std::string s = ce != nullptr ? ce->what_without_backtrace() : e.what();
@@ -119,8 +121,6 @@ std::string ThisHost() {
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown host";
   return buf;
 }
-
-#if PBRL_WITH_C10D
 
 using Ms = std::chrono::milliseconds;
 
