@@ -4,18 +4,19 @@
     "cuda_libs": "<!(node -p \"process.env.PBRL_LIBTORCH_CUDA === '1' ? '-ltorch_cuda -lc10_cuda' : ''\")",
     "openblas": "<!(node -p \"process.env.PBRL_LIBTORCH_OPENBLAS === '1' ? '1' : '0'\")",
     "openblas_libs": "<!(node -p \"process.env.PBRL_LIBTORCH_OPENBLAS === '1' ? '-lopenblas' : ''\")",
-    "openmp_lib": "<!(node -p \"process.env.PBRL_LIBTORCH_OPENMP || ''\")"
+    "openmp_lib": "<!(node -p \"process.env.PBRL_LIBTORCH_OPENMP || ''\")",
+    "c10d": "<!(node -p \"process.env.PBRL_LIBTORCH_C10D === '0' ? '0' : '1'\")"
   },
   "targets": [
     {
       "target_name": "pbrl_libtorch",
-      "sources": ["src/common.cc", "src/core.cc", "src/elementwise.cc", "src/shape.cc", "src/reduce.cc", "src/linalg.cc", "src/fused.cc", "src/attention.cc", "src/sampling.cc", "src/lora.cc", "src/decode.cc", "src/allocator.cc", "src/blas.cc"],
-      "include_dirs": ["../shared-cpp", "<(libtorch)/include", "<(libtorch)/include/torch/csrc/api/include"],
+      "sources": ["src/common.cc", "src/core.cc", "src/elementwise.cc", "src/shape.cc", "src/reduce.cc", "src/linalg.cc", "src/fused.cc", "src/attention.cc", "src/sampling.cc", "src/lora.cc", "src/decode.cc", "src/allocator.cc", "src/blas.cc", "src/distributed.cc"],
+      "include_dirs": ["../shared-cpp", "src/gloo-decl", "<(libtorch)/include", "<(libtorch)/include/torch/csrc/api/include"],
       "cflags_cc": ["-O3", "-std=c++20", "-fno-math-errno", "-fno-trapping-math", "-D_GLIBCXX_USE_CXX11_ABI=1", "-Wno-unused-parameter", "-Wno-psabi"],
       "cflags_cc!": ["-std=gnu++17", "-std=gnu++20", "-fno-exceptions", "-fno-rtti"],
       "ldflags": ["-Wl,-rpath,<(libtorch)/lib", "-Wl,--no-as-needed"],
       "libraries": ["-L<(libtorch)/lib", "-ltorch", "-ltorch_cpu", "-lc10", "<@(cuda_libs)", "<@(openblas_libs)"],
-      "defines": ["NAPI_VERSION=8", "PBRL_WITH_OPENBLAS=<(openblas)"],
+      "defines": ["NAPI_VERSION=8", "PBRL_WITH_OPENBLAS=<(openblas)", "PBRL_C10D=<(c10d)"],
       "conditions": [["openmp_lib!=''", { "cflags_cc": ["-fopenmp"], "libraries": ["-l:<(openmp_lib)"] }]]
     }
   ]

@@ -75,15 +75,34 @@ const openblas = missingLibrary(["openblas"]) === undefined;
 // libtorch itself uses (one thread pool). Without it they run on one thread; measured on a 2-core
 // Zen 5, a SmolLM2-135M bf16 step spent about 0.1 s in a one-thread AdamW.
 const openmp = openmpRuntime(dir);
-const r = buildAddon({
-  addonDir,
-  target: "pbrl_libtorch",
-  // Shared with the native addon (binding.gyp's include_dirs): the vectorisable exp, OpenBLAS,
-  // the few-rows products and the RMSNorm gradient.
-  shared: ["../shared-cpp"],
-  probe: `(i => "libtorch " + i.torchVersion + (i.cuda ? " (CUDA)" : " (CPU)"))(a.init(1))`,
-  env: { PBRL_LIBTORCH_DIR: dir, PBRL_LIBTORCH_CUDA: cuda ? "1" : "0", PBRL_LIBTORCH_OPENBLAS: openblas ? "1" : "0", PBRL_LIBTORCH_OPENMP: openmp },
-});
+const build = (c10d) =>
+  buildAddon({
+    addonDir,
+    target: "pbrl_libtorch",
+    // Shared with the native addon (binding.gyp's include_dirs): the vectorisable exp, OpenBLAS,
+    // the few-rows products and the RMSNorm gradient.
+    shared: ["../shared-cpp"],
+    probe: `(i => "libtorch " + i.torchVersion + (i.cuda ? " (CUDA)" : " (CPU)"))(a.init(1))`,
+    env: {
+      PBRL_LIBTORCH_DIR: dir,
+      PBRL_LIBTORCH_CUDA: cuda ? "1" : "0",
+      PBRL_LIBTORCH_OPENBLAS: openblas ? "1" : "0",
+      PBRL_LIBTORCH_OPENMP: openmp,
+      PBRL_LIBTORCH_C10D: c10d ? "1" : "0",
+    },
+  });
+let r = build(true);
+// Process groups (src/distributed.cc) need c10d's Gloo backend in libtorch_cpu, which every
+// pytorch.org build has; a libtorch built without it still gets the tensor backend, without groups.
+// (A missing symbol fails the link, or only the load: a shared object may link with it undefined.)
+const C10D = /distributed\.cc|ProcessGroupGloo|c10d/;
+const c10dFailed = (res) =>
+  (res.status === "failed" && existsSync(res.logPath) && C10D.test(readFileSync(res.logPath, "utf8"))) ||
+  (res.status === "does-not-load" && C10D.test(res.reason));
+if (c10dFailed(r)) {
+  say(ADDON, "this libtorch cannot build process groups (c10d with Gloo; see the build log); building without them");
+  r = build(false);
+}
 if (r.status === "failed") say(ADDON, `not built against ${dir} (${r.reason}; full log: ${r.logPath}); ${HOW}`);
 else if (r.status === "does-not-load") say(ADDON, `built against ${dir} but does not load (${r.reason}); ${HOW}`);
 else if (r.status === "up-to-date") say(ADDON, `up to date (built from these sources before) against ${r.value} at ${dir}: the libtorch backend is available`);

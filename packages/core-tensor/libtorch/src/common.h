@@ -163,6 +163,7 @@ void RegisterSampling(napi_env env, napi_value exports);
 void RegisterLora(napi_env env, napi_value exports);
 void RegisterDecode(napi_env env, napi_value exports);
 void RegisterBlas(napi_env env, napi_value exports);
+void RegisterDistributed(napi_env env, napi_value exports);
 
 // The caching allocator for large CPU tensors (allocator.cc), installed once per process.
 void InstallCpuAllocator();

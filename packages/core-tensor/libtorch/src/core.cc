@@ -279,5 +279,6 @@ NAPI_MODULE_INIT() {
   pbrl::RegisterLora(env, exports);
   pbrl::RegisterDecode(env, exports);
   pbrl::RegisterBlas(env, exports);
+  pbrl::RegisterDistributed(env, exports);
   return exports;
 }

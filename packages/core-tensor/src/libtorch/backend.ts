@@ -118,6 +118,11 @@ export class LibtorchBackend extends tf.KernelBackend {
     // tfjs disposes every tensor before it disposes a backend; nothing is left to free.
   }
 
+  /** Whether this backend holds the tensor's data (a tensor made while another backend was active does not). */
+  holds(t: TensorInfo): boolean {
+    return this.data.has(t.dataId) && this.data.get(t.dataId).id >= 0;
+  }
+
   /** The addon tensor id behind a kernel input. */
   id(t: TensorInfo): number {
     const s = this.data.get(t.dataId);

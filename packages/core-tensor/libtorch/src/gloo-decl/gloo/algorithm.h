@@ -1,0 +1,3 @@
+// pbrl: ProcessGroupGloo.hpp includes this; it uses nothing declared in it (see README.md).
+#pragma once
+#include "gloo/context.h"

@@ -1,0 +1,40 @@
+/**
+ * The libtorch addon's process-group functions (libtorch/src/distributed.cc). They are not among
+ * the functions the addon must have to load (libtorch/addon.ts): an addon built before them still
+ * runs the libtorch backend, and {@link distributedAddon} says it must be rebuilt for groups.
+ */
+import type { LibtorchAddon, TensorRef } from "../libtorch/addon.js";
+
+export type ReduceOp = "sum" | "avg" | "max" | "min";
+
+export interface DistributedFunctions {
+  /** False when the libtorch built against has no c10d headers. */
+  distAvailable(): boolean;
+  /** Rank 0 starts the TCPStore, the others connect to it; → [group handle, the store's port]. */
+  distInit(rank: number, worldSize: number, masterAddr: string, masterPort: number, timeoutMs: number): Promise<[number, number]>;
+  /** Forms the group (Gloo's rendezvous through the store); resolves once every rank has joined. */
+  distJoin(group: number): Promise<void>;
+  distAllReduce(group: number, ids: readonly number[], op: ReduceOp): Promise<TensorRef[]>;
+  distBroadcast(group: number, ids: readonly number[], root: number): Promise<TensorRef[]>;
+  distAllGather(group: number, id: number): Promise<TensorRef[]>;
+  distBarrier(group: number): Promise<void>;
+  distDestroy(group: number): void;
+}
+
+export type DistributedAddon = LibtorchAddon & DistributedFunctions;
+
+const FUNCTIONS = [
+  "distAvailable",
+  "distInit",
+  "distJoin",
+  "distAllReduce",
+  "distBroadcast",
+  "distAllGather",
+  "distBarrier",
+  "distDestroy",
+] as const satisfies readonly (keyof DistributedFunctions)[];
+
+/** The addon's functions that are missing (an addon built from older sources). */
+export function missingDistributedFunctions(addon: LibtorchAddon): string[] {
+  return FUNCTIONS.filter((f) => typeof (addon as unknown as Record<string, unknown>)[f] !== "function");
+}
