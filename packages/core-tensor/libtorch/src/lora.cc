@@ -59,10 +59,11 @@ struct RowPtrs {
   }
 };
 
-// out[t·ldo + l] = Σ_k v[t·st + k·sk] · m[k·ldm + l] for rows t < `rows` (≤ 8) and one 16-lane block of m.
-PBRL_CLONES void Gather16Of8(const float* v, int64_t st, int64_t sk, int64_t K, const float* __restrict m, int64_t ldm, int rows, float* __restrict out,
-                             int64_t ldo) {
-  const RowPtrs r(v, st, rows);
+// Σ_k row_t[k·sk] · m[k·ldm + l] for the eight rows of r and the 16 lanes l, in eight registers.
+struct EightRowSums {
+  Lanes row[kRows];
+};
+[[gnu::always_inline]] inline EightRowSums SumEightRows(const RowPtrs& r, int64_t sk, int64_t K, const float* __restrict m, int64_t ldm) {
   Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {}, a4 = {}, a5 = {}, a6 = {}, a7 = {};
   for (int64_t k = 0; k < K; k++) {
     const Lanes mk = Load(m + k * ldm);
@@ -76,29 +77,25 @@ PBRL_CLONES void Gather16Of8(const float* v, int64_t st, int64_t sk, int64_t K, 
     a6 += r.p[6][o] * mk;
     a7 += r.p[7][o] * mk;
   }
-  const Lanes acc[kRows] = {a0, a1, a2, a3, a4, a5, a6, a7};
-  for (int t = 0; t < rows; t++) Store(out + t * ldo, acc[t]);
+  return EightRowSums{{a0, a1, a2, a3, a4, a5, a6, a7}};
 }
 
 // Without AVX-512 a 16-lane sum is two 256-bit registers, and eight rows' sums (sixteen registers)
-// do not fit beside the weight block: they spill to the stack, and Gather16Of8 ran at 7.4 GFLOPS on
-// a Zen 3 core. Four rows' sums in eight 8-lane halves stay in registers: 85 GFLOPS there.
+// do not fit beside the weight block: they spilled to the stack, 7.4 GFLOPS on a Zen 3 core. Four
+// rows' sums in eight 8-lane halves stay in registers: 85 GFLOPS there.
 typedef float Half __attribute__((vector_size(32), aligned(4)));
 [[gnu::always_inline]] inline Half LoadHalf(const float* p) {
   Half v;
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
-[[gnu::always_inline]] inline void StoreHalves(float* p, Half lo, Half hi) {
-  __builtin_memcpy(p, &lo, sizeof lo);
-  __builtin_memcpy(p + 8, &hi, sizeof hi);
-}
 constexpr int kFewRows = 4;
 
-// Gather16Of8 for rows ≤ 4.
-PBRL_CLONES void Gather16Of4(const float* v, int64_t st, int64_t sk, int64_t K, const float* __restrict m, int64_t ldm, int rows, float* __restrict out,
-                             int64_t ldo) {
-  const RowPtrs r(v, st, rows);
+// SumEightRows for the first four rows of r, as 8-lane halves.
+struct FourRowSums {
+  Half lo[kFewRows], hi[kFewRows];
+};
+[[gnu::always_inline]] inline FourRowSums SumFourRows(const RowPtrs& r, int64_t sk, int64_t K, const float* __restrict m, int64_t ldm) {
   Half l0 = {}, h0 = {}, l1 = {}, h1 = {}, l2 = {}, h2 = {}, l3 = {}, h3 = {};
   for (int64_t k = 0; k < K; k++) {
     const Half lo = LoadHalf(m + k * ldm), hi = LoadHalf(m + k * ldm + 8);
@@ -113,23 +110,32 @@ PBRL_CLONES void Gather16Of4(const float* v, int64_t st, int64_t sk, int64_t K, 
     l3 += x3 * lo;
     h3 += x3 * hi;
   }
-  const Half los[kFewRows] = {l0, l1, l2, l3}, his[kFewRows] = {h0, h1, h2, h3};
-  for (int t = 0; t < rows; t++) StoreHalves(out + t * ldo, los[t], his[t]);
+  return FourRowSums{{l0, l1, l2, l3}, {h0, h1, h2, h3}};
 }
 
-bool HasAvx512() {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  static const bool has = __builtin_cpu_supports("x86-64-v4");
-  return has;
-#else
-  return false;
-#endif
+// Row t's 16 sums (plus add's 16 values when add is given) at out.
+[[gnu::always_inline]] inline void StoreSums(float* out, const float* add, Lanes sum) { Store(out, add != nullptr ? Load(add) + sum : sum); }
+[[gnu::always_inline]] inline void StoreSums(float* out, const float* add, Half lo, Half hi) {
+  if (add != nullptr) {
+    lo += LoadHalf(add);
+    hi += LoadHalf(add + 8);
+  }
+  __builtin_memcpy(out, &lo, sizeof lo);
+  __builtin_memcpy(out + 8, &hi, sizeof hi);
 }
 
-// Gather16Of8 where the CPU has AVX-512, else four rows at a time.
-void Gather16(const float* v, int64_t st, int64_t sk, int64_t K, const float* m, int64_t ldm, int rows, float* out, int64_t ldo) {
-  if (HasAvx512()) return Gather16Of8(v, st, sk, K, m, ldm, rows, out, ldo);
-  for (int t = 0; t < rows; t += kFewRows) Gather16Of4(v + t * st, st, sk, K, m, ldm, std::min(kFewRows, rows - t), out + t * ldo, ldo);
+// out[t·ldo + l] = Σ_k v[t·st + k·sk] · m[k·ldm + l] for rows t < `rows` (≤ 8) and one 16-lane block of m.
+PBRL_CLONES void Gather16Of8(const float* v, int64_t st, int64_t sk, int64_t K, const float* __restrict m, int64_t ldm, int rows, float* __restrict out,
+                             int64_t ldo) {
+  const EightRowSums s = SumEightRows(RowPtrs(v, st, rows), sk, K, m, ldm);
+  for (int t = 0; t < rows; t++) StoreSums(out + t * ldo, nullptr, s.row[t]);
+}
+
+// Gather16Of8 for rows ≤ 4.
+PBRL_CLONES void Gather16Of4(const float* v, int64_t st, int64_t sk, int64_t K, const float* __restrict m, int64_t ldm, int rows, float* __restrict out,
+                             int64_t ldo) {
+  const FourRowSums s = SumFourRows(RowPtrs(v, st, rows), sk, K, m, ldm);
+  for (int t = 0; t < rows; t++) StoreSums(out + t * ldo, nullptr, s.lo[t], s.hi[t]);
 }
 
 // The columns n0 ≤ n < N (fewer than 16) of Scatter16, one sum at a time.
@@ -148,54 +154,39 @@ PBRL_CLONES void Scatter16Of8(const float* c, int64_t ldc, int64_t J, const floa
   const RowPtrs cr(c, ldc, rows);
   int64_t n0 = 0;
   for (; n0 + kLanes <= N; n0 += kLanes) {
-    Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {}, a4 = {}, a5 = {}, a6 = {}, a7 = {};
-    for (int64_t j = 0; j < J; j++) {
-      const Lanes mj = Load(m + j * ldm + n0);
-      a0 += cr.p[0][j] * mj;
-      a1 += cr.p[1][j] * mj;
-      a2 += cr.p[2][j] * mj;
-      a3 += cr.p[3][j] * mj;
-      a4 += cr.p[4][j] * mj;
-      a5 += cr.p[5][j] * mj;
-      a6 += cr.p[6][j] * mj;
-      a7 += cr.p[7][j] * mj;
-    }
-    const Lanes acc[kRows] = {a0, a1, a2, a3, a4, a5, a6, a7};
-    for (int t = 0; t < rows; t++) Store(out + t * ldo + n0, add != nullptr ? Load(add + t * ldo + n0) + acc[t] : acc[t]);
+    const EightRowSums s = SumEightRows(cr, 1, J, m + n0, ldm);
+    for (int t = 0; t < rows; t++) StoreSums(out + t * ldo + n0, add != nullptr ? add + t * ldo + n0 : nullptr, s.row[t]);
   }
   ScatterTail(cr, J, m, ldm, n0, N, rows, add, out, ldo);
 }
 
-// Scatter16Of8 for rows ≤ 4, in 8-lane halves (see Gather16Of4).
+// Scatter16Of8 for rows ≤ 4.
 PBRL_CLONES void Scatter16Of4(const float* c, int64_t ldc, int64_t J, const float* __restrict m, int64_t ldm, int64_t N, int rows, const float* add,
                               float* out, int64_t ldo) {
   const RowPtrs cr(c, ldc, rows);
   int64_t n0 = 0;
   for (; n0 + kLanes <= N; n0 += kLanes) {
-    Half l0 = {}, h0 = {}, l1 = {}, h1 = {}, l2 = {}, h2 = {}, l3 = {}, h3 = {};
-    for (int64_t j = 0; j < J; j++) {
-      const Half lo = LoadHalf(m + j * ldm + n0), hi = LoadHalf(m + j * ldm + n0 + 8);
-      const float x0 = cr.p[0][j], x1 = cr.p[1][j], x2 = cr.p[2][j], x3 = cr.p[3][j];
-      l0 += x0 * lo;
-      h0 += x0 * hi;
-      l1 += x1 * lo;
-      h1 += x1 * hi;
-      l2 += x2 * lo;
-      h2 += x2 * hi;
-      l3 += x3 * lo;
-      h3 += x3 * hi;
-    }
-    const Half los[kFewRows] = {l0, l1, l2, l3}, his[kFewRows] = {h0, h1, h2, h3};
-    for (int t = 0; t < rows; t++) {
-      float* o = out + t * ldo + n0;
-      if (add != nullptr) StoreHalves(o, LoadHalf(add + t * ldo + n0) + los[t], LoadHalf(add + t * ldo + n0 + 8) + his[t]);
-      else StoreHalves(o, los[t], his[t]);
-    }
+    const FourRowSums s = SumFourRows(cr, 1, J, m + n0, ldm);
+    for (int t = 0; t < rows; t++) StoreSums(out + t * ldo + n0, add != nullptr ? add + t * ldo + n0 : nullptr, s.lo[t], s.hi[t]);
   }
   ScatterTail(cr, J, m, ldm, n0, N, rows, add, out, ldo);
 }
 
-// Scatter16Of8 where the CPU has AVX-512, else four rows at a time.
+bool HasAvx512() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  static const bool has = __builtin_cpu_supports("x86-64-v4");
+  return has;
+#else
+  return false;
+#endif
+}
+
+// The kernels with eight rows where the CPU has AVX-512, else four rows at a time.
+void Gather16(const float* v, int64_t st, int64_t sk, int64_t K, const float* m, int64_t ldm, int rows, float* out, int64_t ldo) {
+  if (HasAvx512()) return Gather16Of8(v, st, sk, K, m, ldm, rows, out, ldo);
+  for (int t = 0; t < rows; t += kFewRows) Gather16Of4(v + t * st, st, sk, K, m, ldm, std::min(kFewRows, rows - t), out + t * ldo, ldo);
+}
+
 void Scatter16(const float* c, int64_t ldc, int64_t J, const float* m, int64_t ldm, int64_t N, int rows, const float* add, float* out, int64_t ldo) {
   if (HasAvx512()) return Scatter16Of8(c, ldc, J, m, ldm, N, rows, add, out, ldo);
   for (int t = 0; t < rows; t += kFewRows)
