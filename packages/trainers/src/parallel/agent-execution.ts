@@ -96,8 +96,10 @@ class InWorkers implements AgentExecution {
  * The execution a config asks for: parallel_training="mp" with two or more actor models runs one
  * worker thread per agent; otherwise (or with one actor: nothing to run side by side) this thread.
  */
-export function agentExecution(parallelTraining: "none" | "mp", actors: number, log: (line: string) => void): AgentExecution {
+export function agentExecution(parallelTraining: "none" | "mp" | "ddp", actors: number, log: (line: string) => void): AgentExecution {
   if (parallelTraining === "none") return inThisThread;
+  // checkDdp refuses ddp before a trainer gets here; running it in this thread would hide that.
+  if (parallelTraining === "ddp") throw new Error('parallel_training="ddp" reached agentExecution: the trainer must call checkDdp first');
   if (actors < 2) {
     log('pbrl: parallel_training="mp" has no effect with a single actor model; it runs in this thread');
     return inThisThread;
