@@ -1,0 +1,132 @@
+// `pbrl train --nproc_per_node N` as real processes: the launcher starts N ranks of the same
+// command with torchrun's environment, prefixes their lines with the rank, forms a c10d group
+// through that environment, stops every rank when one fails or dies (naming it), and passes
+// Ctrl-C to every rank. The ranks are test ranks (PBRL_TEST_RANK, src/launch/test-rank.ts) except
+// in the last test, which starts real `pbrl train` runs.
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { availableParallelism, hostname, tmpdir } from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { distributedAvailable } from "@pbrl/core-tensor";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
+import { compileCli, packagesBuilt } from "./compiled-cli.js";
+
+interface Launch {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+let cli: { main: string; cleanup: () => void } | undefined;
+beforeAll(async () => {
+  if (packagesBuilt) cli = await compileCli();
+}, 120_000);
+afterAll(() => cli?.cleanup());
+
+/** Runs `pbrl train ARGS` with extra env; `onErr` sees the launcher's stderr as it grows (to send signals). */
+function launch(args: string[], env: Record<string, string>, onErr?: (err: string, pid: number) => void): Promise<Launch> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cli!.main, "train", ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+      onErr?.(err, child.pid!);
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, out, err }));
+  });
+}
+
+const distributed = distributedAvailable();
+const noGroups = distributed.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : distributed.reason;
+
+describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
+  it("starts N ranks with torchrun's environment and a share of the cores each, lines prefixed by rank", async () => {
+    const r = await launch(["--nproc_per_node", "2", "seed=3"], { PBRL_TEST_RANK: "env", OMP_NUM_THREADS: "", PBRL_NATIVE_THREADS: "" });
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toMatch(/pbrl: launching 2 ranks on \S+ \(node 0 of 1, world size 2, rendezvous 127\.0\.0\.1:\d+/);
+    const ranks = r.out
+      .trim()
+      .split("\n")
+      .map((line) => /^\[rank (\d)\] (\{.*\})$/.exec(line)!)
+      .map((m): Record<string, unknown> & { prefix: number } => ({ ...(JSON.parse(m[2]!) as Record<string, unknown>), prefix: Number(m[1]) }))
+      .sort((a, b) => a.prefix - b.prefix);
+    expect(ranks.map((x) => [x.prefix, x["RANK"], x["LOCAL_RANK"], x["WORLD_SIZE"], x["LOCAL_WORLD_SIZE"], x["MASTER_ADDR"]])).toEqual([
+      [0, "0", "0", "2", "2", "127.0.0.1"],
+      [1, "1", "1", "2", "2", "127.0.0.1"],
+    ]);
+    expect(ranks[0]!["MASTER_PORT"]).toBe(ranks[1]!["MASTER_PORT"]);
+    // OMP_NUM_THREADS and PBRL_NATIVE_THREADS empty (unset): each rank gets half the cores
+    const share = String(Math.max(1, Math.floor(availableParallelism() / 2)));
+    expect(ranks.map((x) => [x["OMP_NUM_THREADS"], x["PBRL_NATIVE_THREADS"]])).toEqual([
+      [share, share],
+      [share, share],
+    ]);
+    expect(ranks[0]!["argv"]).toEqual(["seed=3"]);
+  }, 30_000);
+
+  it.skipIf(noGroups !== undefined)(
+    "the ranks form a c10d group from that environment and all-reduce",
+    async () => {
+      const r = await launch(["--nproc_per_node", "2"], { PBRL_TEST_RANK: "allreduce" });
+      expect(r.code, r.err).toBe(0);
+      expect(
+        r.out
+          .split("\n")
+          .filter((l) => l !== "")
+          .sort(),
+      ).toEqual(["[rank 0] allreduce 3", "[rank 1] allreduce 3"]);
+    },
+    30_000,
+  );
+
+  it("a rank that exits non-zero stops the others; the launch exits 1 naming rank, code and host", async () => {
+    const r = await launch(["--nproc_per_node", "3"], { PBRL_TEST_RANK: "fail" });
+    expect(r.code, r.err).toBe(1);
+    // Ranks 0 and 1 wait for a signal forever: the launch ending at all shows they were stopped.
+    expect(r.err).toContain(`pbrl train: rank 2 (local rank 2 on host ${hostname()}) exited with code 3; the other ranks were stopped`);
+  }, 30_000);
+
+  it("a rank killed by SIGKILL: the launch exits 1 naming the signal", async () => {
+    const r = await launch(["--nproc_per_node", "2"], { PBRL_TEST_RANK: "sigkill" });
+    expect(r.code, r.err).toBe(1);
+    expect(r.err).toContain(`pbrl train: rank 1 (local rank 1 on host ${hostname()}) was killed by SIGKILL; the other ranks were stopped`);
+  }, 30_000);
+
+  it("SIGINT on the launcher reaches every rank once; the launch exits 130 as a stopped run", async () => {
+    let sent = false;
+    const r = await launch(["--nproc_per_node", "2"], { PBRL_TEST_RANK: "wait" }, (err, pid) => {
+      if (!sent && (err.match(/waiting for a signal/g) ?? []).length === 2) {
+        sent = true;
+        process.kill(pid, "SIGINT");
+      }
+    });
+    expect(r.code, r.err).toBe(130);
+    expect(r.err).toContain("pbrl: SIGINT: passing it to every rank");
+    expect(r.err).toContain("[rank 0] stopped by SIGINT");
+    expect(r.err).toContain("[rank 1] stopped by SIGINT");
+    expect(r.err).not.toMatch(/other ranks were stopped/);
+  }, 30_000);
+
+  it("real runs: a config without parallel_training=ddp is refused on every rank (exit 2), nothing written", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "pbrl-launch-"));
+    writeFileSync(path.join(dir, "train.jsonl"), JSON.stringify({ prompt: "The cat" }));
+    writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map(() => 0);\n");
+    const out = path.join(dir, "out");
+    const args = [
+      `agent_model=${TINY_LLAMA}`,
+      `train_dataset=${path.join(dir, "train.jsonl")}`,
+      `reward_func=${path.join(dir, "reward.mjs")}`,
+      "trainer=madpo_iter",
+      `output_dir=${out}`,
+    ];
+    const r = await launch(["--nproc_per_node", "2", ...args], {});
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/\[rank \d\] .*parallel_training: is "none", but this process is one of WORLD_SIZE=2 ranks/);
+    expect(r.err).toMatch(/pbrl train: rank \d \(local rank \d on host \S+\) exited with code 2; the other ranks were stopped/);
+    expect(existsSync(out)).toBe(false);
+  }, 60_000);
+});
