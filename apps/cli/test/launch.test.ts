@@ -4,7 +4,7 @@
 // Ctrl-C to every rank. The ranks are test ranks (PBRL_TEST_RANK, src/launch/test-rank.ts) except
 // in the last test, which starts real `pbrl train` runs.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, hostname, tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -129,4 +129,56 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
     expect(r.err).toMatch(/pbrl train: rank \d \(local rank \d on host \S+\) exited with code 2; the other ranks were stopped/);
     expect(existsSync(out)).toBe(false);
   }, 60_000);
+
+  it.skipIf(noGroups !== undefined)(
+    "parallel_training=ddp, madpo_iter, 2 ranks, 2 agents: the agents, checkpoints and replay files of the single-process run, byte for byte",
+    async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), "pbrl-ddp-run-"));
+      writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird"].map((prompt) => JSON.stringify({ prompt })).join("\n"));
+      writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n");
+      const args = [
+        `agent_model=${TINY_LLAMA}`,
+        `train_dataset=${path.join(dir, "train.jsonl")}`,
+        `reward_func=${path.join(dir, "reward.mjs")}`,
+        "trainer=madpo_iter",
+        "num_agents=2",
+        "num_iterations=2",
+        "preference_num_candidates=4",
+        "max_new_tokens=6",
+        "temperature=1.0",
+      ];
+      // The same threads per agent: one here, one per rank there (the launcher's share of 2 cores, set explicitly).
+      const one = { OMP_NUM_THREADS: "1", PBRL_NATIVE_THREADS: "1" };
+      const single = await launch([...args, `output_dir=${path.join(dir, "single")}`], one);
+      expect(single.code, single.err).toBe(0);
+      const ddp = await launch(["--nproc_per_node", "2", ...args, "parallel_training=ddp", `output_dir=${path.join(dir, "ddp")}`], one);
+      expect(ddp.code, ddp.err).toBe(0);
+      expect(ddp.err).toMatch(/\[rank 1\] pbrl: rank 1 of 2: hosting agent 1/);
+      expect(ddp.err).toMatch(/\[rank 0\] pbrl: parallel_training="ddp": 2 agents on 2 ranks/);
+      // Only rank 0 writes; the files that record the config differ in parallel_training and output_dir alone.
+      const files = (
+        readdirSync(path.join(dir, "single"), { recursive: true, withFileTypes: true }) as { isFile(): boolean; parentPath: string; name: string }[]
+      )
+        .filter((f) => f.isFile())
+        .map((f) => path.relative(path.join(dir, "single"), path.join(f.parentPath, f.name)))
+        .sort();
+      expect(files.filter((f) => f.startsWith("agents/")).length).toBeGreaterThan(0);
+      expect(files.filter((f) => f.startsWith("preference_replay/")).length).toBeGreaterThan(0);
+      for (const f of files) {
+        if (f === "metrics.jsonl" || f === ".pbrl-run.json") continue; // timestamps and timings
+        const a = readFileSync(path.join(dir, "single", f));
+        const b = readFileSync(path.join(dir, "ddp", f));
+        if (/(^config\.json|manifest\.json|state\.json)$/.test(f)) {
+          const strip = (x: Buffer) =>
+            x
+              .toString("utf8")
+              .replace(/"parallel_training":\s*"(none|ddp)"/g, "")
+              .replace(/"output_dir":\s*"[^"]*"/g, "")
+              .replace(/"bytes":\s*\d+,\s*"sha256":\s*"[0-9a-f]+"/g, "");
+          expect(strip(b), f).toBe(strip(a));
+        } else expect(b.equals(a), f).toBe(true);
+      }
+    },
+    60_000,
+  );
 });

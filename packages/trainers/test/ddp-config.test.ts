@@ -1,7 +1,8 @@
 // parallel_training="ddp": accepted by every trainer's config with ddp_timeout (transformers'
-// name, seconds, 1800), and refused as a ConfigError when a trainer is built — saying how to get
-// process groups when the libtorch addon is missing, and that the trainer does not run on ranks
-// yet otherwise — before output_dir exists.
+// name, seconds, 1800), and refused as a ConfigError when a trainer is built where it cannot run —
+// saying how to get process groups when the libtorch addon is missing, that no launcher started
+// the ranks, that a trainer does not run on ranks yet, or that ranks outnumber agents — before
+// output_dir exists.
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
@@ -32,6 +33,10 @@ describe("parallel_training=ddp config", () => {
     ]);
     const [p] = ddpProblems("ddp", "marlhf", { ok: true }, 2);
     expect(p).toMatch(/^parallel_training: is "ddp", which the marlhf trainer does not run yet .*set parallel_training="mp"/);
+    // more ranks than agents (data-parallel replicas): not yet; LoRA's shared base: not on ranks
+    expect(ddpProblems("ddp", "madpo_iter", { ok: true }, 3, 2)[0]).toMatch(/on 3 ranks, but the run has 2 actor models: .*launch at most 2 ranks/);
+    expect(ddpProblems("ddp", "madpo_iter", { ok: true }, 2, 2, true)[0]).toMatch(/with use_peft=true the agents share one base/);
+    expect(ddpProblems("ddp", "madpo_iter", { ok: true }, 2, 2, false)).toEqual([]);
     // A launched rank without ddp would train the whole run alone.
     const [alone] = ddpProblems("none", "madpo", { ok: true }, 2);
     expect(alone).toMatch(/^parallel_training: is "none", but this process is one of WORLD_SIZE=2 ranks .*set parallel_training=ddp/);
@@ -54,8 +59,8 @@ describe("parallel_training=ddp config", () => {
     }
     expect(err).toBeInstanceOf(ConfigError);
     const availability = distributedAvailable();
-    // Without the addon the message is its install hint; with it, the trainer's "not yet".
-    expect((err as Error).message).toContain(availability.ok ? "the madpo_iter trainer does not run yet" : availability.reason);
+    // Without the addon the message is its install hint; with it, that no launcher started the ranks.
+    expect((err as Error).message).toContain(availability.ok ? '"ddp", but no launcher started this process' : availability.reason);
     expect(existsSync(out)).toBe(false);
   });
 });

@@ -1,5 +1,7 @@
 import { availableParallelism } from "node:os";
+import { checkDdp, closeRankChannels, serveAgentRank, TRAINER_CONFIGS } from "@pbrl/trainers";
 import { parseFlags } from "../args.js";
+import { EXIT } from "../exit-codes.js";
 import { LAUNCH_FLAG_NAMES, launchPlan, rankArgv, type LaunchFlags } from "../launch/launch-plan.js";
 import { freeLoopbackPort, runRanks } from "../launch/launcher.js";
 import { TEST_RANK_VAR, testRank } from "../launch/test-rank.js";
@@ -77,6 +79,14 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
   const trainer = trainerName(file.values["trainer"] ?? "madpo");
   const { config, run } = splitRunFile(file.values, trainer);
   const cfg = buildTrainerConfig(trainer, config);
+  const a = cfg.args;
+  if (a.parallel_training === "ddp" && Number(process.env["RANK"] ?? "0") >= 1) {
+    // A rank ≥ 1 runs no trainer: it hosts its agents for rank 0, which reads the data and writes the run.
+    const actors = a.collaboration_mode === "centralized" ? 1 : a.num_agents;
+    checkDdp(TRAINER_CONFIGS[trainer].configName, trainer, a, actors);
+    await serveAgentRank({ numAgents: actors, timeoutSeconds: a.ddp_timeout, log: (line) => a.verbose && io.err(`${line}\n`) });
+    return EXIT.ok;
+  }
   const resolved = await resolveRun(run, { rewardTimeoutS: cfg.args.reward_timeout_s });
   try {
     const outcome = await runTrainer(resolved, cfg, io);
@@ -85,6 +95,8 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
     outcome.dispose();
     return exitCodeOf(outcome);
   } finally {
+    // ddp: the other ranks wait for rank 0's word to stop (after every exchange in flight).
+    await closeRankChannels();
     // The reward worker thread, busy or not, must not outlive the run (nor keep the process alive).
     await resolved.close();
   }

@@ -7,17 +7,25 @@ import { distributedAvailable, type DistributedAvailability } from "@pbrl/core-t
 import { ConfigError } from "../config/define-config.js";
 
 /**
- * The trainers whose rounds run on ranks. None yet: the launcher (pbrl train --nproc_per_node)
- * and the process groups are in place, the trainers' rank placement is not (docs/distributed.md).
+ * The trainers whose rounds run on ranks (rank 0 trains, agent a lives on rank a mod W;
+ * rank-channel.ts); the others refuse ddp until they are tested on ranks (docs/distributed.md).
  */
-export const DDP_TRAINERS: ReadonlySet<string> = new Set<string>();
+export const DDP_TRAINERS: ReadonlySet<string> = new Set<string>(["madpo_iter"]);
 
 /**
  * The problems of parallel_training for `trainerName` given whether process groups can be formed
  * and the WORLD_SIZE a launcher (pbrl train --nproc_per_node, torchrun, srun) gave this process
  * (pure: the caller asks the addon and the environment).
  */
-export function ddpProblems(parallelTraining: string, trainerName: string, availability: DistributedAvailability, worldSize: number): string[] {
+export function ddpProblems(
+  parallelTraining: string,
+  trainerName: string,
+  availability: DistributedAvailability,
+  worldSize: number,
+  actors = 2,
+  usePeft = false,
+  launched = true,
+): string[] {
   if (parallelTraining !== "ddp") {
     // Every rank would train the whole run alone, all writing one output_dir.
     return worldSize > 1
@@ -34,6 +42,18 @@ export function ddpProblems(parallelTraining: string, trainerName: string, avail
       `parallel_training: is "ddp", which the ${trainerName} trainer does not run yet (ranks are not placed on agents; see docs/distributed.md): ` +
         'set parallel_training="mp" (one worker thread per agent, one process) or "none"',
     ];
+  if (!launched)
+    return [
+      'parallel_training: is "ddp", but no launcher started this process (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are unset): run `pbrl train --nproc_per_node N …`, torchrun or srun (docs/distributed.md)',
+    ];
+  if (worldSize > actors)
+    return [
+      `parallel_training: is "ddp" on ${worldSize} ranks, but the run has ${actors} actor model${actors === 1 ? "" : "s"}: ranks are placed on agents (rank r owns agent r mod ${actors}) and data-parallel replicas (more ranks than agents) are not supported yet; launch at most ${actors} rank${actors === 1 ? "" : "s"}`,
+    ];
+  if (usePeft)
+    return [
+      'parallel_training: is "ddp", which gives every agent a model of its own on its rank; with use_peft=true the agents share one base: set parallel_training="none"',
+    ];
   return [];
 }
 
@@ -44,10 +64,12 @@ function launchedWorldSize(): number {
 }
 
 /** Throws a ConfigError when parallel_training cannot run here; asks the addon only when ddp is asked for. */
-export function checkDdp(configName: string, trainerName: string, parallelTraining: string): void {
+export function checkDdp(configName: string, trainerName: string, args: { parallel_training: string; use_peft: boolean }, actors: number): void {
+  const parallelTraining = args.parallel_training;
   const worldSize = launchedWorldSize();
   if (parallelTraining !== "ddp" && worldSize === 1) return;
   const availability: DistributedAvailability = parallelTraining === "ddp" ? distributedAvailable() : { ok: true };
-  const problems = ddpProblems(parallelTraining, trainerName, availability, worldSize);
+  const launched = process.env["RANK"] !== undefined && process.env["WORLD_SIZE"] !== undefined;
+  const problems = ddpProblems(parallelTraining, trainerName, availability, worldSize, actors, args.use_peft, launched);
   if (problems.length > 0) throw new ConfigError(configName, problems);
 }
