@@ -130,9 +130,9 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
     expect(existsSync(out)).toBe(false);
   }, 60_000);
 
-  it.skipIf(noGroups !== undefined)(
-    "parallel_training=ddp, madpo_iter, 2 ranks, 2 agents: the agents, checkpoints and replay files of the single-process run, byte for byte",
-    async () => {
+  it.skipIf(noGroups !== undefined).each(["madpo_iter", "marlhf_iter"])(
+    "parallel_training=ddp, %s, 2 ranks, 2 agents: the agents, checkpoints and replay files of the single-process run, byte for byte",
+    async (trainer) => {
       const dir = mkdtempSync(path.join(tmpdir(), "pbrl-ddp-run-"));
       writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird"].map((prompt) => JSON.stringify({ prompt })).join("\n"));
       writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n");
@@ -140,7 +140,7 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
         `agent_model=${TINY_LLAMA}`,
         `train_dataset=${path.join(dir, "train.jsonl")}`,
         `reward_func=${path.join(dir, "reward.mjs")}`,
-        "trainer=madpo_iter",
+        `trainer=${trainer}`,
         "num_agents=2",
         "num_iterations=2",
         "preference_num_candidates=4",

@@ -7,10 +7,10 @@ import { distributedAvailable, type DistributedAvailability } from "@pbrl/core-t
 import { ConfigError } from "../config/define-config.js";
 
 /**
- * The trainers whose rounds run on ranks (rank 0 trains, agent a lives on rank a mod W;
- * rank-channel.ts); the others refuse ddp until they are tested on ranks (docs/distributed.md).
+ * The trainers that run on ranks (rank 0 trains, agent a lives on rank a mod W; rank-channel.ts):
+ * all four, through the mp execution. A new trainer opts in once it is tested on ranks.
  */
-export const DDP_TRAINERS: ReadonlySet<string> = new Set<string>(["madpo_iter"]);
+export const DDP_TRAINERS: ReadonlySet<string> = new Set<string>(["madpo", "madpo_iter", "marlhf", "marlhf_iter"]);
 
 /**
  * The problems of parallel_training for `trainerName` given whether process groups can be formed
