@@ -153,7 +153,7 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
       expect(single.code, single.err).toBe(0);
       const ddp = await launch(["--nproc_per_node", "2", ...args, "parallel_training=ddp", `output_dir=${path.join(dir, "ddp")}`], one);
       expect(ddp.code, ddp.err).toBe(0);
-      expect(ddp.err).toMatch(/\[rank 1\] pbrl: rank 1 of 2: hosting agent 1/);
+      expect(ddp.err).toMatch(/\[rank 1\] pbrl: rank 1 of 2 \(pid \d+\): hosting agent 1/);
       expect(ddp.err).toMatch(/\[rank 0\] pbrl: parallel_training="ddp": 2 agents on 2 ranks/);
       // Only rank 0 writes; the files that record the config differ in parallel_training and output_dir alone.
       const files = (
@@ -178,6 +178,52 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
           expect(strip(b), f).toBe(strip(a));
         } else expect(b.equals(a), f).toBe(true);
       }
+    },
+    60_000,
+  );
+
+  it.skipIf(noGroups !== undefined)(
+    "a ddp rank killed by SIGKILL mid-run: the launch exits 1 naming it, and a resume gives the uninterrupted run's agents byte for byte",
+    async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), "pbrl-ddp-kill-"));
+      writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird"].map((prompt) => JSON.stringify({ prompt })).join("\n"));
+      writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n");
+      const args = [
+        `agent_model=${TINY_LLAMA}`,
+        `train_dataset=${path.join(dir, "train.jsonl")}`,
+        `reward_func=${path.join(dir, "reward.mjs")}`,
+        "trainer=madpo_iter",
+        "num_agents=2",
+        "num_iterations=3",
+        "preference_num_candidates=4",
+        "max_new_tokens=6",
+        "temperature=1.0",
+      ];
+      const one = { OMP_NUM_THREADS: "1", PBRL_NATIVE_THREADS: "1" };
+      // The uninterrupted run, in one process (which ddp matches byte for byte, above).
+      const whole = await launch([...args, `output_dir=${path.join(dir, "whole")}`], one);
+      expect(whole.code, whole.err).toBe(0);
+      const ddp = ["--nproc_per_node", "2", ...args, "parallel_training=ddp", `output_dir=${path.join(dir, "cut")}`];
+      let killed = false;
+      const cut = await launch(ddp, one, (err) => {
+        const pid = /\[rank 1\] pbrl: rank 1 of 2 \(pid (\d+)\)/.exec(err)?.[1];
+        // Once round 2's pairs are in, rank 1 dies while its agent trains (or round 3 collects).
+        if (!killed && pid !== undefined && /\[rank 0\] pbrl: round 2: /.test(err)) {
+          killed = true;
+          process.kill(Number(pid), "SIGKILL");
+        }
+      });
+      expect(killed).toBe(true);
+      expect(cut.code, cut.err).toBe(1);
+      expect(cut.err).toMatch(/pbrl train: rank 1 \(local rank 1 on host \S+\) was killed by SIGKILL; the other ranks were stopped/);
+      const stoppedAt = (JSON.parse(readFileSync(path.join(dir, "cut", "checkpoints", "latest.json"), "utf8")) as { round: number }).round;
+      expect(stoppedAt).toBeLessThan(3);
+      const resumed = await launch([...ddp, "resume_from_checkpoint=true"], one);
+      expect(resumed.code, resumed.err).toBe(0);
+      const agentFiles = (readdirSync(path.join(dir, "whole", "agents"), { recursive: true }) as string[]).filter((f) => /\.(safetensors|json)$/.test(f));
+      expect(agentFiles).toContain(path.join("agent_1", "model.safetensors"));
+      for (const f of agentFiles)
+        expect(readFileSync(path.join(dir, "cut", "agents", f)).equals(readFileSync(path.join(dir, "whole", "agents", f))), f).toBe(true);
     },
     60_000,
   );

@@ -161,9 +161,17 @@ export class RankChannel {
   private async stop(): Promise<void> {
     await this.flushing;
     if (this.group === undefined) return;
-    const group = await this.group;
-    await broadcastWords(group, new Int32Array([0, 0, 0]));
-    group.destroy();
+    // A group that never formed or already failed (a rank died) cannot be told anything: its
+    // error has reached the run, and the launcher stops the ranks still waiting.
+    const group = await this.group.catch(() => undefined);
+    if (group === undefined) return;
+    try {
+      await broadcastWords(group, new Int32Array([0, 0, 0]));
+    } catch {
+      // as above
+    } finally {
+      group.destroy();
+    }
   }
 }
 

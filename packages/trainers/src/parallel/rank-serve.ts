@@ -14,7 +14,7 @@ export async function serveAgentRank(options: { numAgents: number; timeoutSecond
   const owned = Array.from({ length: options.numAgents }, (_, a) => a).filter((a) => ownerOf(a, group.worldSize) === group.rank);
   const threads = Math.max(1, Math.floor(nativeThreads() / Math.max(1, owned.length)));
   options.log(
-    `pbrl: rank ${group.rank} of ${group.worldSize}: hosting agent${owned.length === 1 ? "" : "s"} ${owned.join(", ")}, ${threads} compute thread${threads === 1 ? "" : "s"} each`,
+    `pbrl: rank ${group.rank} of ${group.worldSize} (pid ${process.pid}): hosting agent${owned.length === 1 ? "" : "s"} ${owned.join(", ")}, ${threads} compute thread${threads === 1 ? "" : "s"} each`,
   );
   const workers = new Map<number, AgentWorker>();
   const endpoint = (agent: number): AgentWorker => {
