@@ -84,7 +84,17 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
     // A rank ≥ 1 runs no trainer: it hosts its agents for rank 0, which reads the data and writes the run.
     const actors = a.collaboration_mode === "centralized" ? 1 : a.num_agents;
     checkDdp(TRAINER_CONFIGS[trainer].configName, trainer, a, actors);
-    await serveAgentRank({ numAgents: actors, timeoutSeconds: a.ddp_timeout, log: (line) => a.verbose && io.err(`${line}\n`) });
+    // Ctrl-C reaches every rank; rank 0 finishes its round and checkpoint, which needs this rank's
+    // agents, then tells it to stop: so a signal here is noted, not obeyed.
+    const note = (signal: NodeJS.Signals) => io.err(`pbrl: ${signal} on rank ${process.env["RANK"]}: serving until rank 0 has finished its round\n`);
+    process.on("SIGINT", note);
+    process.on("SIGTERM", note);
+    try {
+      await serveAgentRank({ numAgents: actors, timeoutSeconds: a.ddp_timeout, log: (line) => a.verbose && io.err(`${line}\n`) });
+    } finally {
+      process.off("SIGINT", note);
+      process.off("SIGTERM", note);
+    }
     return EXIT.ok;
   }
   const resolved = await resolveRun(run, { rewardTimeoutS: cfg.args.reward_timeout_s });

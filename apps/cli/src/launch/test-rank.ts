@@ -19,8 +19,8 @@ function waitForSignal(io: CliIO): Promise<number> {
     const keepAlive = setInterval(() => {}, 1 << 30);
     const on = (signal: NodeJS.Signals) => {
       clearInterval(keepAlive);
-      io.err(`stopped by ${signal}\n`);
-      resolve(EXIT.stopped);
+      // Written straight to the pipe and waited for: the CLI exits as soon as this resolves.
+      process.stderr.write(`stopped by ${signal}\n`, () => resolve(EXIT.stopped));
     };
     process.once("SIGINT", on);
     process.once("SIGTERM", on);
