@@ -40,7 +40,9 @@ export type { MetricsListener, MetricsRecord } from "./metrics-log.js";
 export { ProgressBar } from "./progress.js";
 export type { ProgressMode } from "./progress.js";
 export { AgentWorkers } from "./parallel/agent-workers.js";
-export { agentExecution, localTeam } from "./parallel/agent-execution.js";
+export { agentExecution, closeRankChannels, localTeam } from "./parallel/agent-execution.js";
+export { checkDdp } from "./parallel/ddp-check.js";
+export { serveAgentRank } from "./parallel/rank-serve.js";
 export type { AgentExecution, AgentTeam } from "./parallel/agent-execution.js";
 export type { PolicyStepJob, PolicyStepResult } from "@pbrl/rl-backends";
 // The data-side contracts a user needs to write tasks, rewards and samplers.

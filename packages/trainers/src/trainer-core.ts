@@ -18,6 +18,7 @@ import type { RunCallbacks, TrainerCallback } from "./callbacks.js";
 import type { LearnContext, Learner } from "./learner.js";
 import type { MetricsListener, MetricsLog } from "./metrics-log.js";
 import { agentExecution, type AgentExecution } from "./parallel/agent-execution.js";
+import { checkDdp } from "./parallel/ddp-check.js";
 import { ProgressBar, type ProgressMode } from "./progress.js";
 import { renderRunPrompts } from "./prompt-rendering.js";
 import { checkContextRoom, runPromptTokens } from "./prompt-room.js";
@@ -154,7 +155,8 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     });
     const verbose = args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
-    this.execution = agentExecution(args.parallel_training, this.task.actors, this.log);
+    checkDdp(this.configName, this.trainerName, args, this.task.actors);
+    this.execution = agentExecution(args.parallel_training, this.task.actors, this.log, args.ddp_timeout);
     this.datasets = new RunDatasets(options, this.log);
     this.learner = learner({ task: this.task, execution: this.execution, log: this.log, trainItems: () => this.datasets.train });
   }

@@ -63,8 +63,8 @@ describe("did you mean, for choices", () => {
     // @ts-expect-error not a choice
     expect(problems(() => MARLHFConfig({ critic_type: "z" }))).toEqual(['critic_type: got "z"; expected one of "v", "q"']);
     // @ts-expect-error not a choice
-    expect(problems(() => MADPOConfig({ parallel_training: "ddp" }))).toEqual(['parallel_training: got "ddp"; expected one of "none", "mp", "null"']);
-    expect(problems(() => MADPOConfig({ parallel_training: 3 as never }))).toEqual(['parallel_training: got 3; expected one of "none", "mp", "null"']);
+    expect(problems(() => MADPOConfig({ parallel_training: "xla" }))).toEqual(['parallel_training: got "xla"; expected one of "none", "mp", "ddp", "null"']);
+    expect(problems(() => MADPOConfig({ parallel_training: 3 as never }))).toEqual(['parallel_training: got 3; expected one of "none", "mp", "ddp", "null"']);
   });
 
   it("counts a swap of neighbouring letters as one edit", () => {

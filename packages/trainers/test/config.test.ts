@@ -83,7 +83,7 @@ describe("MADPOConfig validation: every rule names its field", () => {
       /^preference_pairs_per_sample: got 16; pair_selection="all" keeps every non-tied pair, so set preference_pairs_per_sample=null$/,
     ],
     [{ collaboration_mode: "Centralised" }, /^collaboration_mode: got "Centralised"; did you mean "centralized"\? \(one of "decentralized", "centralized"\)$/],
-    [{ parallel_training: "ddp" }, /^parallel_training: got "ddp"; expected one of "none", "mp", "null"$/],
+    [{ parallel_training: "xla" }, /^parallel_training: got "xla"; expected one of "none", "mp", "ddp", "null"$/],
     [{ parallel_training: "mp" }, /^agent_devices: parallel_training="mp" needs explicit agent_devices/],
     [{ agent_devices: ["cpu", "cpu", "cpu"] }, /^agent_devices: has 3 entries; give one device or 2 \(one per agent\)$/],
     [{ reference_devices: [] }, /^reference_devices: got \[\]; expected null, a device name, or a non-empty list of device names$/],

@@ -1,4 +1,10 @@
+import { availableParallelism } from "node:os";
+import { checkDdp, closeRankChannels, serveAgentRank, TRAINER_CONFIGS } from "@pbrl/trainers";
 import { parseFlags } from "../args.js";
+import { EXIT } from "../exit-codes.js";
+import { LAUNCH_FLAG_NAMES, launchPlan, rankArgv, type LaunchFlags } from "../launch/launch-plan.js";
+import { freeLoopbackPort, runRanks } from "../launch/launcher.js";
+import { TEST_RANK_VAR, testRank } from "../launch/test-rank.js";
 import { UsageError, type CliIO } from "../io.js";
 import { buildTrainerConfig, readRunFile, resolveRun, splitRunFile, trainerName } from "../run-config.js";
 import { evalLine, exitCodeOf, reportHint, runTrainer } from "./run-trainer.js";
@@ -32,6 +38,20 @@ them, otherwise the text as written (formatters=Text: {txt} is the template "Tex
 Relative paths in the file are resolved against the file's folder, relative paths in key=value
 arguments against the current directory. Files must be UTF-8.
 
+Launching ranks (parallel_training=ddp; docs/distributed.md), as torchrun does:
+  --nproc_per_node N   start N ranks on this host, each running this same command with
+                       torchrun's environment (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,
+                       LOCAL_RANK, LOCAL_WORLD_SIZE) and OMP_NUM_THREADS and PBRL_NATIVE_THREADS
+                       = its share of the cores unless set; every line a rank prints is
+                       prefixed with [rank R]. A rank that fails stops the others (SIGTERM,
+                       then SIGKILL 30 s later) and the launch exits 1 naming it (2 when its
+                       configuration was bad); SIGINT/SIGTERM go to every rank once.
+  --nnodes K           hosts in the run (default 1, or SLURM_NNODES)
+  --node_rank I        this host's number, 0 … K-1 (default 0, or SLURM_NODEID)
+  --master_addr HOST   node 0's address (or MASTER_ADDR); one host alone: 127.0.0.1
+  --master_port PORT   the rendezvous port on node 0 (or MASTER_PORT); default 29500, one host
+                       alone: a free port
+
 Exit codes: 0 done, 2 bad configuration or input, 130 stopped by SIGINT/SIGTERM (while the run
 starts: nothing written; an iterative run first finishes its round and checkpoint: resume with
 resume_from_checkpoint=true), 1 anything else.
@@ -41,13 +61,42 @@ See docs/errors.md.
 export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
   const overrides = argv.filter((a) => !a.startsWith("-") && a.includes("="));
   const flags = argv.filter((a) => !overrides.includes(a));
-  const { values } = parseFlags(flags, { config: { type: "string" } }, "train");
+  const str = { type: "string" } as const;
+  const options = { config: str, nproc_per_node: str, nnodes: str, node_rank: str, master_addr: str, master_port: str } as const;
+  const { values } = parseFlags(flags, options, "train");
+  const testMode = process.env[TEST_RANK_VAR];
+  if (values.nproc_per_node !== undefined) {
+    const launch: LaunchFlags = values;
+    const plan = launchPlan(launch, process.env, availableParallelism(), await freeLoopbackPort());
+    return runRanks(plan, { command: [process.argv[1]!, "train", ...rankArgv(argv)] }, io);
+  }
+  for (const f of LAUNCH_FLAG_NAMES)
+    if (values[f] !== undefined) throw new UsageError(`pbrl train: --${f} only goes with --nproc_per_node N (the ranks this host starts)`);
+  if (testMode !== undefined) return testRank(testMode, argv, io);
   if (values.config === undefined && overrides.length === 0)
     throw new UsageError("pbrl train: pass --config FILE.yaml (and/or key=value overrides); see pbrl train --help");
   const file = readRunFile(values.config, overrides);
   const trainer = trainerName(file.values["trainer"] ?? "madpo");
   const { config, run } = splitRunFile(file.values, trainer);
   const cfg = buildTrainerConfig(trainer, config);
+  const a = cfg.args;
+  if (a.parallel_training === "ddp" && Number(process.env["RANK"] ?? "0") >= 1) {
+    // A rank ≥ 1 runs no trainer: it hosts its agents for rank 0, which reads the data and writes the run.
+    const actors = a.collaboration_mode === "centralized" ? 1 : a.num_agents;
+    checkDdp(TRAINER_CONFIGS[trainer].configName, trainer, a, actors);
+    // Ctrl-C reaches every rank; rank 0 finishes its round and checkpoint, which needs this rank's
+    // agents, then tells it to stop: so a signal here is noted, not obeyed.
+    const note = (signal: NodeJS.Signals) => io.err(`pbrl: ${signal} on rank ${process.env["RANK"]}: serving until rank 0 has finished its round\n`);
+    process.on("SIGINT", note);
+    process.on("SIGTERM", note);
+    try {
+      await serveAgentRank({ numAgents: actors, timeoutSeconds: a.ddp_timeout, log: (line) => a.verbose && io.err(`${line}\n`) });
+    } finally {
+      process.off("SIGINT", note);
+      process.off("SIGTERM", note);
+    }
+    return EXIT.ok;
+  }
   const resolved = await resolveRun(run, { rewardTimeoutS: cfg.args.reward_timeout_s });
   try {
     const outcome = await runTrainer(resolved, cfg, io);
@@ -56,6 +105,8 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
     outcome.dispose();
     return exitCodeOf(outcome);
   } finally {
+    // ddp: the other ranks wait for rank 0's word to stop (after every exchange in flight).
+    await closeRankChannels();
     // The reward worker thread, busy or not, must not outlive the run (nor keep the process alive).
     await resolved.close();
   }

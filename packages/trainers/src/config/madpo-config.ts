@@ -34,8 +34,12 @@ export const PREFERENCE_FIELDS = {
   collaboration_mode: choice(["decentralized", "centralized"], "decentralized").describe(
     "decentralized: one model per agent; centralized: one model writes every role's answer in one completion.",
   ),
-  parallel_training: choice(["none", "mp"], "none", { null: "none" }).describe(
-    "mp: each agent's update runs in its own worker thread, on its agent_devices entry; none: all in one thread.",
+  parallel_training: choice(["none", "mp", "ddp"], "none", { null: "none" }).describe(
+    "mp: each agent's update runs in its own worker thread, on its agent_devices entry; ddp: ranks of a c10d process group (pbrl train --nproc_per_node, torchrun, srun; needs the libtorch addon; docs/distributed.md); none: all in one thread.",
+  ),
+  // transformers' name and default
+  ddp_timeout: int(1, 1800).describe(
+    "Seconds a collective of parallel_training=ddp may wait for the other ranks before the run stops with an error naming the missing rank.",
   ),
   agent_devices: devices().describe("Device of the agents' models: null (the backend's), one for all, or one per agent (e.g. cuda:0)."),
   max_new_tokens: int(1, 256).describe("Most tokens generated per completion (centralized: for the whole joint completion)."),

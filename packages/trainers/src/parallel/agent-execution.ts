@@ -3,6 +3,18 @@ import { localAgents, type MadpoAgents } from "@pbrl/dpo";
 import { ParallelPolicySampler, PolicySampler, type CandidateSampler, type GenerationSettings, type Policy, type TrainableAgent } from "@pbrl/preference-data";
 import { localPolicyGradientAgents, type PolicyGradientAgents } from "@pbrl/rl-backends";
 import { AgentWorkers } from "./agent-workers.js";
+import { RankChannel } from "./rank-channel.js";
+import { ownerOf } from "./rank-messages.js";
+
+/** ddp channels of this process, so a command can stop the other ranks before it exits (closeRankChannels). */
+const openChannels = new Set<RankChannel>();
+
+/** Tells every other rank to stop and leaves the group (rank 0, at the end of a run; safe to call twice). */
+export async function closeRankChannels(): Promise<void> {
+  const all = [...openChannels];
+  openChannels.clear();
+  await Promise.all(all.map((c) => c.close()));
+}
 
 /**
  * The agents of one training phase, where they train: MADPO's two phases per update, the RL
@@ -51,15 +63,29 @@ class InWorkers implements AgentExecution {
   private started: AgentWorkers | undefined;
   readonly inWorkers = true;
 
-  constructor(private readonly log: (line: string) => void) {}
+  /** `ranks` (ddp): the channel to the other ranks, which own the agents a with a mod W ≠ 0. */
+  constructor(
+    private readonly log: (line: string) => void,
+    private readonly ranks?: RankChannel,
+  ) {}
 
   private workers(count: number): AgentWorkers {
     if (this.started === undefined) {
       const backend = currentBackend();
       if (backend === undefined) throw new Error('parallel_training="mp": no tensor backend is active');
-      this.started = new AgentWorkers(count, backend.name);
+      const ranks = this.ranks;
+      const world = RankChannel.worldSize();
+      this.started = new AgentWorkers(
+        count,
+        backend.name,
+        ranks === undefined ? undefined : { isRemote: (a) => ownerOf(a, world) !== 0, endpoint: (a) => ranks.endpoint(a) },
+      );
       const t = this.started.threadsPerWorker;
-      this.log(`pbrl: parallel_training="mp": ${count} agent worker threads on ${backend.name}, ${t} compute thread${t === 1 ? "" : "s"} each`);
+      this.log(
+        ranks === undefined
+          ? `pbrl: parallel_training="mp": ${count} agent worker threads on ${backend.name}, ${t} compute thread${t === 1 ? "" : "s"} each`
+          : `pbrl: parallel_training="ddp": ${count} agents on ${world} ranks (rank r owns agent r mod ${world}) on ${backend.name}, ${t} compute thread${t === 1 ? "" : "s"} each here`,
+      );
     }
     return this.started;
   }
@@ -89,6 +115,7 @@ class InWorkers implements AgentExecution {
   async close(): Promise<void> {
     await this.started?.close();
     this.started = undefined;
+    await this.ranks?.close();
   }
 }
 
@@ -96,8 +123,14 @@ class InWorkers implements AgentExecution {
  * The execution a config asks for: parallel_training="mp" with two or more actor models runs one
  * worker thread per agent; otherwise (or with one actor: nothing to run side by side) this thread.
  */
-export function agentExecution(parallelTraining: "none" | "mp", actors: number, log: (line: string) => void): AgentExecution {
+export function agentExecution(parallelTraining: "none" | "mp" | "ddp", actors: number, log: (line: string) => void, ddpTimeoutSeconds = 1800): AgentExecution {
   if (parallelTraining === "none") return inThisThread;
+  // checkDdp has checked the world size against the agents: rank 0 trains, the others host agents.
+  if (parallelTraining === "ddp") {
+    const channel = new RankChannel(ddpTimeoutSeconds);
+    openChannels.add(channel);
+    return new InWorkers(log, channel);
+  }
   if (actors < 2) {
     log('pbrl: parallel_training="mp" has no effect with a single actor model; it runs in this thread');
     return inThisThread;

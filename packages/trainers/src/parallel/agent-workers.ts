@@ -23,6 +23,7 @@ import {
 } from "@pbrl/preference-data";
 import type { PolicyStepJob, PolicyStepResult } from "@pbrl/rl-backends";
 import type { AgentTeam } from "./agent-execution.js";
+import type { AgentEndpoint } from "./rank-channel.js";
 import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
 
 /**
@@ -37,7 +38,7 @@ function workerScript(): URL {
   throw new Error(`parallel_training="mp" needs the built agent worker (${fileURLToPath(built)}); run \`pnpm build\``);
 }
 
-class AgentWorker {
+export class AgentWorker implements AgentEndpoint {
   private readonly worker: Worker;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private nextId = 0;
@@ -97,19 +98,25 @@ class AgentWorker {
 }
 
 export class AgentWorkers implements AgentTeam {
-  private readonly workers: AgentWorker[];
+  private readonly workers: AgentEndpoint[];
   /** Whether the workers' weights have moved since the trainer's copies were last brought up to date. */
   private stepped = false;
 
   /** Threads each worker's native kernels use: an equal share of this process's, at least one. */
   readonly threadsPerWorker: number;
 
+  /**
+   * `count` agents; by default each in a worker thread of this process. `remote` (ddp) names the
+   * agents that live elsewhere and gives their endpoints; this process's threads share its cores.
+   */
   constructor(
     count: number,
     private readonly backend: BackendName,
+    remote?: { isRemote: (agent: number) => boolean; endpoint: (agent: number) => AgentEndpoint },
   ) {
-    this.threadsPerWorker = Math.max(1, Math.floor(nativeThreads() / count));
-    this.workers = Array.from({ length: count }, (_, i) => new AgentWorker(i, this.threadsPerWorker));
+    const local = Array.from({ length: count }, (_, i) => i).filter((i) => remote?.isRemote(i) !== true).length;
+    this.threadsPerWorker = Math.max(1, Math.floor(nativeThreads() / Math.max(1, local)));
+    this.workers = Array.from({ length: count }, (_, i) => (remote?.isRemote(i) === true ? remote.endpoint(i) : new AgentWorker(i, this.threadsPerWorker)));
   }
 
   get count(): number {

