@@ -2,13 +2,13 @@
 // command with torchrun's environment, prefixes their lines with the rank, forms a c10d group
 // through that environment, stops every rank when one fails or dies (naming it), and passes
 // Ctrl-C to every rank. The ranks are test ranks (PBRL_TEST_RANK, src/launch/test-rank.ts) except
-// in the last test, which starts real `pbrl train` runs.
+// in the "real runs" tests, which start real `pbrl train` runs.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, hostname, tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { distributedAvailable } from "@pbrl/core-tensor";
+import { distributedAvailable, readSafetensors } from "@pbrl/core-tensor";
 import { TINY_LLAMA } from "@pbrl/test-fixtures";
 import { compileCli, packagesBuilt } from "./compiled-cli.js";
 
@@ -228,5 +228,79 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
         expect(readFileSync(path.join(dir, "cut", "agents", f)).equals(readFileSync(path.join(dir, "whole", "agents", f))), f).toBe(true);
     },
     60_000,
+  );
+
+  it.skipIf(noGroups !== undefined).each([
+    { trainer: "madpo_iter", step: "step", runs: [4, 2, 4] },
+    { trainer: "marlhf_iter", step: "policyStep", runs: [4] },
+  ])(
+    "parallel_training=ddp, $trainer, 4 ranks, 2 agents (data-parallel pairs): within 1e-5 of the single process, on worlds of $runs ranks (resumed between)",
+    async ({ trainer, step, runs }) => {
+      const dir = mkdtempSync(path.join(tmpdir(), "pbrl-ddp-dp-"));
+      writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird", "Sun and"].map((prompt) => JSON.stringify({ prompt })).join("\n"));
+      writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n");
+      const args = [
+        `agent_model=${TINY_LLAMA}`,
+        `train_dataset=${path.join(dir, "train.jsonl")}`,
+        `reward_func=${path.join(dir, "reward.mjs")}`,
+        `trainer=${trainer}`,
+        "num_agents=2",
+        "preference_num_candidates=4",
+        "max_new_tokens=6",
+        "temperature=1.0",
+        // Large enough that training moves the weights far beyond the tolerance.
+        "agent_learning_rate=1e-4",
+      ];
+      const one = { OMP_NUM_THREADS: "1", PBRL_NATIVE_THREADS: "1" };
+      const single = await launch([...args, `num_iterations=${runs.length}`, `output_dir=${path.join(dir, "single")}`], one);
+      expect(single.code, single.err).toBe(0);
+      // Round r on runs[r - 1] ranks, each launch resuming the previous one's checkpoint.
+      for (const [r, ranks] of runs.entries()) {
+        const run = await launch(
+          [
+            "--nproc_per_node",
+            String(ranks),
+            ...args,
+            `num_iterations=${r + 1}`,
+            "parallel_training=ddp",
+            `output_dir=${path.join(dir, "dp")}`,
+            ...(r > 0 ? ["resume_from_checkpoint=true"] : []),
+          ],
+          one,
+        );
+        expect(run.code, run.err).toBe(0);
+        if (ranks === 4) {
+          expect(run.err).toMatch(/\[rank 0\] pbrl: parallel_training="ddp": 2 agents on 4 ranks \(agent a on ranks a, a \+ 2, …: data-parallel replicas\)/);
+          expect(run.err).toMatch(/\[rank 3\] pbrl: rank 3 of 4 \(pid \d+\): hosting agent 1/);
+          // The replicas on ranks 2 and 3 took their share of every optimizer step.
+          for (const rank of [2, 3]) expect(run.err).toMatch(new RegExp(`\\[rank ${rank}\\] pbrl: rank ${rank} of 4: done; served .*\\b[1-9]\\d* ${step}\\b`));
+        }
+      }
+      let worst = 0;
+      for (const agent of ["agent_0", "agent_1"]) {
+        const a = await readSafetensors(path.join(dir, "single", "agents", agent, "model.safetensors"));
+        const b = await readSafetensors(path.join(dir, "dp", "agents", agent, "model.safetensors"));
+        expect([...b.tensors.keys()].sort()).toEqual([...a.tensors.keys()].sort());
+        for (const [name, t] of a.tensors) {
+          const x = t.tensor.data;
+          const y = b.tensors.get(name)!.tensor.data;
+          for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(Number(x[i]) - Number(y[i])));
+        }
+      }
+      // Training moved the weights: the comparison is not between two untouched copies of the checkpoint.
+      const start = await readSafetensors(path.join(TINY_LLAMA, "model.safetensors"));
+      const trained = await readSafetensors(path.join(dir, "dp", "agents", "agent_0", "model.safetensors"));
+      let moved = 0;
+      for (const [name, t] of start.tensors) {
+        const y = trained.tensors.get(name)?.tensor.data;
+        if (y !== undefined) for (let i = 0; i < t.tensor.data.length; i++) moved = Math.max(moved, Math.abs(Number(t.tensor.data[i]) - Number(y[i])));
+      }
+      process.stderr.write(
+        `ddp ${trainer} on ${runs.join(", ")} ranks: max |Δw| vs one process ${worst.toExponential(2)} (training moved weights by up to ${moved.toExponential(2)})\n`,
+      );
+      expect(moved).toBeGreaterThan(2e-4);
+      expect(worst).toBeLessThanOrEqual(1e-5);
+    },
+    180_000,
   );
 });

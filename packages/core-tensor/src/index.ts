@@ -104,6 +104,7 @@ export { isProcessAlive, lockIdentity, lockOwnerState, processCommand, processId
 export type { ProcessIdentity } from "./process-identity.js";
 export { initProcessGroup, processGroupFromEnv, ProcessGroup, ProcessGroupError } from "./distributed/process-group.js";
 export { distributedAvailable, DistributedUnavailableError } from "./distributed/availability.js";
+export { allReduceInBuckets, bucketRuns, DEFAULT_BUCKET_BYTES } from "./distributed/gradient-buckets.js";
 export type { DistributedAvailability } from "./distributed/availability.js";
 export { checkProcessGroupOptions, parseTorchrunEnv, DistributedConfigError, DEFAULT_DDP_TIMEOUT_SECONDS } from "./distributed/torchrun-env.js";
 export type { ProcessGroupOptions, TorchrunEnv } from "./distributed/torchrun-env.js";

@@ -8,6 +8,7 @@ import { createServer } from "node:net";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  allReduceInBuckets,
   distributedAvailable,
   initProcessGroup,
   libtorchAddonPath,
@@ -178,6 +179,29 @@ describe.skipIf(missing !== undefined)(`process groups on c10d${missing !== unde
     await group.barrier();
     tf.dispose([x, y]);
     for (const c of children3) expect((await c.exited).code).toBe(0);
+  }, 20_000);
+
+  it("subgroups beside the default group: ranks 0 and 2 reduce together, rank 1 alone, and the default group still serves all three", async () => {
+    const kids: Child[] = [];
+    const group = await hostRank0(3, 10, (port) => {
+      for (const r of [1, 2]) kids.push(pbrlRank(r, 3, port, "subgroups"));
+    });
+    const pair = await initProcessGroup({ rank: 0, worldSize: 2, masterAddr: "127.0.0.1", masterPort: group.masterPort, timeoutSeconds: 10, subgroup: "pair" });
+    groups.push(pair);
+    const x = tf.tensor(floats(0), [2, 3]);
+    const both = floats(0).map((v, i) => v + floats(2)[i]!);
+    // The child reduces its six values in one call: here a cap of 8 bytes would split them into
+    // three calls, which Gloo would pair with the wrong ones; one bucket of 1 MB holds them.
+    expect(await values(await allReduceInBuckets(pair, [x], "sum", 1 << 20))).toEqual([both]);
+    expect(await values(await group.allReduce([x]))).toEqual([floats(0).map((v, i) => v + floats(1)[i]! + floats(2)[i]!)]);
+    x.dispose();
+    for (const c of kids) expect((await c.exited).code).toBe(0);
+    const seen = kids.map((c) => Object.fromEntries(c.lines().map((l) => [l["name"], l["results"]])));
+    expect(seen[0]!["subgroup"]).toEqual([{ shape: [2, 3], values: floats(1) }]);
+    expect(seen[1]!["subgroup"]).toEqual([{ shape: [2, 3], values: both }]);
+    await expect(initProcessGroup({ rank: 0, worldSize: 2, masterAddr: "127.0.0.1", masterPort: 0, subgroup: "late" })).rejects.toThrow(
+      /masterPort 0: a subgroup joins a running store/,
+    );
   }, 20_000);
 
   it("a rank that never joins: forming the group fails within the timeout, naming it", async () => {

@@ -36,21 +36,35 @@ export function checkMargins(margins: readonly number[], index: number, where: s
   if (bad >= 0) throw new NonFiniteError(`MADPO: agent ${index} has a non-finite log-prob margin (${margins[bad]}) for pair ${bad} in ${where}`);
 }
 
+/** An agent's summed gradients of a batch (or of its share of one), by weight name, and its loss. */
+export interface AgentGradients {
+  grads: Map<string, tf.Tensor>;
+  loss: number;
+}
+
 /**
- * One optimizer step of agent `index`: its own differentiable margins plus `others` (the other
- * agents' detached margins summed per pair) in the MADPO loss. Throws {@link NonFiniteError},
- * before stepping, on a non-finite loss or gradient.
+ * Agent `index`'s gradients of the MADPO loss — its own differentiable margins plus `others` (the
+ * other agents' detached margins summed per pair) — over `pairs`, each micro-batch weighted by its
+ * share of a batch of `total` pairs: the whole batch by default; a data-parallel replica gives the
+ * whole batch's size for its share, so that the replicas' gradients sum to the batch's. Does not
+ * check them (see {@link applyAgentGradients}).
  */
-export function agentStep(agent: TrainableAgent, pairs: readonly AgentPairTokens[], others: Float32Array, index: number, options: MadpoUpdateOptions): void {
+export function agentGradients(
+  agent: TrainableAgent,
+  pairs: readonly AgentPairTokens[],
+  others: Float32Array,
+  options: MadpoUpdateOptions,
+  total = pairs.length,
+): AgentGradients {
   const opts = { scoreLastToken: options.scoreLastToken, padTokenId: agent.padTokenId };
-  const size = options.microBatch ?? pairs.length;
+  const size = options.microBatch ?? Math.max(1, pairs.length);
   if (!Number.isInteger(size) || size < 1) throw new RangeError(`microBatch must be an integer ≥ 1, got ${size}`);
-  const named = new Map<string, tf.Tensor>();
+  const grads = new Map<string, tf.Tensor>();
   let loss = 0;
   for (let start = 0; start < pairs.length; start += size) {
     const part = pairs.slice(start, start + size);
-    const share = part.length / pairs.length; // the batch's mean loss, summed over its parts
-    const { value, grads } = agent.model.training(() =>
+    const share = part.length / total; // the batch's mean loss, summed over its parts
+    const { value, grads: raw } = agent.model.training(() =>
       tf.variableGrads(
         () =>
           tf.tidy(
@@ -61,16 +75,35 @@ export function agentStep(agent: TrainableAgent, pairs: readonly AgentPairTokens
     );
     loss += value.dataSync()[0]!;
     value.dispose();
-    addGrads(named, agent.model.gradsByWeightName(grads));
+    addGrads(grads, agent.model.gradsByWeightName(raw));
   }
-  const norm = Number.isFinite(loss) ? globalGradNorm(named.values()) : NaN;
-  if (!Number.isFinite(loss) || !Number.isFinite(norm)) {
-    tf.dispose([...named.values()]);
-    const what = Number.isFinite(loss) ? `non-finite gradients (norm ${norm})` : `a non-finite loss (${loss})`;
-    throw new NonFiniteError(`MADPO: agent ${index} has ${what} in ${options.where}`);
+  return { grads, loss };
+}
+
+/**
+ * One optimizer step of agent `index` from its gradients of a batch. Throws {@link NonFiniteError},
+ * before stepping, on a non-finite loss or gradient. Disposes the gradients either way.
+ */
+export function applyAgentGradients(agent: TrainableAgent, { grads, loss }: AgentGradients, index: number, options: Pick<MadpoUpdateOptions, "where">): void {
+  try {
+    const norm = Number.isFinite(loss) ? globalGradNorm(grads.values()) : NaN;
+    if (!Number.isFinite(loss) || !Number.isFinite(norm)) {
+      const what = Number.isFinite(loss) ? `non-finite gradients (norm ${norm})` : `a non-finite loss (${loss})`;
+      throw new NonFiniteError(`MADPO: agent ${index} has ${what} in ${options.where}`);
+    }
+    agent.optimizer.step(grads);
+  } finally {
+    tf.dispose([...grads.values()]);
   }
-  agent.optimizer.step(named);
-  tf.dispose([...named.values()]);
+}
+
+/**
+ * One optimizer step of agent `index`: its own differentiable margins plus `others` (the other
+ * agents' detached margins summed per pair) in the MADPO loss. Throws {@link NonFiniteError},
+ * before stepping, on a non-finite loss or gradient.
+ */
+export function agentStep(agent: TrainableAgent, pairs: readonly AgentPairTokens[], others: Float32Array, index: number, options: MadpoUpdateOptions): void {
+  applyAgentGradients(agent, agentGradients(agent, pairs, others, options), index, options);
 }
 
 /**

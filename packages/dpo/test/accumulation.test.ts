@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { AdamW, RngStream, tf } from "@pbrl/core-tensor";
 import { DEFAULT_LORA, loadPretrained, type CausalLM } from "@pbrl/models";
 import type { AgentPairTokens } from "@pbrl/preference-data";
-import { localAgents, madpoUpdate, type TrainableAgent } from "../src/index.js";
+import { agentGradients, applyAgentGradients, localAgents, madpoUpdate, type TrainableAgent } from "../src/index.js";
 import { MODEL_FIXTURES } from "@pbrl/test-fixtures";
 
 const pair = (p: number[], w: number[], l: number[]): AgentPairTokens => ({ promptIds: p, winnerIds: w, loserIds: l });
@@ -85,5 +85,46 @@ describe.each([false, true])("MADPO gradient accumulation (LoRA: %s)", (lora) =>
     const fresh = await team(lora);
     expect(maxDiff(whole.models[0]!, fresh.models[0]!)).toBeGreaterThan(1e-4);
     for (const t of [whole, split, fresh]) for (const m of t.models) m.dispose();
+  });
+});
+
+describe("data-parallel shares (agentGradients with the whole batch's size)", () => {
+  it("two replicas' gradients of 2 and 4 of 6 pairs sum to the whole batch's, within 1e-6 of the largest (3e-5 on a BLAS)", async () => {
+    const { agents, models } = await team(false);
+    const agent = agents[0]!;
+    const pairs = batch.map((p) => p[0]!);
+    const others = new Float32Array([0.3, -0.2, 0.1, 0, 0.5, -0.4]);
+    const options = { beta: 0.1, scoreLastToken: false, where: "shares" };
+    const whole = agentGradients(agent, pairs, others, options);
+    const first = agentGradients(agent, pairs.slice(0, 2), others.subarray(0, 2), options, 6);
+    const second = agentGradients(agent, pairs.slice(2), others.subarray(2), options, 6);
+    // a share with no pairs adds nothing and scores nothing
+    const none = agentGradients(agent, [], new Float32Array(0), options, 6);
+    expect([none.grads.size, none.loss]).toEqual([0, 0]);
+    expect(first.loss + second.loss).toBeCloseTo(whole.loss, 6);
+    let worst = 0;
+    let largest = 0;
+    for (const [name, g] of whole.grads) {
+      const w = g.dataSync();
+      const a = first.grads.get(name)!.dataSync();
+      const b = second.grads.get(name)!.dataSync();
+      w.forEach((x, i) => ((worst = Math.max(worst, Math.abs(x - (a[i]! + b[i]!)))), (largest = Math.max(largest, Math.abs(x)))));
+    }
+    expect(largest).toBeGreaterThan(1e-3);
+    const blas = ["native", "libtorch"].includes(tf.getBackend());
+    expect(worst / Math.max(1, largest)).toBeLessThanOrEqual(blas ? 3e-5 : 1e-6);
+    // applying the summed gradients steps the agent; a non-finite loss stops before the step
+    const before = models[0]!.hostWeights();
+    const summed = new Map([...first.grads].map(([n, g]) => [n, tf.add(g, second.grads.get(n)!)]));
+    tf.dispose([...first.grads.values(), ...second.grads.values(), ...whole.grads.values()]);
+    expect(() => applyAgentGradients(agent, { grads: new Map([...summed].map(([n, g]) => [n, g.clone()])), loss: NaN }, 0, options)).toThrow(
+      /agent 0 has a non-finite loss \(NaN\) in shares/,
+    );
+    applyAgentGradients(agent, { grads: summed, loss: first.loss + second.loss }, 0, options);
+    const after = models[0]!.hostWeights();
+    let moved = 0;
+    for (const [n, t] of before) t.data.forEach((x, i) => (moved = Math.max(moved, Math.abs(x - after.get(n)!.data[i]!))));
+    expect(moved).toBeGreaterThan(1e-4);
+    for (const m of models) m.dispose();
   });
 });

@@ -20,8 +20,16 @@ export { collectRollouts } from "./rollouts.js";
 export type { Rollout, JointReward, CollectRolloutsOptions } from "./rollouts.js";
 export { policyGradientUpdate, policyGradientMetrics, policyRows, rowOwners, agentAdvantages } from "./update.js";
 export type { Penalties, PolicyGradientOptions, PolicyGradientMetrics } from "./update.js";
-export { policyGradientStep, sequenceLogProbs, localPolicyGradientAgents } from "./policy-step.js";
-export type { PolicyStepJob, PolicyStepResult, PolicyScorer, PolicyGradientAgents } from "./policy-step.js";
+export {
+  policyGradientStep,
+  sequenceLogProbs,
+  localPolicyGradientAgents,
+  checkPolicyJob,
+  policyGradients,
+  applyPolicyGradients,
+  nonFiniteRow,
+} from "./policy-step.js";
+export type { PolicyStepJob, PolicyStepResult, PolicyScorer, PolicyGradientAgents, PolicyGradients } from "./policy-step.js";
 // Defined once below both algorithm packages; re-exported where the RL algorithms' callers look for them.
 export { NonFiniteError } from "@pbrl/core-tensor";
 export type { TrainableAgent } from "@pbrl/preference-data";

@@ -41,26 +41,35 @@ export function sequenceLogProbs(model: CausalLM, rows: readonly ScoringItem[], 
   });
 }
 
-/**
- * Agent `index`'s optimizer step on L = mean over its rows of −log π(completion | prompt) · A
- * (sum of log-probs over every generated token, EOS included; as CoMLRL, no per-token
- * normalisation). A non-finite log-prob, loss or gradient stops with a `NonFiniteError` naming
- * the agent and `where`, before the step; nothing is skipped or replaced.
- */
-export function policyGradientStep(agent: TrainableAgent, index: number, job: PolicyStepJob): PolicyStepResult {
-  const { rows, where } = job;
+/** An agent's summed gradients of a job's rows (or of its share of them), by weight name, with the loss and each row's log-prob. */
+export interface PolicyGradients extends PolicyStepResult {
+  grads: Map<string, tf.Tensor>;
+}
+
+/** Throws a RangeError when a job cannot make a step: advantages that do not match the rows, no generated token at all. */
+export function checkPolicyJob(index: number, job: PolicyStepJob): void {
   const chunk = job.maxRowsPerForward;
   if (chunk !== undefined && (!Number.isInteger(chunk) || chunk < 1)) throw new RangeError(`maxRowsPerForward must be an integer ≥ 1, got ${chunk}`);
-  if (job.advantages.length !== rows.length)
-    throw new RangeError(`agent ${index}: ${job.advantages.length} advantage(s) for ${rows.length} row(s) in ${where}`);
-  if (rows.every((row) => row.completionIds.length === 0)) throw new RangeError(`agent ${index} generated no tokens in ${where}; there is nothing to train on`);
-  const n = rows.length;
-  const size = chunk ?? n;
+  if (job.advantages.length !== job.rows.length)
+    throw new RangeError(`agent ${index}: ${job.advantages.length} advantage(s) for ${job.rows.length} row(s) in ${job.where}`);
+  if (job.rows.every((row) => row.completionIds.length === 0))
+    throw new RangeError(`agent ${index} generated no tokens in ${job.where}; there is nothing to train on`);
+}
+
+/**
+ * The gradients of L = mean over `total` rows of −log π(completion | prompt) · A over the job's
+ * rows: all of them by default; a data-parallel replica gives the whole job's row count for its
+ * share, so that the replicas' gradients sum to the job's. Does not check them (see
+ * {@link applyPolicyGradients}).
+ */
+export function policyGradients(agent: TrainableAgent, job: PolicyStepJob, total = job.rows.length): PolicyGradients {
+  const { rows } = job;
+  const size = job.maxRowsPerForward ?? Math.max(1, rows.length);
   const grads = new Map<string, tf.Tensor>();
   const logProbs: number[] = [];
   let loss = 0;
   try {
-    for (let start = 0; start < n; start += size) {
+    for (let start = 0; start < rows.length; start += size) {
       const part = rows.slice(start, start + size);
       if (part.every((row) => row.completionIds.length === 0)) {
         // No token: log π = 0 and no gradient; the rows still count in the mean.
@@ -73,26 +82,56 @@ export function policyGradientStep(agent: TrainableAgent, index: number, job: Po
           const sums = sequenceLogProbs(agent.model, part, agent.padTokenId);
           logProbs.push(...sums.dataSync());
           // This part's share of the mean over the whole batch.
-          return policyGradientLoss(sums, a, n);
+          return policyGradientLoss(sums, a, total);
         }, agent.model.trainableVariables()),
       );
       loss += value.dataSync()[0]!;
       value.dispose();
       addGrads(grads, agent.model.gradsByWeightName(raw));
     }
-    const badRow = logProbs.findIndex((x) => !Number.isFinite(x));
-    if (badRow >= 0) {
-      const o = job.owners[badRow] ?? { item: -1, g: -1 };
-      throw new NonFiniteError(`agent ${index} has a non-finite log-prob (${logProbs[badRow]}) for generation ${o.g} of item ${o.item} in ${where}`);
-    }
-    if (!Number.isFinite(loss)) throw new NonFiniteError(`agent ${index} has a non-finite loss (${loss}) in ${where}`);
-    const norm = globalGradNorm(grads.values());
-    if (!Number.isFinite(norm)) throw new NonFiniteError(`agent ${index} has non-finite gradients (norm ${norm}) in ${where}`);
-    agent.optimizer.step(grads);
-  } finally {
+  } catch (e) {
     tf.dispose([...grads.values()]);
+    throw e;
   }
-  return { loss, logProbs };
+  return { grads, loss, logProbs };
+}
+
+/** The first row of `logProbs` that is not finite, as an error naming its item and generation; undefined when all are. */
+export function nonFiniteRow(index: number, job: Pick<PolicyStepJob, "owners" | "where">, logProbs: readonly number[]): NonFiniteError | undefined {
+  const badRow = logProbs.findIndex((x) => !Number.isFinite(x));
+  if (badRow < 0) return undefined;
+  const o = job.owners[badRow] ?? { item: -1, g: -1 };
+  return new NonFiniteError(`agent ${index} has a non-finite log-prob (${logProbs[badRow]}) for generation ${o.g} of item ${o.item} in ${job.where}`);
+}
+
+/**
+ * Agent `index`'s optimizer step from its gradients of a job. A non-finite log-prob, loss or
+ * gradient stops with a `NonFiniteError` naming the agent and `where`, before the step. Disposes
+ * the gradients either way.
+ */
+export function applyPolicyGradients(agent: TrainableAgent, index: number, job: Pick<PolicyStepJob, "owners" | "where">, g: PolicyGradients): PolicyStepResult {
+  try {
+    const bad = nonFiniteRow(index, job, g.logProbs);
+    if (bad !== undefined) throw bad;
+    if (!Number.isFinite(g.loss)) throw new NonFiniteError(`agent ${index} has a non-finite loss (${g.loss}) in ${job.where}`);
+    const norm = globalGradNorm(g.grads.values());
+    if (!Number.isFinite(norm)) throw new NonFiniteError(`agent ${index} has non-finite gradients (norm ${norm}) in ${job.where}`);
+    agent.optimizer.step(g.grads);
+  } finally {
+    tf.dispose([...g.grads.values()]);
+  }
+  return { loss: g.loss, logProbs: g.logProbs };
+}
+
+/**
+ * Agent `index`'s optimizer step on L = mean over its rows of −log π(completion | prompt) · A
+ * (sum of log-probs over every generated token, EOS included; as CoMLRL, no per-token
+ * normalisation). A non-finite log-prob, loss or gradient stops with a `NonFiniteError` naming
+ * the agent and `where`, before the step; nothing is skipped or replaced.
+ */
+export function policyGradientStep(agent: TrainableAgent, index: number, job: PolicyStepJob): PolicyStepResult {
+  checkPolicyJob(index, job);
+  return applyPolicyGradients(agent, index, job, policyGradients(agent, job));
 }
 
 /** Scores agent `index`'s rows under its current policy without gradients: each row's per-token log-probs. */

@@ -83,7 +83,7 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
   if (a.parallel_training === "ddp" && Number(process.env["RANK"] ?? "0") >= 1) {
     // A rank ≥ 1 runs no trainer: it hosts its agents for rank 0, which reads the data and writes the run.
     const actors = a.collaboration_mode === "centralized" ? 1 : a.num_agents;
-    checkDdp(TRAINER_CONFIGS[trainer].configName, trainer, a, actors);
+    checkDdp(TRAINER_CONFIGS[trainer].configName, trainer, a);
     // Ctrl-C reaches every rank; rank 0 finishes its round and checkpoint, which needs this rank's
     // agents, then tells it to stop: so a signal here is noted, not obeyed.
     const note = (signal: NodeJS.Signals) => io.err(`pbrl: ${signal} on rank ${process.env["RANK"]}: serving until rank 0 has finished its round\n`);

@@ -133,6 +133,9 @@ struct Group {
   Ms timeout{0};
   std::string masterAddr;
   int masterPort = 0;
+  // A group formed beside the default one through the same store (replicas of one agent): its
+  // keys live under this name, and every rank is the store's client.
+  std::string subgroup;
   // "host <name> pid <pid>" per rank as pbrl ranks publish it; "" for a rank that did not (e.g. a Python rank).
   std::vector<std::string> who;
   uint64_t issued = 0;  // collectives issued so far
@@ -195,7 +198,14 @@ c10::intrusive_ptr<c10d::Store> GlooKeys(const c10::intrusive_ptr<c10d::Store>& 
   return c10::make_intrusive<c10d::PrefixStore>("cpu/", name);
 }
 
-std::string WhoKey(int r) { return "pbrl/who/" + std::to_string(r); }
+// The keys of a group formed beside the default one: under its own name, so that groups formed
+// through one store never meet each other's rendezvous keys.
+c10::intrusive_ptr<c10d::Store> KeysOf(const Group& g) {
+  if (g.subgroup.empty()) return GlooKeys(g.store);
+  return c10::make_intrusive<c10d::PrefixStore>("pbrl/subgroup/" + g.subgroup, g.store);
+}
+
+std::string WhoKey(const Group& g, int r) { return "pbrl/who/" + (g.subgroup.empty() ? "" : g.subgroup + "/") + std::to_string(r); }
 
 // Why forming the group failed, from c10d's message: the store host unreachable, the port taken,
 // or ranks that never joined.
@@ -228,9 +238,11 @@ std::string ExplainInit(const Group& g, const std::string& msg) {
   return out + "Start every rank with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE (and distinct RANKs), within the timeout of each other.";
 }
 
-// distInit(rank, worldSize, masterAddr, masterPort, timeoutMs) → Promise<[handle, port]>: rank 0
-// starts the TCPStore (port 0: a free port, reported back so that a launcher can pass it on);
-// the other ranks connect to it. distJoin then forms the group.
+// distInit(rank, worldSize, masterAddr, masterPort, timeoutMs, subgroup?) → Promise<[handle, port]>:
+// rank 0 starts the TCPStore (port 0: a free port, reported back so that a launcher can pass it
+// on); the other ranks connect to it. distJoin then forms the group. With a subgroup name, a store
+// already runs there (the default group's): every rank connects to it, and the group's keys live
+// under that name.
 napi_value Init(const Args& a) {
   auto g = std::make_shared<Group>();
   g->rank = static_cast<int>(a.Int(0));
@@ -238,6 +250,10 @@ napi_value Init(const Args& a) {
   g->masterAddr = a.Str(2);
   g->masterPort = static_cast<int>(a.Int(3));
   g->timeout = Ms(a.Int(4));
+  if (a.size() > 5 && !a.IsNullish(5)) {
+    g->subgroup = a.Str(5);
+    if (g->subgroup.empty()) throw ArgError("a subgroup's name must not be empty");
+  }
   if (g->size < 1 || g->rank < 0 || g->rank >= g->size) throw ArgError("rank " + std::to_string(g->rank) + " is not in [0, " + std::to_string(g->size) + ")");
   if (g->masterPort < 0 || g->masterPort > 65535) throw ArgError("masterPort " + std::to_string(g->masterPort) + " is not in [0, 65535]");
   if (g->timeout.count() <= 0) throw ArgError("the timeout must be positive");
@@ -246,15 +262,15 @@ napi_value Init(const Args& a) {
   auto run = [g]() {
     c10d::TCPStoreOptions o;
     o.port = static_cast<uint16_t>(g->masterPort);
-    o.isServer = g->rank == 0;
+    o.isServer = g->rank == 0 && g->subgroup.empty();
     o.numWorkers = g->size;
     // Clients count themselves in (a store hosted by Python's rank 0 waits for that count); rank 0
     // does not wait for them here: ranks that never come show up in distJoin, by rank, as the Gloo
     // keys they never wrote.
-    o.waitWorkers = g->rank != 0;
+    o.waitWorkers = g->rank != 0 && g->subgroup.empty();
     o.timeout = g->timeout;
     g->store = c10::make_intrusive<c10d::TCPStore>(g->masterAddr, o);
-    if (g->rank == 0) g->masterPort = g->store->getPort();
+    if (o.isServer) g->masterPort = g->store->getPort();
   };
   auto done = [g](napi_env env) {
     int64_t handle;
@@ -282,16 +298,16 @@ napi_value Join(const Args& a) {
   g->joining = true;
   auto run = [g]() {
     const std::string me = g->who[g->rank];
-    g->store->set(WhoKey(g->rank), std::vector<uint8_t>(me.begin(), me.end()));
+    g->store->set(WhoKey(*g, g->rank), std::vector<uint8_t>(me.begin(), me.end()));
     auto options = c10d::ProcessGroupGloo::Options::create_default(g->timeout);
-    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(GlooKeys(g->store), g->rank, g->size, options);
+    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(KeysOf(*g), g->rank, g->size, options);
     // Every rank wrote its key before joining the Gloo rendezvous that just completed; a rank
     // without one is not pbrl's (a Python rank). Only for messages: a store already gone (rank 0
     // may finish and leave first) costs nothing but the names.
     try {
       for (int r = 0; r < g->size; r++) {
-        if (r == g->rank || !g->store->check({WhoKey(r)})) continue;
-        const std::vector<uint8_t> v = g->store->get(WhoKey(r));
+        if (r == g->rank || !g->store->check({WhoKey(*g, r)})) continue;
+        const std::vector<uint8_t> v = g->store->get(WhoKey(*g, r));
         g->who[r] = std::string(v.begin(), v.end());
       }
     } catch (const std::exception&) {

@@ -10,8 +10,8 @@ export type ReduceOp = "sum" | "avg" | "max" | "min";
 export interface DistributedFunctions {
   /** False when the libtorch built against has no c10d headers. */
   distAvailable(): boolean;
-  /** Rank 0 starts the TCPStore, the others connect to it; → [group handle, the store's port]. */
-  distInit(rank: number, worldSize: number, masterAddr: string, masterPort: number, timeoutMs: number): Promise<[number, number]>;
+  /** Rank 0 starts the TCPStore, the others connect to it (with a subgroup name all connect to the running one); → [group handle, the store's port]. */
+  distInit(rank: number, worldSize: number, masterAddr: string, masterPort: number, timeoutMs: number, subgroup: string | null): Promise<[number, number]>;
   /** Forms the group (Gloo's rendezvous through the store); resolves once every rank has joined. */
   distJoin(group: number): Promise<void>;
   distAllReduce(group: number, ids: readonly number[], op: ReduceOp): Promise<TensorRef[]>;

@@ -110,8 +110,8 @@ export class ProcessGroup {
  * keeps retrying a store host that does not answer for up to about twice the timeout (measured:
  * 5–8 s for 3 s). The addon's call then finishes on its own and its group is dropped.
  */
-function storeWithin(addon: DistributedAddon, o: Required<Omit<ProcessGroupOptions, "onStoreReady">>): Promise<[number, number]> {
-  const init = addon.distInit(o.rank, o.worldSize, o.masterAddr, o.masterPort, Math.round(o.timeoutSeconds * 1000));
+function storeWithin(addon: DistributedAddon, o: ReturnType<typeof checkProcessGroupOptions>): Promise<[number, number]> {
+  const init = addon.distInit(o.rank, o.worldSize, o.masterAddr, o.masterPort, Math.round(o.timeoutSeconds * 1000), o.subgroup ?? null);
   let timer: NodeJS.Timeout | undefined;
   let late = false;
   const deadline = new Promise<never>((_, reject) => {

@@ -23,6 +23,12 @@ export interface ProcessGroupOptions {
    * picked when given 0, for a launcher to hand to the other ranks — before the group forms.
    */
   onStoreReady?: (masterPort: number) => void;
+  /**
+   * A group formed beside another through the store that one already runs (one agent's
+   * data-parallel replicas): its name, the same on its ranks and unique among a run's groups.
+   * Every rank, its rank 0 too, connects to the running store at masterAddr:masterPort.
+   */
+  subgroup?: string;
 }
 
 /** The settings torchrun gives each rank. */
@@ -95,7 +101,7 @@ export function parseTorchrunEnv(env: Readonly<Record<string, string | undefined
 }
 
 /** The options with the timeout filled in; throws a {@link DistributedConfigError} naming every invalid field. */
-export function checkProcessGroupOptions(o: ProcessGroupOptions): Required<Omit<ProcessGroupOptions, "onStoreReady">> {
+export function checkProcessGroupOptions(o: ProcessGroupOptions): Required<Omit<ProcessGroupOptions, "onStoreReady" | "subgroup">> & { subgroup?: string } {
   const problems: string[] = [];
   const whole = (v: number, min: number) => Number.isInteger(v) && v >= min;
   if (!whole(o.worldSize, 1)) problems.push(`worldSize ${o.worldSize} must be a whole number ≥ 1`);
@@ -103,10 +109,13 @@ export function checkProcessGroupOptions(o: ProcessGroupOptions): Required<Omit<
   else if (whole(o.worldSize, 1) && o.rank >= o.worldSize) problems.push(`rank ${o.rank} must be below worldSize ${o.worldSize} (ranks count from 0)`);
   if (o.masterAddr.trim() === "") problems.push("masterAddr is empty: give the host name or address of rank 0");
   if (!whole(o.masterPort, 0) || o.masterPort > 65535) problems.push(`masterPort ${o.masterPort} is not a port (0 to 65535; 0: rank 0 picks a free one)`);
+  else if (o.masterPort === 0 && o.subgroup !== undefined) problems.push("masterPort 0: a subgroup joins a running store; give its port");
   else if (o.masterPort === 0 && o.rank !== 0) problems.push("masterPort 0 only lets rank 0 pick a port; the other ranks need the port it picked");
+  if (o.subgroup !== undefined && o.subgroup.trim() === "") problems.push("subgroup is empty: name the group (the same on its ranks)");
   const timeoutSeconds = o.timeoutSeconds ?? DEFAULT_DDP_TIMEOUT_SECONDS;
   // c10d counts milliseconds in 64 bits; beyond a year is surely a unit mistake.
   if (!(timeoutSeconds > 0) || timeoutSeconds > 365 * 86400) problems.push(`timeoutSeconds ${timeoutSeconds} must be above 0 (and at most a year)`);
   if (problems.length > 0) throw new DistributedConfigError(problems);
-  return { rank: o.rank, worldSize: o.worldSize, masterAddr: o.masterAddr.trim(), masterPort: o.masterPort, timeoutSeconds };
+  const checked = { rank: o.rank, worldSize: o.worldSize, masterAddr: o.masterAddr.trim(), masterPort: o.masterPort, timeoutSeconds };
+  return o.subgroup === undefined ? checked : { ...checked, subgroup: o.subgroup };
 }

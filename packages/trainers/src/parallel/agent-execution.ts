@@ -4,7 +4,8 @@ import { ParallelPolicySampler, PolicySampler, type CandidateSampler, type Gener
 import { localPolicyGradientAgents, type PolicyGradientAgents } from "@pbrl/rl-backends";
 import { AgentWorkers } from "./agent-workers.js";
 import { RankChannel } from "./rank-channel.js";
-import { ownerOf } from "./rank-messages.js";
+import { replicaRanks } from "./rank-messages.js";
+import { ReplicatedEndpoint } from "./replicated-endpoint.js";
 
 /** ddp channels of this process, so a command can stop the other ranks before it exits (closeRankChannels). */
 const openChannels = new Set<RankChannel>();
@@ -63,7 +64,7 @@ class InWorkers implements AgentExecution {
   private started: AgentWorkers | undefined;
   readonly inWorkers = true;
 
-  /** `ranks` (ddp): the channel to the other ranks, which own the agents a with a mod W ≠ 0. */
+  /** `ranks` (ddp): the channel to the other ranks, which hold the agents (or replicas) rank 0 does not. */
   constructor(
     private readonly log: (line: string) => void,
     private readonly ranks?: RankChannel,
@@ -75,16 +76,26 @@ class InWorkers implements AgentExecution {
       if (backend === undefined) throw new Error('parallel_training="mp": no tensor backend is active');
       const ranks = this.ranks;
       const world = RankChannel.worldSize();
+      // Replica groups are named per execution: a later one never meets an earlier one's keys in the store.
+      const run = `${process.pid}-${Date.now().toString(36)}`;
       this.started = new AgentWorkers(
         count,
         backend.name,
-        ranks === undefined ? undefined : { isRemote: (a) => ownerOf(a, world) !== 0, endpoint: (a) => ranks.endpoint(a) },
+        ranks === undefined
+          ? undefined
+          : {
+              ranksOf: (a) => replicaRanks(a, count, world),
+              endpoint: (a, r) => ranks.endpoint(a, r),
+              replicated: (a, replicas) => new ReplicatedEndpoint(replicas, `${run}/agent${a}`, () => ranks.store()),
+            },
       );
       const t = this.started.threadsPerWorker;
       this.log(
         ranks === undefined
           ? `pbrl: parallel_training="mp": ${count} agent worker threads on ${backend.name}, ${t} compute thread${t === 1 ? "" : "s"} each`
-          : `pbrl: parallel_training="ddp": ${count} agents on ${world} ranks (rank r owns agent r mod ${world}) on ${backend.name}, ${t} compute thread${t === 1 ? "" : "s"} each here`,
+          : world > count
+            ? `pbrl: parallel_training="ddp": ${count} agents on ${world} ranks (agent a on ranks a, a + ${count}, …: data-parallel replicas) on ${backend.name}, ${t} compute thread${t === 1 ? "" : "s"} each here`
+            : `pbrl: parallel_training="ddp": ${count} agents on ${world} ranks (rank r owns agent r mod ${world}) on ${backend.name}, ${t} compute thread${t === 1 ? "" : "s"} each here`,
       );
     }
     return this.started;

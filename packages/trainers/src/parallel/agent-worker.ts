@@ -5,16 +5,19 @@
  * as this work in the trainer's thread, on the trainer's backend, in a tfjs of its own.
  */
 import { parentPort } from "node:worker_threads";
-import { AdamW, onDevice, RngStream, setComputePrecision, useBackend } from "@pbrl/core-tensor";
-import { agentStep, detachedMargins } from "@pbrl/dpo";
+import { AdamW, NonFiniteError, onDevice, RngStream, setComputePrecision, useBackend, type ProcessGroup } from "@pbrl/core-tensor";
+import { agentGradients, agentStep, applyAgentGradients, detachedMargins } from "@pbrl/dpo";
 import { CausalLM, scoreCompletions } from "@pbrl/models";
 import { sampleAgentRows, type TrainableAgent } from "@pbrl/preference-data";
-import { policyGradientStep } from "@pbrl/rl-backends";
+import { applyPolicyGradients, nonFiniteRow, policyGradients, policyGradientStep, type PolicyStepResult } from "@pbrl/rl-backends";
+import { joinReplicas, sumOverReplicas } from "./replica-gradients.js";
 import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
 
 if (parentPort === null) throw new Error('agent-worker.js runs as a worker thread (parallel_training="mp"), not as a script');
 const port = parentPort;
 let agent: { model: CausalLM; optimizer: AdamW | undefined; padTokenId: number } | undefined;
+/** ddp with replicas: this agent's replica group (joined at the first load that names it). */
+let replicas: { subgroup: string; group: ProcessGroup } | undefined;
 
 function held(): NonNullable<typeof agent> {
   if (agent === undefined) throw new Error("agent worker: no agent loaded");
@@ -25,6 +28,28 @@ function trainable(): TrainableAgent {
   const a = held();
   if (a.optimizer === undefined) throw new Error("agent worker: the agent was loaded without optimizer state, for generation only");
   return { model: a.model, optimizer: a.optimizer, padTokenId: a.padTokenId };
+}
+
+function replicaGroup(): ProcessGroup {
+  if (replicas === undefined) throw new Error("agent worker: asked for a replica's step, but no load named the agent's replica group");
+  return replicas.group;
+}
+
+/**
+ * A replica's share of a REINFORCE-family step: its rows' gradients summed with the other
+ * replicas', and whether any replica met a non-finite log-prob (the one that did names the row;
+ * the others say it was another's), so that all of them step or none does.
+ */
+async function replicaPolicyStep(index: number, job: Extract<WorkerRequest, { kind: "policyStep" }>["job"], total: number): Promise<PolicyStepResult> {
+  const t = trainable();
+  const mine = policyGradients(t, job, total);
+  const bad = nonFiniteRow(index, job, mine.logProbs);
+  const sum = await sumOverReplicas(replicaGroup(), t.model, mine.grads, [mine.loss, bad === undefined ? 0 : 1]);
+  if (sum.scalars[1]! > 0) {
+    for (const g of sum.grads.values()) g.dispose();
+    throw bad ?? new NonFiniteError(`agent ${index} has a non-finite log-prob in another replica's rows in ${job.where}`);
+  }
+  return applyPolicyGradients(t, index, job, { grads: sum.grads, loss: sum.scalars[0]!, logProbs: mine.logProbs });
 }
 
 async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: ArrayBuffer[] }> {
@@ -40,6 +65,10 @@ async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: A
       const optimizer = s === undefined ? undefined : new AdamW(model.params, { lr: s.lr, betas: s.betas, eps: s.eps, weightDecay: s.weightDecay });
       if (s !== undefined) optimizer!.setState(s);
       agent = { model, optimizer, padTokenId: req.padTokenId };
+      if (req.replica !== undefined && replicas?.subgroup !== req.replica.subgroup) {
+        replicas?.group.destroy();
+        replicas = { subgroup: req.replica.subgroup, group: await joinReplicas(req.replica) };
+      }
       return { value: undefined, transfer: [] };
     }
     case "generate": {
@@ -55,11 +84,21 @@ async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: A
     }
     case "margins":
       return { value: detachedMargins(trainable(), req.pairs, req.scoreLastToken), transfer: [] };
-    case "step":
-      agentStep(trainable(), req.pairs, req.others, req.index, req.options);
+    case "step": {
+      const t = trainable();
+      if (req.total === undefined) agentStep(t, req.pairs, req.others, req.index, req.options);
+      else {
+        const mine = agentGradients(t, req.pairs, req.others, req.options, req.total);
+        const sum = await sumOverReplicas(replicaGroup(), t.model, mine.grads, [mine.loss]);
+        applyAgentGradients(t, { grads: sum.grads, loss: sum.scalars[0]! }, req.index, req.options);
+      }
       return { value: undefined, transfer: [] };
+    }
     case "policyStep":
-      return { value: policyGradientStep(trainable(), req.index, req.job), transfer: [] };
+      return {
+        value: req.total === undefined ? policyGradientStep(trainable(), req.index, req.job) : await replicaPolicyStep(req.index, req.job, req.total),
+        transfer: [],
+      };
     case "tokenLogProbs": {
       const a = held();
       return { value: scoreCompletions(a.model, req.rows, { padTokenId: a.padTokenId, batchSize: req.batchSize }).tokenLogProbs, transfer: [] };

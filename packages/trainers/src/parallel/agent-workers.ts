@@ -106,17 +106,26 @@ export class AgentWorkers implements AgentTeam {
   readonly threadsPerWorker: number;
 
   /**
-   * `count` agents; by default each in a worker thread of this process. `remote` (ddp) names the
-   * agents that live elsewhere and gives their endpoints; this process's threads share its cores.
+   * `count` agents; by default each in a worker thread of this process. `ranks` (ddp) says which
+   * ranks hold each agent (rank 0: a worker thread of this process), gives the endpoints of the
+   * others, and makes one endpoint of an agent's replicas; this process's threads share its cores.
    */
   constructor(
     count: number,
     private readonly backend: BackendName,
-    remote?: { isRemote: (agent: number) => boolean; endpoint: (agent: number) => AgentEndpoint },
+    ranks?: {
+      ranksOf: (agent: number) => number[];
+      endpoint: (agent: number, rank: number) => AgentEndpoint;
+      replicated: (agent: number, replicas: AgentEndpoint[]) => AgentEndpoint;
+    },
   ) {
-    const local = Array.from({ length: count }, (_, i) => i).filter((i) => remote?.isRemote(i) !== true).length;
+    const ranksOf = (a: number): number[] => ranks?.ranksOf(a) ?? [0];
+    const local = Array.from({ length: count }, (_, a) => a).filter((a) => ranksOf(a).includes(0)).length;
     this.threadsPerWorker = Math.max(1, Math.floor(nativeThreads() / Math.max(1, local)));
-    this.workers = Array.from({ length: count }, (_, i) => (remote?.isRemote(i) === true ? remote.endpoint(i) : new AgentWorker(i, this.threadsPerWorker)));
+    this.workers = Array.from({ length: count }, (_, a) => {
+      const held = ranksOf(a).map((r) => (r === 0 ? new AgentWorker(a, this.threadsPerWorker) : ranks!.endpoint(a, r)));
+      return held.length === 1 ? held[0]! : ranks!.replicated(a, held);
+    });
   }
 
   get count(): number {

@@ -7,7 +7,8 @@ import { distributedAvailable, type DistributedAvailability } from "@pbrl/core-t
 import { ConfigError } from "../config/define-config.js";
 
 /**
- * The trainers that run on ranks (rank 0 trains, agent a lives on rank a mod W; rank-channel.ts):
+ * The trainers that run on ranks (rank 0 trains, agent a lives on rank a mod W, or on ranks a,
+ * a + A, … as data-parallel replicas; rank-channel.ts):
  * all four, through the mp execution. A new trainer opts in once it is tested on ranks.
  */
 export const DDP_TRAINERS: ReadonlySet<string> = new Set<string>(["madpo", "madpo_iter", "marlhf", "marlhf_iter"]);
@@ -22,7 +23,6 @@ export function ddpProblems(
   trainerName: string,
   availability: DistributedAvailability,
   worldSize: number,
-  actors = 2,
   usePeft = false,
   launched = true,
 ): string[] {
@@ -46,10 +46,6 @@ export function ddpProblems(
     return [
       'parallel_training: is "ddp", but no launcher started this process (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are unset): run `pbrl train --nproc_per_node N …`, torchrun or srun (docs/distributed.md)',
     ];
-  if (worldSize > actors)
-    return [
-      `parallel_training: is "ddp" on ${worldSize} ranks, but the run has ${actors} actor model${actors === 1 ? "" : "s"}: ranks are placed on agents (rank r owns agent r mod ${actors}) and data-parallel replicas (more ranks than agents) are not supported yet; launch at most ${actors} rank${actors === 1 ? "" : "s"}`,
-    ];
   if (usePeft)
     return [
       'parallel_training: is "ddp", which gives every agent a model of its own on its rank; with use_peft=true the agents share one base: set parallel_training="none"',
@@ -64,12 +60,12 @@ function launchedWorldSize(): number {
 }
 
 /** Throws a ConfigError when parallel_training cannot run here; asks the addon only when ddp is asked for. */
-export function checkDdp(configName: string, trainerName: string, args: { parallel_training: string; use_peft: boolean }, actors: number): void {
+export function checkDdp(configName: string, trainerName: string, args: { parallel_training: string; use_peft: boolean }): void {
   const parallelTraining = args.parallel_training;
   const worldSize = launchedWorldSize();
   if (parallelTraining !== "ddp" && worldSize === 1) return;
   const availability: DistributedAvailability = parallelTraining === "ddp" ? distributedAvailable() : { ok: true };
   const launched = process.env["RANK"] !== undefined && process.env["WORLD_SIZE"] !== undefined;
-  const problems = ddpProblems(parallelTraining, trainerName, availability, worldSize, actors, args.use_peft, launched);
+  const problems = ddpProblems(parallelTraining, trainerName, availability, worldSize, args.use_peft, launched);
   if (problems.length > 0) throw new ConfigError(configName, problems);
 }

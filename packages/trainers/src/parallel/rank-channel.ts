@@ -1,7 +1,9 @@
 /**
  * parallel_training="ddp", the simplest placement that fits the mp design: rank 0 runs the
- * trainer; rank r ≥ 1 hosts agents r, r + W, … in worker threads of its own (the mp workers,
- * unchanged) and answers the trainer's requests for them (worker-protocol.ts) over the c10d group.
+ * trainer; every rank hosts the agents placed on it (replicaRanks: agent a on rank a mod W, or on
+ * ranks a, a + A, … as data-parallel replicas when there are more ranks than agents) in worker
+ * threads of its own (the mp workers) and answers the trainer's requests for them
+ * (worker-protocol.ts) over the c10d group.
  * Every exchange is collective and in lockstep: rank 0 broadcasts a header [1, bytes] (or [0, 0]
  * to stop) and the batch of requests made since the last exchange; each rank passes the requests
  * for its agents to their workers in order and answers; the answers come back by allGather (their
@@ -10,12 +12,13 @@
  */
 import { NonFiniteError, processGroupFromEnv, tf, type ProcessGroup } from "@pbrl/core-tensor";
 import type { WorkerRequest } from "./worker-protocol.js";
-import { ownerOf, packMessage, unpackMessage } from "./rank-messages.js";
+import { packMessage, unpackMessage } from "./rank-messages.js";
 
-/** A request for agent `agent`, numbered by rank 0. */
+/** A request for agent `agent` held by rank `rank`, numbered by rank 0. */
 interface Envelope {
   id: number;
   agent: number;
+  rank: number;
   req: WorkerRequest;
 }
 type Answer = { id: number; ok: true; value: unknown } | { id: number; ok: false; name: string; message: string; stack: string | undefined };
@@ -99,18 +102,25 @@ export class RankChannel {
     return Number(process.env["WORLD_SIZE"] ?? "1");
   }
 
-  endpoint(agent: number): AgentEndpoint {
+  /** The run's group (its store's address and port: where the agents' replica groups meet). */
+  async store(): Promise<{ masterAddr: string; masterPort: number; timeoutSeconds: number }> {
+    const g = await this.joined();
+    return { masterAddr: g.masterAddr, masterPort: g.masterPort, timeoutSeconds: g.timeoutSeconds };
+  }
+
+  /** Agent `agent` as rank `rank` holds it. */
+  endpoint(agent: number, rank: number): AgentEndpoint {
     return {
-      request: <T>(req: WorkerRequest) => this.request<T>(agent, req),
+      request: <T>(req: WorkerRequest) => this.request<T>(agent, rank, req),
       terminate: async () => {},
     };
   }
 
-  private request<T>(agent: number, req: WorkerRequest): Promise<T> {
+  private request<T>(agent: number, rank: number, req: WorkerRequest): Promise<T> {
     if (this.closed) return Promise.reject(new Error(`parallel_training="ddp": agent ${agent}'s rank was asked after the ranks were stopped`));
     return new Promise<T>((resolve, reject) => {
-      this.batch.push({ env: { id: this.nextId++, agent, req }, resolve: resolve as (v: unknown) => void, reject });
-      // Requests made in the same turn of the event loop (one per agent) go in one exchange.
+      this.batch.push({ env: { id: this.nextId++, agent, rank, req }, resolve: resolve as (v: unknown) => void, reject });
+      // Requests made in the same turn of the event loop (one per agent or replica) go in one exchange.
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {
@@ -134,13 +144,10 @@ export class RankChannel {
       for (const g of gathered.slice(1)) for (const a of unpackMessage<Answer[]>(g.words, g.bytes)) answers.set(a.id, a);
       for (const b of batch) {
         const a = answers.get(b.env.id);
-        if (a === undefined) b.reject(new Error(`parallel_training="ddp": no rank answered the request for agent ${b.env.agent}`));
+        if (a === undefined) b.reject(new Error(`parallel_training="ddp": rank ${b.env.rank} did not answer the request for agent ${b.env.agent}`));
         else if (a.ok) b.resolve(a.value);
         else {
-          const err =
-            a.name === NonFiniteError.name
-              ? new NonFiniteError(a.message)
-              : new Error(`agent ${b.env.agent} (rank ${ownerOf(b.env.agent, group.worldSize)}): ${a.message}`);
+          const err = a.name === NonFiniteError.name ? new NonFiniteError(a.message) : new Error(`agent ${b.env.agent} (rank ${b.env.rank}): ${a.message}`);
           if (a.name !== NonFiniteError.name) err.name = a.name;
           err.stack = a.stack ?? err.stack;
           b.reject(err);
@@ -177,14 +184,17 @@ export class RankChannel {
 
 /**
  * A rank ≥ 1's whole life: join the group, then answer rank 0's batches for the agents this rank
- * owns (through `endpoint`, one worker per agent) until rank 0 says stop.
+ * owns (through `endpoint`, one worker per agent) until rank 0 says stop. Returns how many
+ * requests of each kind it answered.
  */
-export async function serveAgents(group: ProcessGroup, endpoint: (agent: number) => AgentEndpoint): Promise<void> {
+export async function serveAgents(group: ProcessGroup, endpoint: (agent: number) => AgentEndpoint): Promise<Map<WorkerRequest["kind"], number>> {
+  const served = new Map<WorkerRequest["kind"], number>();
   for (;;) {
     const header = await broadcastWords(group, new Int32Array(3));
-    if (header[0] === 0) return;
+    if (header[0] === 0) return served;
     const words = await broadcastWords(group, new Int32Array(header[2]!));
-    const envelopes = unpackMessage<Envelope[]>(words, header[1]!).filter((e) => ownerOf(e.agent, group.worldSize) === group.rank);
+    const envelopes = unpackMessage<Envelope[]>(words, header[1]!).filter((e) => e.rank === group.rank);
+    for (const e of envelopes) served.set(e.req.kind, (served.get(e.req.kind) ?? 0) + 1);
     const packed = packMessage(await answer(envelopes, endpoint));
     await gatherWords(group, packed.words, packed.bytes);
   }

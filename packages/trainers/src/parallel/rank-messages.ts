@@ -19,5 +19,24 @@ export function unpackMessage<T>(words: Int32Array, bytes: number): T {
   return deserialize(new Uint8Array(words.buffer, words.byteOffset, bytes)) as T;
 }
 
-/** Rank r owns agents r, r + W, r + 2W, … of a world of W ranks. */
-export const ownerOf = (agent: number, worldSize: number): number => agent % worldSize;
+/**
+ * The ranks that hold agent `agent` of `numAgents` in a world of W ranks: with no more ranks than
+ * agents, rank a mod W (a rank may hold several agents); with more, ranks a, a + A, a + 2A, …
+ * below W, the agent's data-parallel replicas — the first answers for it (generation, snapshots).
+ */
+export function replicaRanks(agent: number, numAgents: number, worldSize: number): number[] {
+  if (worldSize <= numAgents) return [agent % worldSize];
+  const ranks: number[] = [];
+  for (let r = agent; r < worldSize; r += numAgents) ranks.push(r);
+  return ranks;
+}
+
+/** The agents rank `rank` holds (see {@link replicaRanks}). */
+export function agentsOnRank(rank: number, numAgents: number, worldSize: number): number[] {
+  return Array.from({ length: numAgents }, (_, a) => a).filter((a) => replicaRanks(a, numAgents, worldSize).includes(rank));
+}
+
+/** `n` things in `k` contiguous shares as even as can be, as [start, end) ranges, in order. */
+export function evenShares(n: number, k: number): [number, number][] {
+  return Array.from({ length: k }, (_, i) => [Math.floor((n * i) / k), Math.floor((n * (i + 1)) / k)]);
+}
