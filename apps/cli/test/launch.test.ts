@@ -157,6 +157,12 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
       expect(ddp.code, ddp.err).toBe(0);
       expect(ddp.err).toMatch(/\[rank 1\] pbrl: rank 1 of 2 \(pid \d+\): hosting agent 1/);
       expect(ddp.err).toMatch(/\[rank 0\] pbrl: parallel_training="ddp": 2 agents on 2 ranks/);
+      // What crossed between the ranks: each round agent 1's weights went out to collect, its weights
+      // and AdamW state to train, and came back (4, 12 and 12 bytes a parameter, the first round's
+      // state empty), measured on rank 0's side of the channel.
+      const traffic = /\[rank 0\] pbrl: ddp traffic [^:]*: (.*)/.exec(ddp.err)?.[1] ?? "";
+      expect(traffic).toMatch(/\bload: \d+ exchanges, [1-9][\d.]* MB out/);
+      expect(traffic).toMatch(/\bsnapshot: \d+ exchanges, [\d.]+ MB out, [1-9][\d.]* MB back/);
       // Only rank 0 writes; the files that record the config differ in parallel_training and output_dir alone.
       const files = (
         readdirSync(path.join(dir, "single"), { recursive: true, withFileTypes: true }) as { isFile(): boolean; parentPath: string; name: string }[]

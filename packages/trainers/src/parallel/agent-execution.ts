@@ -138,7 +138,7 @@ export function agentExecution(parallelTraining: "none" | "mp" | "ddp", actors: 
   if (parallelTraining === "none") return inThisThread;
   // checkDdp has checked the world size against the agents: rank 0 trains, the others host agents.
   if (parallelTraining === "ddp") {
-    const channel = new RankChannel(ddpTimeoutSeconds);
+    const channel = new RankChannel(ddpTimeoutSeconds, log);
     openChannels.add(channel);
     return new InWorkers(log, channel);
   }

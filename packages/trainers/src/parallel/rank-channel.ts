@@ -89,8 +89,14 @@ export class RankChannel {
   private scheduled = false;
   private closed = false;
   private closing: Promise<void> | undefined;
+  /** Bytes rank 0 broadcast and gathered, by the kinds of request an exchange carried ("load", "margins+step", …). */
+  private readonly traffic = new Map<string, { exchanges: number; sent: number; received: number }>();
 
-  constructor(private readonly timeoutSeconds: number) {}
+  /** `log`: where the traffic summary goes when the channel closes. */
+  constructor(
+    private readonly timeoutSeconds: number,
+    private readonly log?: (line: string) => void,
+  ) {}
 
   private joined(): Promise<ProcessGroup> {
     this.group ??= processGroupFromEnv({ timeoutSeconds: this.timeoutSeconds });
@@ -140,6 +146,11 @@ export class RankChannel {
       await broadcastWords(group, new Int32Array([1, packed.bytes, packed.words.length]));
       await broadcastWords(group, packed.words);
       const gathered = await gatherWords(group, new Int32Array(0), 0);
+      this.count(
+        batch.map((b) => b.env.req.kind),
+        packed.words.length * 4,
+        gathered.reduce((n, g) => n + g.words.length * 4, 0),
+      );
       const answers = new Map<number, Answer>();
       for (const g of gathered.slice(1)) for (const a of unpackMessage<Answer[]>(g.words, g.bytes)) answers.set(a.id, a);
       for (const b of batch) {
@@ -158,6 +169,20 @@ export class RankChannel {
     }
   }
 
+  private count(kinds: readonly string[], sent: number, received: number): void {
+    const key = [...new Set(kinds)].sort().join("+");
+    const t = this.traffic.get(key) ?? { exchanges: 0, sent: 0, received: 0 };
+    this.traffic.set(key, { exchanges: t.exchanges + 1, sent: t.sent + sent, received: t.received + received });
+  }
+
+  /** What went through the channel, by kinds of request, e.g. "load: 2 exchanges, 1.2 MB out, 0.0 MB back". */
+  trafficSummary(): string {
+    const mb = (b: number) => (b / 1e6).toFixed(b < 1e5 ? 3 : 1);
+    return [...this.traffic]
+      .map(([k, t]) => `${k}: ${t.exchanges} exchange${t.exchanges === 1 ? "" : "s"}, ${mb(t.sent)} MB out, ${mb(t.received)} MB back`)
+      .join("; ");
+  }
+
   /** Tells the other ranks to stop (after every exchange in flight) and leaves the group. */
   close(): Promise<void> {
     this.closed = true;
@@ -167,6 +192,7 @@ export class RankChannel {
 
   private async stop(): Promise<void> {
     await this.flushing;
+    if (this.traffic.size > 0) this.log?.(`pbrl: ddp traffic between rank 0 and the other ranks (rank 0's side, payload only): ${this.trafficSummary()}`);
     if (this.group === undefined) return;
     // A group that never formed or already failed (a rank died) cannot be told anything: its
     // error has reached the run, and the launcher stops the ranks still waiting.

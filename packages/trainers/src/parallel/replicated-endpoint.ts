@@ -2,7 +2,7 @@
  * One agent held by several ranks (parallel_training="ddp" with more ranks than agents), seen by
  * the trainer as one endpoint: the work on a batch is shared out — pairs to score and to train
  * on, rows to score and to step on — a contiguous share per replica, and the results put back in
- * order; loads go to every replica; generation and snapshots to the first, which holds the same
+ * order; loads to train go to every replica; generation (and its loads) and snapshots to the first, which holds the same
  * weights as the others (their gradients are summed before every step, replica-gradients.ts).
  */
 import type { PolicyStepResult } from "@pbrl/rl-backends";
@@ -36,6 +36,8 @@ export class ReplicatedEndpoint implements AgentEndpoint {
     const store = await this.where;
     switch (req.kind) {
       case "load": {
+        // Weights without optimizer state are for generation, which the first replica does alone.
+        if (req.optimizer === undefined) return this.replicas[0]!.request<T>(req);
         // No buffers are handed over: every replica gets a copy of the same weights.
         await this.all(this.replicas.map((r, rank) => r.request({ ...req, replica: { ...store, subgroup: this.subgroup, rank, size: k } })));
         return undefined as T;
