@@ -39,6 +39,16 @@ describe("pbrl bench", () => {
     expect(report.machine["cpus"]).toBeGreaterThan(0);
     expect(wasm["demo_round"]).toEqual({ skipped: "--no-demo-round" });
     expect(wasm).not.toHaveProperty("flatness");
+    // Generation against the roofline measured in the same run (roofline.ts tests the formula).
+    const roofline = wasm["generation_roofline"] as { gemm_gflops: number; read_gb_per_s: number; workloads: Record<string, Json> };
+    expect(roofline.gemm_gflops).toBeGreaterThan(0);
+    expect(roofline.read_gb_per_s).toBeGreaterThan(0);
+    expect(Object.keys(roofline.workloads)).toEqual(["b1_cached", "b8_cached", "shared_1x16"]);
+    expect(roofline.workloads["shared_1x16"]).toMatchObject({ prompts: 1, rows: 16, prompt_len: 16, new_tokens: 64 });
+    for (const r of Object.values(roofline.workloads)) {
+      expect(r["roofline_s"]).toBeGreaterThan(0);
+      expect(r["roofline_fraction"]).toBeCloseTo((r["roofline_s"] as number) / (r["seconds"] as number), 9);
+    }
     // parallel_training: the same sampling and updates in this thread and in worker threads, timed.
     const parallel = wasm["parallel_training"] as { workload: Json; generation: Json; update: Json };
     expect(parallel.workload).toEqual({

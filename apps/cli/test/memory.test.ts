@@ -26,7 +26,7 @@ describe("pbrl with too much work for the heap", () => {
     expect(code).toBe(2);
     expect(out).toBe("");
     expect(err).toMatch(GENERATE_ERROR);
-    expect(err).toMatch(/forward pass over 100000 rows × \d+ tokens +\d/);
+    expect(err).toMatch(/KV cache .*100000 rows × \d+ positions.* +\d/);
     expect(err).toMatch(/What to do: generate fewer rows at once \(fewer prompts or num_return_sequences per call.*backend=cpu/);
   });
 

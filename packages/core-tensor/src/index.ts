@@ -95,7 +95,7 @@ export type {
 } from "./safetensors.js";
 export { LazyHostTensors } from "./lazy-host-tensors.js";
 export { bf16BitsToFloat32, float32ToBf16Bits, f16BitsToFloat32, float32ToF16Bits } from "./half.js";
-export { nativeHeapOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows } from "./native-decode.js";
+export { keepDecodeRows, nativeHeapOffsets, NativeDecodeCache, nativeDecodeStep, nativeSampleRows } from "./native-decode.js";
 export type { DecodeDims } from "./native-decode.js";
 export { isWithin, resolvedPath } from "./paths.js";
 export { mean, meanOrNull } from "./mean.js";

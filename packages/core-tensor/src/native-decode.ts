@@ -32,7 +32,7 @@ export class NativeDecodeCache {
 
   constructor(
     readonly dims: DecodeDims,
-    readonly batch: number,
+    public batch: number,
     readonly capacity: number,
   ) {
     const n = dims.layers * batch * dims.kvHeads * capacity * dims.headDim;
@@ -53,6 +53,26 @@ export class NativeDecodeCache {
     }
     this.length = length;
   }
+}
+
+/**
+ * Keeps only these rows (increasing indices), in this order, moved to the front of the buffers: rows
+ * that have finished then cost nothing in later steps. Moving forward in order never overwrites a
+ * row not yet moved, as no row moves to a later offset.
+ */
+export function keepDecodeRows(cache: NativeDecodeCache, rows: Int32Array): void {
+  const { layers, kvHeads, headDim: d } = cache.dims;
+  if (rows.length === 0 || rows.some((r, i) => r < 0 || r >= cache.batch || (i > 0 && r <= rows[i - 1]!)))
+    throw new RangeError(`keepDecodeRows: rows must be increasing indices below the batch ${cache.batch}`);
+  const rowSize = kvHeads * cache.capacity * d;
+  for (let l = 0; l < layers; l++)
+    rows.forEach((r, j) => {
+      const from = (l * cache.batch + r) * rowSize;
+      const to = (l * rows.length + j) * rowSize;
+      cache.k.copyWithin(to, from, from + rowSize);
+      cache.v.copyWithin(to, from, from + rowSize);
+    });
+  cache.batch = rows.length;
 }
 
 /**
@@ -82,7 +102,20 @@ export function nativeDecodeStep(
   const { addon, heap } = nativeHeapAccess();
   const d = cache.dims;
   const dims = [cache.batch, d.hidden, d.heads, d.kvHeads, d.headDim, d.intermediate, d.vocab, d.layers, cache.capacity, cache.length, d.rmsNormEps];
-  addon.decode(heap(), weights, Float64Array.from(dims), step.ids, step.cos, step.sin, step.keyMask, cache.k, cache.v, logits);
+  // After keepDecodeRows the buffers hold fewer rows than they were made for: the addon sees those rows only.
+  const used = d.layers * cache.batch * d.kvHeads * cache.capacity * d.headDim;
+  addon.decode(
+    heap(),
+    weights,
+    Float64Array.from(dims),
+    step.ids,
+    step.cos,
+    step.sin,
+    step.keyMask,
+    cache.k.subarray(0, used),
+    cache.v.subarray(0, used),
+    logits,
+  );
   cache.length += 1;
 }
 

@@ -1,6 +1,7 @@
 import {
   computePrecision,
   guardHeap,
+  keepDecodeRows,
   LibtorchDecoder,
   libtorchSampleRows,
   NativeDecodeCache,
@@ -61,7 +62,13 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
     const promptLen = prompts.reduce((m, p) => Math.max(m, p.length), 0);
     // Before the memory check: a length beyond the context is the clearer cause of a huge estimate.
     checkContextLength(model.config, promptLen, options.maxNewTokens);
-    checkGeneration(model.config, { rows: prompts.length * n, promptLen, maxNewTokens: options.maxNewTokens, useCache: options.useCache ?? true });
+    checkGeneration(model.config, {
+      rows: prompts.length * n,
+      prompts: prompts.length,
+      promptLen,
+      maxNewTokens: options.maxNewTokens,
+      useCache: options.useCache ?? true,
+    });
   }
   return guardHeap("generation", () => model.withFrozenWeights(() => generateWith(model, prompts, options)));
 }
@@ -81,38 +88,41 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
   if (prompts.some((p) => p.length === 0)) throw new RangeError("every prompt needs at least one token");
   if (!sampling.greedy && options.rng === undefined) throw new Error("sampling needs a seeded RngStream (pass rng, or use greedy decoding)");
   const stops = new Set([...(options.eosTokenIds ?? []), ...(options.stopTokenIds ?? [])]);
-  const rows = prompts.flatMap((p, i) => Array.from({ length: n }, () => ({ prompt: p, promptIndex: i })));
-  const b = rows.length;
-  const out: GeneratedSequence[] = rows.map((r) => ({ promptIndex: r.promptIndex, tokens: [], finishReason: "length" }));
+  const b = prompts.length * n;
+  // Rows are prompt-major: row i answers prompt ⌊i / n⌋.
+  const out: GeneratedSequence[] = Array.from({ length: b }, (_, i) => ({ promptIndex: Math.floor(i / n), tokens: [], finishReason: "length" }));
   if (b === 0 || options.maxNewTokens === 0) return out;
 
-  const promptLen = Math.max(...rows.map((r) => r.prompt.length));
+  const promptLen = Math.max(...prompts.map((p) => p.length));
   const pad = options.padTokenId;
-  if (pad === undefined && rows.some((r) => r.prompt.length !== promptLen)) {
+  if (pad === undefined && prompts.some((p) => p.length !== promptLen)) {
     throw new RangeError("prompts differ in length: pass padTokenId so they can be left-padded");
   }
-  // Host-side sequence state, [b, total] row-major, grown one column per step.
+  // Host-side sequence state of the live rows, [rows, total] row-major, grown one column per step;
+  // first one row per prompt, for the prompt pass.
   let total = promptLen;
-  let ids = new Int32Array(b * total);
-  let mask = new Uint8Array(b * total);
-  rows.forEach((r, i) => {
-    const off = promptLen - r.prompt.length;
+  let ids = new Int32Array(prompts.length * total);
+  let mask = new Uint8Array(prompts.length * total);
+  prompts.forEach((p, i) => {
+    const off = promptLen - p.length;
     ids.fill(pad ?? 0, i * total, i * total + off);
-    ids.set(r.prompt, i * total + off);
+    ids.set(p, i * total + off);
     mask.fill(1, i * total + off, (i + 1) * total);
   });
-  const done = new Uint8Array(b);
-  const nextPos = Int32Array.from(rows, (r) => r.prompt.length);
+  /** The rows still generating (indices into `out`), in row order: only they compute and draw. */
+  let live = Int32Array.from({ length: b }, (_, i) => i);
+  const nextPos = Int32Array.from(live, (i) => prompts[Math.floor(i / n)]!.length);
   const useCache = options.useCache ?? true;
   const cache = useCache ? emptyCache() : undefined;
-  const lastRows = Int32Array.from({ length: b }, (_, i) => i * promptLen + promptLen - 1);
+  const lastRows = Int32Array.from({ length: prompts.length }, (_, i) => i * promptLen + promptLen - 1);
+  const promptOfRow = Int32Array.from(live, (i) => Math.floor(i / n));
 
   // On libtorch the logits stay where the model is (CPU or CUDA memory) and every row's token is
   // chosen there: only the chosen ids come back each step.
   const onDevice = tf.getBackend() === "libtorch";
   let deviceLogits: tf.Tensor2D | undefined;
   let decoder: LibtorchDecoder | undefined;
-  /** The step's logits [b, vocab]: read back to the host, or kept on the device. */
+  /** The step's logits [rows, vocab]: read back to the host, or kept on the device. */
   const stepLogits = (t: () => tf.Tensor2D): Float32Array => {
     if (!onDevice) return tf.tidy(() => t().dataSync() as Float32Array);
     deviceLogits?.dispose();
@@ -120,10 +130,24 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     return new Float32Array(0);
   };
   try {
+    // Each prompt runs once; its keys, values and last logits then serve all its n rows, copied
+    // (the rows diverge from their first sampled token on).
     let logits = stepLogits(() => {
-      const h = model.hidden({ ids, batch: b, length: total, positions: positionsFromMask(mask, b, total), keyMask: mask, ...(cache ? { cache } : {}) });
-      return model.logits(gatherRows(h, lastRows));
+      const h = model.hidden({
+        ids,
+        batch: prompts.length,
+        length: total,
+        positions: positionsFromMask(mask, prompts.length, total),
+        keyMask: mask,
+        ...(cache ? { cache } : {}),
+      });
+      return tf.gather(model.logits(gatherRows(h, lastRows)), promptOfRow);
     });
+    if (n > 1) {
+      ids = selectRows(ids, total, promptOfRow);
+      mask = selectRows(mask, total, promptOfRow);
+      if (cache !== undefined) selectCacheRows(cache, promptOfRow);
+    }
     const vocab = model.config.vocabSize;
     // Families the fused decoders implement (fused-decode.ts); the others decode with the
     // generic path below, which runs on every backend.
@@ -136,36 +160,51 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     // On libtorch likewise, with the cache and the logits where the weights are (and the weights
     // read as bfloat16 copies when the backend computes in bf16).
     if (support.ok && cache !== undefined && onDevice) decoder = libtorchDecoder(model, cache, b, promptLen + options.maxNewTokens);
+    // The decoders hold their own copy of the prompts' keys and values.
+    if (cache !== undefined && (fast !== undefined || decoder !== undefined)) disposeCache(cache);
     // Plain sampling (no top-k, no top-p) of all rows in one addon call on native, with the same
     // uniform draws, in the same order, as chooseToken would take.
     const nativeSampling = tf.getBackend() === "native" && !sampling.greedy && sampling.topK === 0 && sampling.topP === 1 && options.rng !== undefined;
     for (let step = 0; step < options.maxNewTokens; step++) {
-      const chosen = new Int32Array(b);
+      const rows = live.length;
+      const chosen = new Int32Array(rows);
+      const finished = new Uint8Array(rows);
       const sampled = onDevice
-        ? libtorchSampleRows(deviceLogits!, draws(done, sampling.greedy ? undefined : options.rng), sampling)
+        ? libtorchSampleRows(deviceLogits!, draws(rows, sampling.greedy ? undefined : options.rng), sampling)
         : nativeSampling
-          ? sampleOnNative(logits, done, options.rng!, sampling.temperature)
+          ? sampleOnNative(logits, rows, options.rng!, sampling.temperature)
           : undefined;
-      for (let i = 0; i < b; i++) {
-        if (done[i]) {
-          chosen[i] = pad ?? 0;
-          continue;
-        }
+      for (let i = 0; i < rows; i++) {
         const tok = sampled !== undefined ? sampled[i]! : chooseToken(logits.subarray(i * vocab, (i + 1) * vocab), sampling, options.rng);
         chosen[i] = tok;
-        out[i]!.tokens.push(tok);
+        out[live[i]!]!.tokens.push(tok);
         if (stops.has(tok)) {
-          done[i] = 1;
-          out[i]!.finishReason = "stop";
+          finished[i] = 1;
+          out[live[i]!]!.finishReason = "stop";
         }
       }
-      if (done.every((d) => d === 1) || step === options.maxNewTokens - 1) break;
+      if (finished.every((d) => d === 1) || step === options.maxNewTokens - 1) break;
+      // Finished rows leave the batch: later steps compute and draw for the others only, in the
+      // same order as before, so each row's draws are the ones it would take with them kept.
+      const kept = keptRows(finished);
+      if (kept !== undefined) {
+        live = live.filter((_, i) => !finished[i]);
+        ids = selectRows(ids, total, kept);
+        mask = selectRows(mask, total, kept);
+        nextPos.set(kept.map((i) => nextPos[i]!));
+        if (decoder !== undefined) decoder.keep(kept);
+        else if (fast !== undefined) keepDecodeRows(fast.cache, kept);
+        else if (cache !== undefined && cache.length > 0) selectCacheRows(cache, kept);
+      }
+      const active = live.length;
+      const next = kept === undefined ? chosen : kept.map((i) => chosen[i]!);
+      const positions = nextPos.subarray(0, active);
       // Append the chosen column.
-      const grownIds = new Int32Array(b * (total + 1));
-      const grownMask = new Uint8Array(b * (total + 1));
-      for (let i = 0; i < b; i++) {
+      const grownIds = new Int32Array(active * (total + 1));
+      const grownMask = new Uint8Array(active * (total + 1));
+      for (let i = 0; i < active; i++) {
         grownIds.set(ids.subarray(i * total, (i + 1) * total), i * (total + 1));
-        grownIds[i * (total + 1) + total] = chosen[i]!;
+        grownIds[i * (total + 1) + total] = next[i]!;
         grownMask.set(mask.subarray(i * total, (i + 1) * total), i * (total + 1));
         grownMask[i * (total + 1) + total] = 1;
       }
@@ -173,41 +212,46 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
       mask = grownMask;
       total += 1;
       if (decoder !== undefined) {
-        const tables = model.rotaryTables(nextPos);
+        const tables = model.rotaryTables(positions);
         deviceLogits?.dispose();
-        deviceLogits = decoder.step(chosen, tables.cos, tables.sin, windowedKeyMask(mask, b, fusedWindow));
-        for (let i = 0; i < b; i++) nextPos[i]! += 1;
+        deviceLogits = decoder.step(next, tables.cos, tables.sin, windowedKeyMask(mask, active, fusedWindow));
+        for (let i = 0; i < active; i++) nextPos[i]! += 1;
         continue;
       }
       if (fast !== undefined) {
-        const tables = model.rotaryTables(nextPos);
-        logits = fast.logits;
-        nativeDecodeStep(fast.weights, fast.cache, { ids: chosen, cos: tables.cos, sin: tables.sin, keyMask: windowedKeyMask(mask, b, fusedWindow) }, logits);
-        for (let i = 0; i < b; i++) nextPos[i]! += 1;
+        const tables = model.rotaryTables(positions);
+        logits = fast.logits.subarray(0, active * vocab);
+        nativeDecodeStep(
+          fast.weights,
+          fast.cache,
+          { ids: next, cos: tables.cos, sin: tables.sin, keyMask: windowedKeyMask(mask, active, fusedWindow) },
+          logits,
+        );
+        for (let i = 0; i < active; i++) nextPos[i]! += 1;
         continue;
       }
       if (cache !== undefined && dropsCacheForLongRope(model, cache.length, total)) disposeCache(cache);
       logits = stepLogits(() => {
         if (cache !== undefined && cache.length > 0) {
-          const h = model.hidden({ ids: chosen, batch: b, length: 1, positions: nextPos, keyMask: mask, cache });
+          const h = model.hidden({ ids: next, batch: active, length: 1, positions, keyMask: mask, cache });
           return model.logits(h);
         }
         const h = model.hidden({
           ids,
-          batch: b,
+          batch: active,
           length: total,
-          positions: positionsFromMask(mask, b, total),
+          positions: positionsFromMask(mask, active, total),
           keyMask: mask,
           ...(cache !== undefined ? { cache } : {}),
         });
         return model.logits(
           gatherRows(
             h,
-            Int32Array.from({ length: b }, (_, i) => i * total + total - 1),
+            Int32Array.from({ length: active }, (_, i) => i * total + total - 1),
           ),
         );
       });
-      for (let i = 0; i < b; i++) nextPos[i]! += 1;
+      for (let i = 0; i < active; i++) nextPos[i]! += 1;
     }
   } finally {
     if (cache !== undefined) disposeCache(cache);
@@ -215,6 +259,33 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     decoder?.dispose();
   }
   return out;
+}
+
+/** The indices of the rows not finished, or undefined when none finished. */
+function keptRows(finished: Uint8Array): Int32Array | undefined {
+  if (!finished.includes(1)) return undefined;
+  const kept: number[] = [];
+  finished.forEach((f, i) => {
+    if (!f) kept.push(i);
+  });
+  return Int32Array.from(kept);
+}
+
+/** Rows `rows` of a row-major [*, width] array, in that order (a row may repeat). */
+function selectRows<T extends Int32Array | Uint8Array>(a: T, width: number, rows: Int32Array): T {
+  const picked = new (a.constructor as new (length: number) => T)(rows.length * width);
+  rows.forEach((r, i) => picked.set(a.subarray(r * width, (r + 1) * width), i * width));
+  return picked;
+}
+
+/** The cache's rows `rows`, in that order (a row may repeat), replacing every layer's tensors. */
+function selectCacheRows(cache: KVCache, rows: Int32Array): void {
+  cache.layers = cache.layers.map((l) => {
+    const picked = tf.tidy(() => ({ k: tf.gather(l.k, rows, 0), v: tf.gather(l.v, rows, 0) }));
+    l.k.dispose();
+    l.v.dispose();
+    return picked;
+  });
 }
 
 /**
@@ -228,13 +299,10 @@ function dropsCacheForLongRope(model: CausalLM, cached: number, total: number): 
   return model.config.modelType === "phi3" && s.type === "longrope" && total > s.originalMaxPositionEmbeddings && cached <= s.originalMaxPositionEmbeddings;
 }
 
-/**
- * One uniform draw per row not yet done, in row order — the draws chooseToken would take — and −1
- * for done rows; no draws at all when `rng` is undefined (greedy).
- */
-function draws(done: Uint8Array, rng: RngStream | undefined): Float64Array {
-  const uniforms = new Float64Array(done.length);
-  for (let i = 0; i < done.length; i++) uniforms[i] = done[i] ? -1 : rng === undefined ? 0 : rng.random();
+/** One uniform draw per live row, in row order — the draws chooseToken would take; no draws at all when `rng` is undefined (greedy). */
+function draws(rows: number, rng: RngStream | undefined): Float64Array {
+  const uniforms = new Float64Array(rows);
+  if (rng !== undefined) for (let i = 0; i < rows; i++) uniforms[i] = rng.random();
   return uniforms;
 }
 
@@ -275,9 +343,9 @@ function nativeDecoder(
   return { weights: nativeHeapOffsets(decodeKernelOrder(model.decodeWeights())), cache: native, logits: new Float32Array(batch * c.vocabSize) };
 }
 
-/** One token per row not yet done, drawn by the addon; done rows keep 0 and draw nothing. */
-function sampleOnNative(logits: Float32Array, done: Uint8Array, rng: RngStream, temperature: number): Int32Array {
-  const out = new Int32Array(done.length);
-  nativeSampleRows(logits, draws(done, rng), temperature, out);
+/** One token per live row, drawn by the addon. */
+function sampleOnNative(logits: Float32Array, rows: number, rng: RngStream, temperature: number): Int32Array {
+  const out = new Int32Array(rows);
+  nativeSampleRows(logits, draws(rows, rng), temperature, out);
   return out;
 }

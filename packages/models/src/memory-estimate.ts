@@ -281,6 +281,8 @@ export function forwardEstimate(c: CausalLMConfig, w: ForwardWorkload): MemoryEs
 /** Batched generation: `rows` sequences (prompts × num_return_sequences), left-padded to `promptLen`. */
 export interface GenerationWorkload {
   rows: number;
+  /** Distinct prompts among the rows: each runs its prompt pass once, its keys and values then copied to its rows (generate.ts). */
+  prompts: number;
   promptLen: number;
   maxNewTokens: number;
   kernels: KernelFamily;
@@ -292,7 +294,8 @@ export interface GenerationWorkload {
 
 /** Generation's memory beyond the weights: weight copies, the prompt's forward pass, the KV cache, the logits. */
 export function generationEstimate(c: CausalLMConfig, w: GenerationWorkload): MemoryEstimate {
-  checkCounts("generation", { rows: w.rows, promptLen: w.promptLen, maxNewTokens: w.maxNewTokens });
+  checkCounts("generation", { rows: w.rows, prompts: w.prompts, promptLen: w.promptLen, maxNewTokens: w.maxNewTokens });
+  if (w.prompts > w.rows) throw new RangeError(`generation estimate: ${w.prompts} prompts for ${w.rows} rows (each prompt has at least one row)`);
   const useCache = w.useCache ?? true;
   const k = FORWARD[w.kernels];
   const sizes = modelSizes(c);
@@ -306,7 +309,10 @@ export function generationEstimate(c: CausalLMConfig, w: GenerationWorkload): Me
       ? s.originalMaxPositionEmbeddings + 1
       : 0;
   const passLen = useCache ? Math.max(w.promptLen, recompute) : Math.max(w.promptLen, total - 1);
-  const kvPerPosition = 2 * c.numLayers * w.rows * c.numKvHeads * c.headDim * F32;
+  // The prompt pass runs once per prompt; later full passes (no cache, Phi-3's switch) run every row.
+  const passRows = useCache && recompute === 0 ? w.prompts : w.rows;
+  const kvPerRowPosition = 2 * c.numLayers * c.numKvHeads * c.headDim * F32;
+  const kvPerPosition = kvPerRowPosition * w.rows;
   const items: MemoryItem[] = [
     {
       // CausalLM.withFrozenWeights: transposed copies of every projection and the output head.
@@ -315,13 +321,18 @@ export function generationEstimate(c: CausalLMConfig, w: GenerationWorkload): Me
       pool: "tensors",
     },
     {
-      label: `forward pass over ${w.rows} rows × ${passLen} tokens`,
-      bytes: w.rows * passLen * c.numLayers * perTokenLayer(c, k, passLen, w.kernels, "forward") * F32,
+      label: `forward pass over ${passRows} rows × ${passLen} tokens`,
+      bytes: passRows * passLen * c.numLayers * perTokenLayer(c, k, passLen, w.kernels, "forward") * F32,
       pool: "tensors",
     },
   ];
   if (useCache && nativeDecode) {
-    items.push({ label: `KV cache of the prompt (${w.rows} rows × ${w.promptLen} positions)`, bytes: kvPerPosition * w.promptLen, pool: "tensors" });
+    // The prompts' keys and values, and their copy to every row (one layer's prompt rows at a time, counted whole).
+    items.push({
+      label: `KV cache of the prompts (${w.prompts} rows, copied to ${w.rows} rows × ${w.promptLen} positions)`,
+      bytes: kvPerRowPosition * w.promptLen * (w.rows + (w.prompts < w.rows ? w.prompts : 0)),
+      pool: "tensors",
+    });
     items.push({ label: `KV cache (${w.rows} rows × ${total} positions), host memory`, bytes: kvPerPosition * total, pool: "host" });
   } else if (useCache) {
     // Each step concatenates the new position onto every layer's cache before freeing the old one.

@@ -1,7 +1,7 @@
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RngStream } from "@pbrl/core-tensor";
-import { generate, loadPretrained, type Pretrained } from "../src/index.js";
+import { RngStream, tf } from "@pbrl/core-tensor";
+import { chooseToken, generate, loadPretrained, type GeneratedSequence, type Pretrained, type SamplingOptions } from "../src/index.js";
 import { FIXTURES, reference } from "./reference.js";
 
 describe("generation behaviour", () => {
@@ -45,6 +45,43 @@ describe("generation behaviour", () => {
     // three samples of the same prompt are not all identical
     expect(new Set(a.slice(0, 3).map((s) => s.tokens.join())).size).toBeGreaterThan(1);
   });
+
+  it("samples per row what each row alone samples, prompts prefilled once, finished rows leaving the batch", () => {
+    const sampling: SamplingOptions = { greedy: false, temperature: 1.5, topK: 0, topP: 1 };
+    const two = [prompts[0]!, prompts[1]!.slice(0, -2)]; // of different lengths: left padding
+    const run = (stopTokenIds: number[]) =>
+      generate(p.model, two, { maxNewTokens: 8, temperature: 1.5, numReturnSequences: 3, padTokenId: 0, stopTokenIds, rng: RngStream.fromSeed(3, "policy") });
+    // A stop id some row draws early, so that rows finish at different steps.
+    const stop = run([])[1]!.tokens[2]!;
+    const got = run([stop]);
+    expect(got.some((r) => r.finishReason === "stop" && r.tokens.length < 8)).toBe(true);
+    expect(got.some((r) => r.finishReason === "length")).toBe(true);
+    expect(got).toEqual(oneRowAtATime(two, 3, 8, sampling, [stop], RngStream.fromSeed(3, "policy")));
+  });
+
+  /**
+   * The reference: every row's logits from its own unpadded sequence, recomputed in full, and the
+   * draws taken from one stream in row order among the rows not yet stopped.
+   */
+  function oneRowAtATime(ps: number[][], n: number, maxNewTokens: number, o: SamplingOptions, stops: number[], rng: RngStream): GeneratedSequence[] {
+    const rows = ps.flatMap((prompt, promptIndex) =>
+      Array.from({ length: n }, () => ({ seq: [...prompt], promptIndex, tokens: [] as number[], stopped: false })),
+    );
+    for (let step = 0; step < maxNewTokens; step++)
+      for (const r of rows.filter((row) => !row.stopped)) {
+        const logits = tf.tidy(() =>
+          p.model
+            .forward({ ids: Int32Array.from(r.seq), batch: 1, length: r.seq.length })
+            .slice([r.seq.length - 1, 0], [1, -1])
+            .dataSync(),
+        );
+        const tok = chooseToken(logits, o, rng);
+        r.seq.push(tok);
+        r.tokens.push(tok);
+        r.stopped = stops.includes(tok);
+      }
+    return rows.map((r) => ({ promptIndex: r.promptIndex, tokens: r.tokens, finishReason: r.stopped ? "stop" : "length" }));
+  }
 
   it("validates its inputs", () => {
     expect(() => generate(p.model, [[1, 2], [1]], { maxNewTokens: 2, greedy: true })).toThrow(/pass padTokenId/);

@@ -84,7 +84,7 @@ describe("training step", () => {
 
   it("rejects impossible counts", () => {
     expect(() => trainingStepEstimate(tiny, { sequences: -1, seqLen: 3, kernels: "tfjs" })).toThrow(/sequences must be a finite number ≥ 0/);
-    expect(() => generationEstimate(tiny, { rows: Number.NaN, promptLen: 2, maxNewTokens: 1, kernels: "tfjs" })).toThrow(/rows/);
+    expect(() => generationEstimate(tiny, { rows: Number.NaN, prompts: 1, promptLen: 2, maxNewTokens: 1, kernels: "tfjs" })).toThrow(/rows/);
   });
 
   it("SmolLM2-135M's shape at 4 × 128 needs more than a 4 GB heap on either kernel family", () => {
@@ -97,7 +97,7 @@ describe("training step", () => {
 
 describe("generation", () => {
   it("tfjs ops: transposed copies, the prompt's forward pass, both copies of the KV cache, logits", () => {
-    const e = generationEstimate(tiny, { rows: 3, promptLen: 2, maxNewTokens: 4, kernels: "tfjs" });
+    const e = generationEstimate(tiny, { rows: 3, prompts: 3, promptLen: 2, maxNewTokens: 4, kernels: "tfjs" });
     const forward = 4 * 3 * 2 * 2 * (23 * 4 + 12 * 2 + 5.2 * 6 + 4.4 * 2 * 2 + 900);
     // KV: 2 (k, v) × 2 layers × 3 rows × 1 head × 2 dims × 4 bytes = 96 per position, 6 positions, twice.
     expect(e.items.map((i) => [i.label, i.pool])).toEqual([
@@ -112,14 +112,28 @@ describe("generation", () => {
   });
 
   it("native decoding keeps the KV cache in host memory, only the prompt's on the heap", () => {
-    const e = generationEstimate(tiny, { rows: 3, promptLen: 2, maxNewTokens: 4, kernels: "fused", nativeDecode: true });
+    const e = generationEstimate(tiny, { rows: 3, prompts: 3, promptLen: 2, maxNewTokens: 4, kernels: "fused", nativeDecode: true });
     const forward = 4 * 3 * 2 * 2 * (13 * 4 + 7.5 * 2 + 3.2 * 6 + 0.5 * 2 * 2 + 100);
     expect(e.tensorBytes).toBeCloseTo(forward + 96 * 2 + 240, 6);
     expect(e.hostBytes).toBe(96 * 6 + 120);
   });
 
+  it("shared prompts: one prompt pass per prompt, its keys and values copied to its rows", () => {
+    const e = generationEstimate(tiny, { rows: 3, prompts: 1, promptLen: 2, maxNewTokens: 4, kernels: "fused", nativeDecode: true });
+    // One row × 2 tokens × 2 layers; the prompt's K/V (32 bytes a row and position) for 1 + 3 rows × 2 positions.
+    const forward = 4 * 1 * 2 * 2 * (13 * 4 + 7.5 * 2 + 3.2 * 6 + 0.5 * 2 * 2 + 100);
+    expect(e.items.map((i) => i.label)).toContain("forward pass over 1 rows × 2 tokens");
+    expect(e.tensorBytes).toBeCloseTo(forward + 32 * 2 * 4 + 240, 6);
+    expect(e.hostBytes).toBe(96 * 6 + 120);
+    // Without a cache every step reruns every row.
+    expect(
+      generationEstimate(tiny, { rows: 3, prompts: 1, promptLen: 2, maxNewTokens: 4, kernels: "tfjs", useCache: false }).items.map((i) => i.label),
+    ).toContain("forward pass over 3 rows × 5 tokens");
+    expect(() => generationEstimate(tiny, { rows: 2, prompts: 3, promptLen: 2, maxNewTokens: 1, kernels: "tfjs" })).toThrow(/3 prompts for 2 rows/);
+  });
+
   it("without a cache, the last step's forward pass over every row's whole sequence", () => {
-    const e = generationEstimate(tiny, { rows: 3, promptLen: 2, maxNewTokens: 4, kernels: "tfjs", useCache: false });
+    const e = generationEstimate(tiny, { rows: 3, prompts: 3, promptLen: 2, maxNewTokens: 4, kernels: "tfjs", useCache: false });
     expect(e.items.map((i) => i.label)).toContain("forward pass over 3 rows × 5 tokens");
     expect(e.tensorBytes).toBeCloseTo(1120 + 4 * 3 * 5 * 2 * (92 + 24 + 31.2 + 4.4 * 2 * 5 + 900) + 240, 6);
   });
@@ -138,7 +152,7 @@ describe("scoring", () => {
 
   it("sums estimates item by item", () => {
     const a = weightsEstimate(tiny);
-    const b = generationEstimate(tiny, { rows: 1, promptLen: 1, maxNewTokens: 1, kernels: "fused", nativeDecode: true });
+    const b = generationEstimate(tiny, { rows: 1, prompts: 1, promptLen: 1, maxNewTokens: 1, kernels: "fused", nativeDecode: true });
     const s = sumEstimates([a, b]);
     expect(s.tensorBytes).toBeCloseTo(a.tensorBytes + b.tensorBytes, 6);
     expect(s.hostBytes).toBe(b.hostBytes);
@@ -195,7 +209,7 @@ describe("families beyond Llama", () => {
 
   it("generation: no native decoding for families the decoders cannot run; Phi-3 recomputes its sequence at the longrope switch", () => {
     const qwen3 = parseModelConfig({ ...base, model_type: "qwen3", head_dim: 64 });
-    const g = generationEstimate(qwen3, { rows: 2, promptLen: 8, maxNewTokens: 8, kernels: "fused", nativeDecode: true });
+    const g = generationEstimate(qwen3, { rows: 2, prompts: 2, promptLen: 8, maxNewTokens: 8, kernels: "fused", nativeDecode: true });
     expect(g.hostBytes).toBe(2 * 2000 * 4);
     expect(g.items.map((i) => i.label)).toContain("KV cache (2 rows × 16 positions), old and new copy during a step");
     const longrope = { rope_type: "longrope", rope_theta: 10000, short_factor: Array(32).fill(1), long_factor: Array(32).fill(4) };
@@ -206,10 +220,10 @@ describe("families beyond Llama", () => {
       original_max_position_embeddings: 32,
       rope_parameters: longrope,
     });
-    expect(generationEstimate(phi3, { rows: 2, promptLen: 8, maxNewTokens: 40, kernels: "tfjs" }).items.map((i) => i.label)).toContain(
+    expect(generationEstimate(phi3, { rows: 2, prompts: 2, promptLen: 8, maxNewTokens: 40, kernels: "tfjs" }).items.map((i) => i.label)).toContain(
       "forward pass over 2 rows × 33 tokens",
     );
-    expect(generationEstimate(phi3, { rows: 2, promptLen: 8, maxNewTokens: 20, kernels: "tfjs" }).items.map((i) => i.label)).toContain(
+    expect(generationEstimate(phi3, { rows: 2, prompts: 2, promptLen: 8, maxNewTokens: 20, kernels: "tfjs" }).items.map((i) => i.label)).toContain(
       "forward pass over 2 rows × 8 tokens",
     );
   });

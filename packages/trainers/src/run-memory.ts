@@ -32,6 +32,8 @@ export interface RunMemoryPlan {
   maxNewTokens: number;
   /** Rows of one generate call (prompts × candidates). */
   generationRows: number;
+  /** Prompts of one generate call: each prefilled once for its candidates. */
+  generationPrompts: number;
   /** Sequences in one training step's forward pass. */
   trainSequences: number;
   /** Frozen copies of every agent the comparator holds while it answers (0, or 1 for current_copy, history, model). */
@@ -133,6 +135,7 @@ function phases(p: RunMemoryPlan): { name: string; estimate: MemoryEstimate }[] 
         ...copyItems,
         ...generationEstimate(largest, {
           rows: p.generationRows,
+          prompts: p.generationPrompts,
           promptLen: p.promptTokens,
           maxNewTokens: p.maxNewTokens,
           kernels: p.kernels,
@@ -270,6 +273,7 @@ export function runMemoryPlan(trainer: string, a: RunMemoryArgs, ctx: RunMemoryC
     promptTokens,
     maxNewTokens: a.max_new_tokens,
     generationRows: rowsPerCall(candidates, a.generation_batch_size, Math.max(1, ctx.items)),
+    generationPrompts: rowsPerCall(candidates, a.generation_batch_size, Math.max(1, ctx.items)) / candidates,
     // MADPO scores winners and losers together; the RL step every item's num_generations samples.
     trainSequences: marlhf ? a.train_batch_size * (a.num_generations ?? 1) : 2 * a.train_batch_size,
     comparatorCopies: copies,

@@ -67,7 +67,7 @@ describe("runMemoryEstimate", () => {
     const w = modelSizes(model).parameters * 4;
     const step = trainingStepEstimate(model, { sequences: 4, seqLen: 32, kernels: "tfjs" });
     const stepPhase = step.tensorBytes - 3 * w; // the weights and moments are resident, the gradients not
-    const genPhase = 2 * w + generationEstimate(model, { rows: 8, promptLen: 20, maxNewTokens: 12, kernels: "tfjs" }).tensorBytes;
+    const genPhase = 2 * w + generationEstimate(model, { rows: 8, prompts: 2, promptLen: 20, maxNewTokens: 12, kernels: "tfjs" }).tensorBytes;
     expect(largestPhase).toBe(stepPhase > genPhase ? "training step" : "generation");
     expect(estimate.tensorBytes).toBeCloseTo(2 * 3 * w + Math.max(stepPhase, genPhase), 6);
     expect(estimate.items.slice(0, 4).map((i) => i.label)).toEqual(["agent 0 weights", "agent 0 AdamW moments", "agent 1 weights", "agent 1 AdamW moments"]);
@@ -199,7 +199,8 @@ describe.skipIf(!limited)(`a run that cannot fit stops before writing anything (
       expect(err).toBeInstanceOf(MemoryBudgetError);
       expect((err as Error).message).toMatch(/its largest phase is the generation\)/);
       expect((err as Error).message).toMatch(/generation: comparator's copy of agent 0 .*\n.*generation: comparator's copy of agent 1/);
-      expect((err as Error).message).toMatch(/forward pass over 160000 rows/);
+      // 2000 prompts run their prompt pass once each, for their 80 candidates.
+      expect((err as Error).message).toMatch(/forward pass over 2000 rows × \d+ tokens[^\n]*\n[^\n]*KV cache \(160000 rows/);
       expect((err as Error).message).toMatch(/What to do: generate fewer rows at once \(generation_batch_size, preference_num_candidates\)/);
       expect(existsSync(output)).toBe(false);
     } finally {

@@ -3,8 +3,10 @@
  * generation. The worker (worker.ts) adds the demo rounds and the process totals around it.
  */
 import { AdamW, guardHeap, liveTensorCount, RngStream, tf, type ComputePrecision } from "@pbrl/core-tensor";
-import { buildScoringBatch, CausalLM, checkTrainingStep, completionLogProbs, generate, loadPretrained, type CausalLMConfig } from "@pbrl/models";
+import { buildScoringBatch, CausalLM, checkTrainingStep, completionLogProbs, generate, loadPretrained, modelSizes, type CausalLMConfig } from "@pbrl/models";
 import { fastRandomModel } from "./fast-init.js";
+import { measureMachinePeak } from "./machine-peak.js";
+import { rooflineSeconds, type RooflineModel, type RooflineWorkload } from "./roofline.js";
 import { REAL_SIZE_PRESETS, type ModelSource } from "./presets.js";
 import { BF16_WEIGHTS_METRICS, genMetric, type Bf16WeightsMetric, type GenMetric, type RateMetric, type VariantMetric, type Workloads } from "./workloads.js";
 
@@ -54,7 +56,33 @@ export type ModelResult = {
     lora_parameters?: number;
     lora_train_step_s_mean?: number;
     ckpt_train_step_s_mean?: number;
+    /** Cached generation against this machine's roofline, measured in the same run (absent on the pure-JS cpu backend). */
+    generation_roofline?: GenerationRoofline;
   };
+
+/** The GEMM peak and read bandwidth of this run, and each cached generation workload's share of its roofline (roofline.ts). */
+export interface GenerationRoofline {
+  gemm_gflops: number;
+  read_gb_per_s: number;
+  /** b1_cached, b8_cached: that many prompts, one row each; shared_1x16: one prompt, 16 candidates (num_return_sequences). */
+  workloads: Record<
+    string,
+    { prompts: number; rows: number; prompt_len: number; new_tokens: number; seconds: number; roofline_s: number; roofline_fraction: number }
+  >;
+}
+
+/** The candidates per prompt of the shared-prompt workload: preference_num_candidates at its issue's size. */
+const SHARED_CANDIDATES = 16;
+
+function rooflineModel(config: CausalLMConfig, precision: ComputePrecision): RooflineModel {
+  return {
+    matmulParameters: modelSizes(config).layerProjections * config.numLayers + config.vocabSize * config.hiddenSize,
+    layers: config.numLayers,
+    attentionWidth: config.numHeads * config.headDim,
+    // In bf16 the libtorch decoder reads bfloat16 copies of the projections.
+    bytesPerWeight: precision === "bf16" ? 2 : 4,
+  };
+}
 
 const MB = 1024 * 1024;
 
@@ -141,6 +169,7 @@ export async function modelWorkloads(
     const warmPrompt = [randomIds(data, w.gen_prompt_len, vocab)];
     for (const useCache of modes)
       generate(model, warmPrompt, { maxNewTokens: 4, temperature: w.gen_temperature, rng: RngStream.fromSeed(0, "bench-warmup"), useCache });
+    const timed: { name: string; workload: RooflineWorkload; seconds: number }[] = [];
     for (const b of w.gen_batch_sizes) {
       for (const useCache of modes) {
         const prompts = Array.from({ length: b }, () => randomIds(data, w.gen_prompt_len, vocab));
@@ -155,11 +184,17 @@ export async function modelWorkloads(
         const produced = out.reduce((a, o) => a + o.tokens.length, 0);
         if (produced !== b * w.gen_new_tokens) throw new Error(`generation produced ${produced} tokens, expected ${b}×${w.gen_new_tokens}`);
         gen[genMetric(b, useCache)] = produced / seconds;
+        if (useCache)
+          timed.push({ name: `b${b}_cached`, workload: { prompts: b, promptLen: w.gen_prompt_len, rows: b, newTokens: w.gen_new_tokens }, seconds });
         say(
           `generate batch ${b}, ${useCache ? "KV cache" : "no cache"}: ${w.gen_new_tokens} new tokens per row in ${seconds.toFixed(2)} s, ${(produced / seconds).toFixed(1)} tokens/s`,
         );
       }
     }
+
+    // Read before the roofline's own buffers (256 MiB for the bandwidth) count: what the workloads above held.
+    const peakRss = process.resourceUsage().maxRSS / 1024;
+    const roofline = tf.getBackend() === "cpu" ? undefined : generationRoofline(model, data, w, precision, timed, say);
 
     const liveAfter = liveTensorCount();
     return {
@@ -173,13 +208,14 @@ export async function modelWorkloads(
       train_loss_last: full.lossLast,
       ...variants,
       ...(gen as Record<"gen_b1_cached_tokens_per_s" | "gen_b8_cached_tokens_per_s", number>),
-      peak_rss_mb: process.resourceUsage().maxRSS / 1024,
+      peak_rss_mb: peakRss,
       peak_rss_mb_after_load: peakRssAfterLoad,
       peak_rss_mb_after_train: peakRssAfterTrain,
       tf_memory_mb_with_optimizer: tfMemoryWithOptimizer / MB,
       tf_memory_mb_after: tf.memory().numBytes / MB,
       live_tensors_before: liveBefore,
       live_tensors_after: liveAfter,
+      ...(roofline !== undefined ? { generation_roofline: roofline } : {}),
       // In bf16 the libtorch decoder reads bfloat16 copies of the projection weights, so its cached
       // generation is generation with bf16 weights: the same measurement under both names.
       ...(precision === "bf16" ? Object.fromEntries(BF16_WEIGHTS_METRICS.map((m) => [m, gen[m.replace("_bf16_weights", "") as GenMetric]])) : {}),
@@ -187,6 +223,50 @@ export async function modelWorkloads(
   } finally {
     model.dispose();
   }
+}
+
+/**
+ * This machine's GEMM peak and read bandwidth, measured now, beside the generations they judge
+ * (the cpu backend's pure-JS kernels would take minutes, so it has none), and a preference round's
+ * shape timed with them: one prompt, {@link SHARED_CANDIDATES} candidates.
+ */
+function generationRoofline(
+  model: CausalLM,
+  data: RngStream,
+  w: Workloads,
+  precision: ComputePrecision,
+  timed: { name: string; workload: RooflineWorkload; seconds: number }[],
+  say: (msg: string) => void,
+): GenerationRoofline {
+  const peak = measureMachinePeak();
+  const prompt = [randomIds(data, w.gen_prompt_len, model.config.vocabSize)];
+  const t = performance.now();
+  generate(model, prompt, {
+    maxNewTokens: w.gen_new_tokens,
+    temperature: w.gen_temperature,
+    numReturnSequences: SHARED_CANDIDATES,
+    rng: RngStream.fromSeed(0, "bench-gen-shared"),
+  });
+  const shared = { prompts: 1, promptLen: w.gen_prompt_len, rows: SHARED_CANDIDATES, newTokens: w.gen_new_tokens };
+  const all = [...timed, { name: `shared_1x${SHARED_CANDIDATES}`, workload: shared, seconds: (performance.now() - t) / 1000 }];
+  const rm = rooflineModel(model.config, precision);
+  const workloads: GenerationRoofline["workloads"] = {};
+  for (const { name, workload: r, seconds } of all) {
+    const best = rooflineSeconds(rm, r, peak);
+    workloads[name] = {
+      prompts: r.prompts,
+      rows: r.rows,
+      prompt_len: r.promptLen,
+      new_tokens: r.newTokens,
+      seconds,
+      roofline_s: best,
+      roofline_fraction: best / seconds,
+    };
+    say(
+      `generate ${name}: ${(best / seconds).toFixed(3)} of the roofline (${best.toFixed(3)} s at ${(peak.flopsPerS / 1e9).toFixed(1)} GFLOPS, ${(peak.readBytesPerS / 1e9).toFixed(1)} GB/s)`,
+    );
+  }
+  return { gemm_gflops: peak.flopsPerS / 1e9, read_gb_per_s: peak.readBytesPerS / 1e9, workloads };
 }
 
 /**

@@ -162,6 +162,27 @@ napi_value Step(const Args& a) {
   return Ref(a.env(), Linear(RmsNorm(h, dec.finalNorm, dec.eps), dec.lmHead, at::Tensor()));
 }
 
+// decoderKeep(handle, rows (Int32Array, increasing)): only these rows stay, in this order, so
+// that rows which have finished cost nothing in later steps.
+napi_value Keep(const Args& a) {
+  Decoder& dec = Get(a.Int(0));
+  napi_typedarray_type type;
+  size_t n;
+  const void* data = a.Typed(1, &type, &n);
+  if (type != napi_int32_array || n == 0) throw ArgError("decoderKeep: rows must be a non-empty Int32Array");
+  const int32_t* rows = static_cast<const int32_t*>(data);
+  for (size_t i = 0; i < n; i++)
+    if (rows[i] < 0 || rows[i] >= dec.batch || (i > 0 && rows[i] <= rows[i - 1]))
+      throw ArgError("decoderKeep: rows must be increasing indices below the batch " + std::to_string(dec.batch));
+  const at::Tensor index = at::from_blob(const_cast<void*>(data), {static_cast<int64_t>(n)}, at::kInt).to(dec.embed.device()).to(at::kLong);
+  for (Layer& L : dec.layers) {
+    L.cacheK = L.cacheK.index_select(0, index);
+    L.cacheV = L.cacheV.index_select(0, index);
+  }
+  dec.batch = static_cast<int64_t>(n);
+  return Undefined(a.env());
+}
+
 napi_value Free(const Args& a) {
   Decoders().erase(a.Int(0));
   return Undefined(a.env());
@@ -173,6 +194,7 @@ void RegisterDecode(napi_env env, napi_value exports) {
   Export(env, exports, "decoderCreate", Create);
   Export(env, exports, "decoderLoad", Load);
   Export(env, exports, "decoderStep", Step);
+  Export(env, exports, "decoderKeep", Keep);
   Export(env, exports, "decoderFree", Free);
 }
 

@@ -93,6 +93,7 @@ export interface LibtorchAddon {
   decoderCreate(weightIds: readonly number[], dims: readonly number[], rmsNormEps: number, bf16Weights: boolean): number;
   decoderLoad(decoder: number, layer: number, k: number, v: number, length: number): void;
   decoderStep(decoder: number, ids: Int32Array, cos: Float32Array, sin: Float32Array, keyMask: Uint8Array): TensorRef;
+  decoderKeep(decoder: number, rows: Int32Array): void;
   decoderFree(decoder: number): void;
   /** One token per row of [rows, vocab] logits (see libtorch/src/sampling.cc); a uniform < 0 skips its row. */
   sampleRows(logits: number, uniforms: Float64Array, greedy: boolean, temperature: number, topK: number, topP: number): Int32Array;
@@ -233,6 +234,7 @@ const REQUIRED = [
   "decoderCreate",
   "decoderLoad",
   "decoderStep",
+  "decoderKeep",
   "decoderFree",
   "blasInfo",
   "cpuFeatures",

@@ -25,7 +25,7 @@ export class LibtorchDecoder {
   constructor(
     weights: readonly (tf.Tensor | undefined)[],
     dims: DecodeDims,
-    readonly batch: number,
+    public batch: number,
     readonly capacity: number,
     bf16Weights = false,
   ) {
@@ -61,6 +61,12 @@ export class LibtorchDecoder {
     const ref = this.backend.addon.decoderStep(this.live(), ids, cos, sin, keyMask);
     this.length += 1;
     return tf.engine().makeTensorFromTensorInfo(this.backend.out(ref)) as tf.Tensor2D;
+  }
+
+  /** Keeps only these rows (increasing indices), in this order: finished rows leave the batch. */
+  keep(rows: Int32Array): void {
+    this.backend.addon.decoderKeep(this.live(), rows);
+    this.batch = rows.length;
   }
 
   dispose(): void {
