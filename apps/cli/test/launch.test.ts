@@ -40,6 +40,28 @@ function launch(args: string[], env: Record<string, string>, onErr?: (err: strin
   });
 }
 
+/**
+ * A folder with a tiny two-agent run's data (`prompts`, one JSON line each) and a reward that
+ * counts "e"s, and the arguments of that run on the test model (more `extra` key=value pairs).
+ */
+function tinyTeamRun(prefix: string, trainer: string, prompts: readonly string[], extra: readonly string[]): { dir: string; args: string[] } {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  writeFileSync(path.join(dir, "train.jsonl"), prompts.map((prompt) => JSON.stringify({ prompt })).join("\n"));
+  writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n");
+  const args = [
+    `agent_model=${TINY_LLAMA}`,
+    `train_dataset=${path.join(dir, "train.jsonl")}`,
+    `reward_func=${path.join(dir, "reward.mjs")}`,
+    `trainer=${trainer}`,
+    "num_agents=2",
+    "preference_num_candidates=4",
+    "max_new_tokens=6",
+    "temperature=1.0",
+    ...extra,
+  ];
+  return { dir, args };
+}
+
 const distributed = distributedAvailable();
 const noGroups = distributed.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : distributed.reason;
 
@@ -135,20 +157,7 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
   it.skipIf(noGroups !== undefined).each(["madpo_iter", "marlhf_iter"])(
     "parallel_training=ddp, %s, 2 ranks, 2 agents: the agents, checkpoints and replay files of the single-process run, byte for byte",
     async (trainer) => {
-      const dir = mkdtempSync(path.join(tmpdir(), "pbrl-ddp-run-"));
-      writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird"].map((prompt) => JSON.stringify({ prompt })).join("\n"));
-      writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n");
-      const args = [
-        `agent_model=${TINY_LLAMA}`,
-        `train_dataset=${path.join(dir, "train.jsonl")}`,
-        `reward_func=${path.join(dir, "reward.mjs")}`,
-        `trainer=${trainer}`,
-        "num_agents=2",
-        "num_iterations=2",
-        "preference_num_candidates=4",
-        "max_new_tokens=6",
-        "temperature=1.0",
-      ];
+      const { dir, args } = tinyTeamRun("pbrl-ddp-run-", trainer, ["The cat", "We drink", "A bird"], ["num_iterations=2"]);
       // The same threads per agent: one here, one per rank there (the launcher's share of 2 cores, set explicitly).
       const one = { OMP_NUM_THREADS: "1", PBRL_NATIVE_THREADS: "1" };
       const single = await launch([...args, `output_dir=${path.join(dir, "single")}`], one);
@@ -193,20 +202,7 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
   it.skipIf(noGroups !== undefined)(
     "a ddp rank killed by SIGKILL mid-run: the launch exits 1 naming it, and a resume gives the uninterrupted run's agents byte for byte",
     async () => {
-      const dir = mkdtempSync(path.join(tmpdir(), "pbrl-ddp-kill-"));
-      writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird"].map((prompt) => JSON.stringify({ prompt })).join("\n"));
-      writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n");
-      const args = [
-        `agent_model=${TINY_LLAMA}`,
-        `train_dataset=${path.join(dir, "train.jsonl")}`,
-        `reward_func=${path.join(dir, "reward.mjs")}`,
-        "trainer=madpo_iter",
-        "num_agents=2",
-        "num_iterations=3",
-        "preference_num_candidates=4",
-        "max_new_tokens=6",
-        "temperature=1.0",
-      ];
+      const { dir, args } = tinyTeamRun("pbrl-ddp-kill-", "madpo_iter", ["The cat", "We drink", "A bird"], ["num_iterations=3"]);
       const one = { OMP_NUM_THREADS: "1", PBRL_NATIVE_THREADS: "1" };
       // The uninterrupted run, in one process (which ddp matches byte for byte, above).
       const whole = await launch([...args, `output_dir=${path.join(dir, "whole")}`], one);
@@ -242,21 +238,8 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
   ])(
     "parallel_training=ddp, $trainer, 4 ranks, 2 agents (data-parallel pairs): within 1e-5 of the single process, on worlds of $runs ranks (resumed between)",
     async ({ trainer, step, runs }) => {
-      const dir = mkdtempSync(path.join(tmpdir(), "pbrl-ddp-dp-"));
-      writeFileSync(path.join(dir, "train.jsonl"), ["The cat", "We drink", "A bird", "Sun and"].map((prompt) => JSON.stringify({ prompt })).join("\n"));
-      writeFileSync(path.join(dir, "reward.mjs"), "export const reward_func = (c) => c[0].map((a, j) => (a + c[1][j]).split('e').length);\n");
-      const args = [
-        `agent_model=${TINY_LLAMA}`,
-        `train_dataset=${path.join(dir, "train.jsonl")}`,
-        `reward_func=${path.join(dir, "reward.mjs")}`,
-        `trainer=${trainer}`,
-        "num_agents=2",
-        "preference_num_candidates=4",
-        "max_new_tokens=6",
-        "temperature=1.0",
-        // Large enough that training moves the weights far beyond the tolerance.
-        "agent_learning_rate=1e-4",
-      ];
+      // A learning rate large enough that training moves the weights far beyond the tolerance.
+      const { dir, args } = tinyTeamRun("pbrl-ddp-dp-", trainer, ["The cat", "We drink", "A bird", "Sun and"], ["agent_learning_rate=1e-4"]);
       const one = { OMP_NUM_THREADS: "1", PBRL_NATIVE_THREADS: "1" };
       const single = await launch([...args, `num_iterations=${runs.length}`, `output_dir=${path.join(dir, "single")}`], one);
       expect(single.code, single.err).toBe(0);
