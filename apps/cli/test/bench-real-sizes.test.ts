@@ -140,7 +140,6 @@ describe("pbrl bench presets and workloads", () => {
 
 describe("pbrl bench at real sizes", () => {
   it("reports wasm at SmolLM2-135M size as not measured with the MemoryBudgetError message, before building the model", async () => {
-    const t0 = performance.now();
     const { report, err } = await bench(["--preset", "smollm2-135m", "--backends", "wasm", "--no-torch"]);
     const wasm = report.results["pbrl_wasm"]!;
     expect(wasm["error"]).toBe("MemoryBudgetError");
@@ -152,7 +151,8 @@ describe("pbrl bench at real sizes", () => {
     expect(report.model).toMatchObject({ preset: "smollm2-135m", model_type: "llama", parameters: 134_515_008 });
     expect(report.ratios).toEqual({});
     expect(err).toMatch(/pbrl bench \[wasm\]: not measured: /);
-    expect(performance.now() - t0).toBeLessThan(20_000);
+    // Refused before the model was built: no load line.
+    expect(err).not.toMatch(/model (loaded from|randomly initialised)/);
   });
 
   // One run for both sides (Python's start-up dominates the PyTorch columns): PyTorch is checked

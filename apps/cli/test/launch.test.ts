@@ -196,7 +196,7 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
         } else expect(b.equals(a), f).toBe(true);
       }
     },
-    60_000,
+    240_000,
   );
 
   it.skipIf(noGroups !== undefined)(
@@ -229,7 +229,7 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
       for (const f of agentFiles)
         expect(readFileSync(path.join(dir, "cut", "agents", f)).equals(readFileSync(path.join(dir, "whole", "agents", f))), f).toBe(true);
     },
-    60_000,
+    240_000,
   );
 
   it.skipIf(noGroups !== undefined).each([
@@ -290,6 +290,6 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
       expect(moved).toBeGreaterThan(2e-4);
       expect(worst).toBeLessThanOrEqual(1e-5);
     },
-    180_000,
+    360_000,
   );
 });

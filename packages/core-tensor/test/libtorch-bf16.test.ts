@@ -324,7 +324,7 @@ describe.skipIf(missing !== undefined).each<Bf16Gemm>(["bfloat16", "float32"])(
         for (let i = 0; i < grad.length; i++) expect(Math.abs(grad[i]! - theirGrad[i]!)).toBeLessThanOrEqual(Math.abs(theirGrad[i]!) / 128 + 1e-4);
         tf.dispose([x, w]);
       }
-    });
+    }, 400_000);
 
     it("float32 keeps every result in float32", async () => {
       await useBackend("libtorch");
