@@ -1,5 +1,8 @@
 // `pbrl bench`: every metric is measured, no tensor leaks, clear usage errors.
+import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
+import { distributedAvailable } from "@pbrl/core-tensor";
+import { secondRoundSeconds } from "../src/bench/ddp-round.js";
 import { FLAT_RSS_MB_PER_ROUND, flatnessSummary, smallDemoWorkload, type RoundSample } from "../src/bench/demo-rounds.js";
 import { computeRatios } from "../src/bench/ratios.js";
 import { formatTable, type BenchReport } from "../src/bench/report.js";
@@ -8,6 +11,9 @@ import { runCli } from "./capture.js";
 import { compileCli, packagesBuilt, run } from "./compiled-cli.js";
 
 type Json = Record<string, unknown>;
+
+const groups = distributedAvailable();
+const noGroups = groups.ok || process.env["PBRL_REQUIRE_LIBTORCH"] === "1" ? undefined : groups.reason;
 
 function expectMeasured(r: Json): void {
   for (const m of PBRL_METRICS) {
@@ -271,4 +277,60 @@ describe("pbrl bench", () => {
     },
     360_000,
   );
+
+  // parallel_training.ddp starts `pbrl train` ranks: only from the compiled CLI, on libtorch with process groups.
+  it.skipIf(!packagesBuilt || noGroups !== undefined)(
+    "parallel_training.ddp: round 2 of the demo settings as pbrl train runs in one process, with mp and on 2 ranks, timed",
+    async () => {
+      const { main, cleanup } = await compileCli();
+      try {
+        const { stdout, stderr } = await run(process.execPath, [
+          main,
+          "bench",
+          "--preset",
+          "tiny",
+          "--backends",
+          "libtorch",
+          "--precision",
+          "float32",
+          "--no-torch",
+          "--json",
+          "--steps",
+          "1",
+          "--no-demo-round",
+        ]);
+        const report = JSON.parse(stdout) as { results: Record<string, Json> };
+        const ddp = (report.results["pbrl_libtorch"]!["parallel_training"] as Json)["ddp"] as Json;
+        expect(ddp["failed"], stderr).toBeUndefined();
+        expect(ddp["workload"]).toEqual(smallDemoWorkload());
+        const cores = availableParallelism();
+        const share = Math.max(1, Math.floor(cores / 2));
+        expect(ddp["ranks"]).toBe(2);
+        expect(ddp["threads"]).toEqual({ none: cores, mp: share, ddp: share });
+        const round = ddp["round_s"] as Record<string, number>;
+        for (const mode of ["none", "mp", "ddp"]) expect(round[mode], mode).toBeGreaterThan(0);
+        expect(ddp["speedup"]).toEqual({ mp: round["none"]! / round["mp"]!, ddp: round["none"]! / round["ddp"]! });
+        expect(stderr).toMatch(/pbrl bench \[libtorch\]: parallel_training: demo round 2 with parallel_training=ddp \(\d+ threads? each\): [\d.]+ s/);
+      } finally {
+        cleanup();
+      }
+    },
+    360_000,
+  );
+});
+
+describe("secondRoundSeconds", () => {
+  it("is round 2's last logged update minus round 1's, other kinds and rounds ignored", () => {
+    const lines = [
+      { kind: "round", round: 1, elapsed_s: 0.5 },
+      { kind: "train", round: 1, elapsed_s: 1.25 },
+      { kind: "train", round: 1, elapsed_s: 2 },
+      { kind: "round", round: 2, elapsed_s: 3 },
+      { kind: "train", round: 2, elapsed_s: 4 },
+      { kind: "train", round: 2, elapsed_s: 5.5 },
+      { kind: "train", round: 3, elapsed_s: 9 },
+    ];
+    expect(secondRoundSeconds(`${lines.map((l) => JSON.stringify(l)).join("\n")}\n`)).toBe(3.5);
+    expect(() => secondRoundSeconds(JSON.stringify(lines[1]))).toThrow(/round 1 or of round 2/);
+  });
 });

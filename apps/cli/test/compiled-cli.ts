@@ -3,7 +3,7 @@
 // cannot run the TypeScript sources, and dist/ may be older than them. The workspace packages
 // it imports must be built (packages/*/dist), as `pnpm test` does before testing.
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { createRequire } from "node:module";
 import * as path from "node:path";
 import { promisify } from "node:util";
@@ -21,7 +21,10 @@ export const packagesBuilt = ["core-tensor", "models", "preference-data", "dpo",
 export async function compileCli(): Promise<{ main: string; cleanup: () => void }> {
   const cache = path.join(CLI, "node_modules", ".cache");
   mkdirSync(cache, { recursive: true });
-  const out = mkdtempSync(path.join(cache, "pbrl-cli-test-"));
+  // dist/ beside a link to the CLI's assets, as in the package: the code finds them at ../../assets.
+  const root = mkdtempSync(path.join(cache, "pbrl-cli-test-"));
+  const out = path.join(root, "dist");
+  symlinkSync(path.join(CLI, "assets"), path.join(root, "assets"));
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
   // tsc emits even when another file has a type error (the typecheck task reports those).
   const compiled = await run(process.execPath, [
@@ -39,5 +42,5 @@ export async function compileCli(): Promise<{ main: string; cleanup: () => void 
   ]).catch((e: { stdout?: string }) => e);
   const main = path.join(out, "main.js");
   if (!existsSync(main)) throw new Error(`compiling the CLI failed:\n${String(compiled.stdout)}`);
-  return { main, cleanup: () => rmSync(out, { recursive: true, force: true }) };
+  return { main, cleanup: () => rmSync(root, { recursive: true, force: true }) };
 }

@@ -1,6 +1,7 @@
 /** The report of `pbrl bench` and its human-readable table. */
 import { FLATNESS_MEANING, type DemoRoundResult, type FlatnessResult } from "./demo-rounds.js";
 import { describeCpuFlags, type MachineInfo } from "./machine.js";
+import type { DdpRoundResult } from "./ddp-round.js";
 import type { ParallelResult } from "./parallel-agents.js";
 import { BEST_MEANING, isMeasured, NATIVE_VS_WASM_MEANING, RATIO_MEANING, type Outcome, type Ratios } from "./ratios.js";
 import type { BackendResult } from "./worker.js";
@@ -49,6 +50,10 @@ export function formatTable(report: BenchReport): string {
     const p = get(name)["parallel_training"] as BackendResult["parallel_training"] | undefined;
     return p !== undefined && "update" in p ? p : undefined;
   };
+  const ddp = (name: string): DdpRoundResult | undefined => {
+    const p = get(name)["parallel_training"] as BackendResult["parallel_training"] | undefined;
+    return p !== undefined && "ddp" in p && "round_s" in p.ddp ? p.ddp : undefined;
+  };
   const flat = (name: string): FlatnessResult | undefined => {
     const f = get(name)["flatness"] as FlatnessResult | { not_measured: string } | undefined;
     return f !== undefined && "summary" in f ? f : undefined;
@@ -91,6 +96,11 @@ export function formatTable(report: BenchReport): string {
     [
       "2 agents MARLHF RL update s, this thread → mp",
       (n) => (parallel(n) ? `${fmt(parallel(n)!.rl_update.sequential_s)} → ${fmt(parallel(n)!.rl_update.mp_s)}` : "–"),
+      undefined,
+    ],
+    [
+      "demo round 2 s, one process → mp → ddp",
+      (n) => (ddp(n) ? `${fmt(ddp(n)!.round_s.none)} → ${fmt(ddp(n)!.round_s.mp)} → ${fmt(ddp(n)!.round_s.ddp)}` : "–"),
       undefined,
     ],
     ["demo round s", (n) => fmt(demo(n)?.demo_round_s), (r) => fmt(r.demo_round_s)],

@@ -2,12 +2,14 @@
  * One backend's measurements. `pbrl bench` runs this in a child process per backend (the hidden
  * `pbrl bench --worker SPEC` mode), so peak RSS belongs to that backend alone.
  */
-import { MemoryBudgetError, setComputePrecision, useBackend, type BackendName, type ComputePrecision } from "@pbrl/core-tensor";
+import { distributedAvailable, MemoryBudgetError, setComputePrecision, useBackend, type BackendName, type ComputePrecision } from "@pbrl/core-tensor";
 import type { CliIO } from "../io.js";
 import { demoRoundWorkload, flatnessLine, runDemoRound, runFlatness, type DemoRoundResult, type FlatnessResult } from "./demo-rounds.js";
 import { modelWorkloads, type ModelResult } from "./model-workloads.js";
+import { compiledCliEntry } from "./child.js";
+import { measureDdpRound, type DdpRoundResult } from "./ddp-round.js";
 import { measureParallel, type ParallelResult } from "./parallel-agents.js";
-import { sourceConfig, type ModelSource } from "./presets.js";
+import { sourceConfig, type ModelSource, type Preset } from "./presets.js";
 import type { Scale, Workloads } from "./workloads.js";
 
 export interface WorkerSpec {
@@ -33,8 +35,12 @@ export type BackendResult = {
   /** "child process" normally; "in-process" when the CLI runs from its TypeScript sources (tests). */
   isolation: "child process" | "in-process";
   pid: number;
-  /** Two agents' generation and MADPO updates in this thread and in one worker thread per agent (parallel_training="mp"), or why it did not run. */
-  parallel_training: ParallelResult | { skipped: string };
+  /**
+   * Two agents' generation and MADPO updates in this thread and in one worker thread per agent
+   * (parallel_training="mp"), and a demo round in one process, with mp and on one rank per agent
+   * (`ddp`, libtorch only); or why it did not run.
+   */
+  parallel_training: (ParallelResult & { ddp: DdpRoundResult | { skipped: string } | { failed: string } }) | { skipped: string };
   /** One round of the embedded demo (collection + MADPO training), or why it did not run. */
   demo_round: DemoRoundResult | { skipped: string };
   /** With --rounds N only: the state after each of N demo rounds, and whether it stayed flat. */
@@ -130,6 +136,26 @@ async function timeParallel(spec: WorkerSpec, say: (msg: string) => void): Promi
   say(
     `parallel_training: MARLHF policy-gradient update of ${w.agents} agents (${w.pairs_per_update} items × ${r.rl_update.generations} samples): ${r.rl_update.sequential_s.toFixed(2)} s in this thread, ${r.rl_update.mp_s.toFixed(2)} s in worker threads: ${r.rl_update.speedup.toFixed(2)}×`,
   );
+  return { ...r, ddp: await timeDdpRound(spec.model.preset, spec.backend, say) };
+}
+
+/** A demo round as `pbrl train` processes: one, with mp, and on 2 ranks (see ddp-round.ts). */
+async function timeDdpRound(
+  preset: Preset,
+  backend: BackendName,
+  say: (msg: string) => void,
+): Promise<DdpRoundResult | { skipped: string } | { failed: string }> {
+  if (backend !== "libtorch") return { skipped: "parallel_training=ddp runs on the libtorch backend: measured in its float32 column" };
+  const groups = distributedAvailable();
+  if (!groups.ok) return { skipped: `parallel_training=ddp needs process groups: ${groups.reason}` };
+  const entry = compiledCliEntry();
+  if (entry === undefined)
+    return {
+      skipped: "parallel_training=ddp starts `pbrl train` ranks, which needs the CLI as compiled JavaScript (this bench runs from the TypeScript sources)",
+    };
+  const r = await measureDdpRound(entry, demoRoundWorkload(preset, backend), say);
+  if ("failed" in r) say(`parallel_training: ddp round not measured: ${r.failed}`);
+  else say(`parallel_training: demo round 2 on ${r.ranks} ranks ${r.speedup.ddp.toFixed(2)}× one process, mp ${r.speedup.mp.toFixed(2)}×`);
   return r;
 }
 

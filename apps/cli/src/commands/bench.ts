@@ -1,9 +1,8 @@
 import { existsSync } from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { BACKEND_NAMES, currentBackend, libtorchAddonPath, loadNativeAddon, useBackend, type BackendName, type ComputePrecision } from "@pbrl/core-tensor";
 import { isPosInt, optNumber, parseFlags } from "../args.js";
-import { lastLine, runChild, tail } from "../bench/child.js";
+import { compiledCliEntry, lastLine, runChild, tail } from "../bench/child.js";
 import { FLAT_RSS_MB_PER_ROUND } from "../bench/demo-rounds.js";
 import { loadAverage, machineInfo } from "../bench/machine.js";
 import { parameterCount, PRESETS, REAL_SIZE_PRESETS, sourceConfig, sourceConfigJson, type ModelSource, type Preset } from "../bench/presets.js";
@@ -81,7 +80,10 @@ epoch: about 1 s on native, 7 s on wasm, 3 minutes on cpu, so --rounds 20 is mea
 parallel_training: two agents of the preset model sample 8 prompts × 8 candidates (32 new
 tokens) and then take --steps MADPO updates (8 pairs, 16 prompt + 48 completion tokens), in this
 thread and then in one worker thread per agent, from the same weights and streams (skipped on
-cpu with the default preset). The demo round and parallel_training run in the float32 columns.
+cpu with the default preset); on libtorch, parallel_training.ddp then runs that demo round's
+settings for two rounds as \`pbrl train\` three ways: one process with every core, mp, and 2 ranks
+(--nproc_per_node 2, parallel_training=ddp) with half the cores each, and times round 2 of each
+(from the built CLI only). The demo round and parallel_training run in the float32 columns.
 Progress goes to stderr. docs/libtorch-backend.md ("Bench") describes the columns and ratios.
 `;
 
@@ -149,21 +151,12 @@ function parseWorkerSpec(value: string): WorkerSpec {
 }
 
 /**
- * Where a backend's worker runs. From the built CLI (dist/*.js) it is a child process,
- * `node dist/main.js bench --worker SPEC`, so each backend has its own peak RSS and tfjs engine.
- * From the TypeScript sources (vitest imports src/ directly) there is no JavaScript entry that
- * matches the code being tested — Node cannot run src/main.ts, and dist/ may be stale — so the
- * worker runs in this process, and says so in its `isolation` field.
+ * Where a backend's worker runs: from the built CLI a child process, `node dist/main.js bench
+ * --worker SPEC`, so each backend has its own peak RSS and tfjs engine; from the TypeScript
+ * sources (tests) in this process, which its `isolation` field says.
  */
-function workerEntry(): string | undefined {
-  const self = fileURLToPath(import.meta.url);
-  if (!self.endsWith(".js")) return undefined;
-  const entry = path.join(path.dirname(self), "..", "main.js");
-  return existsSync(entry) ? entry : undefined;
-}
-
 async function runBackend(spec: WorkerSpec, io: CliIO): Promise<WorkerResult | { failed: string }> {
-  const entry = workerEntry();
+  const entry = compiledCliEntry();
   if (entry === undefined) {
     const previous = currentBackend()?.name;
     try {
