@@ -10,7 +10,10 @@
 #   4. the device tests with PBRL_TEST_DEVICES=cuda:0 (cuda:0,cuda:1 with two GPUs or more): two
 #      agents placed there train one iterative MADPO round, each MARLHF role's models and the
 #      comparator models land on the devices their fields name;
-#   5. `pbrl bench --json --backends libtorch`, its JSON written to a file.
+#   5. process groups between 2 ranks (`pbrl train --nproc_per_node 2` test ranks): with two GPUs
+#      or more NCCL, each rank on cuda:LOCAL_RANK; with one, Gloo with CUDA tensors on cuda:0
+#      (through host memory); then the launch tests (ddp runs on libtorch);
+#   6. `pbrl bench --json --backends libtorch`, its JSON written to a file.
 # Every step runs even after an earlier one failed (the install excepted), each with its log in
 # the output folder; a summary comes last, and the exit status is non-zero when any step failed.
 #
@@ -146,7 +149,31 @@ run "devices-trainers" in_dir packages/trainers env PBRL_REQUIRE_LIBTORCH=1 PBRL
 run "devices-comparators" in_dir packages/comparators env PBRL_REQUIRE_LIBTORCH=1 PBRL_TEST_DEVICES=$DEVICES pnpm exec vitest run test/devices.test.ts
 run "devices-rl-backends" in_dir packages/rl-backends env PBRL_REQUIRE_LIBTORCH=1 PBRL_TEST_DEVICES=$DEVICES pnpm exec vitest run test/devices.test.ts
 
-# 5. The bench on libtorch, with PyTorch beside it.
+# 5. Process groups with CUDA tensors: NCCL between two GPUs, else Gloo with tensors on the one GPU.
+BACKENDS=$(node --input-type=module -e "
+  import { distributedBackends } from '$ROOT/packages/core-tensor/dist/index.js';
+  console.log(distributedBackends().join(','));
+" 2>>"$OUT/addon.log" | tail -n 1)
+SUMMARY+=("        process group backends: ${BACKENDS:-none}")
+distributed() {
+  local out
+  out=$(PBRL_TEST_RANK=allreduce-device "$@" node apps/cli/dist/main.js train --nproc_per_node 2) || return 1
+  echo "$out"
+  # Ranks 0 and 1 add (1, 10) and (2, 20): both must hold (3, 30), on their device.
+  [ "$(echo "$out" | grep -c "allreduce 3,30 on ")" = 2 ]
+}
+if [ "$DEVICES" = cuda:0,cuda:1 ]; then
+  if [[ ",$BACKENDS," == *,nccl,* ]]; then
+    run distributed-nccl distributed env PBRL_TEST_DIST_BACKEND=nccl
+  else
+    SUMMARY+=("FAILED  distributed-nccl (the addon has no NCCL: see the NCCL lines of $OUT/install.log)")
+    FAILED=1
+  fi
+fi
+run distributed-gloo distributed env PBRL_TEST_DEVICE="${DEVICES%%,*}"
+run launch in_dir apps/cli env PBRL_REQUIRE_LIBTORCH=1 pnpm exec vitest run test/launch.test.ts
+
+# 6. The bench on libtorch, with PyTorch beside it.
 bench() {
   # shellcheck disable=SC2086 # PBRL_BENCH_ARGS is a list of arguments
   node apps/cli/dist/main.js bench --json --backends libtorch --python "$PY" ${PBRL_BENCH_ARGS:-} >"$OUT/bench.json"

@@ -105,6 +105,21 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
     30_000,
   );
 
+  it.skipIf(noGroups !== undefined)(
+    "the ranks all-reduce tensors placed on a device: the step scripts/gpu/check.sh runs with NCCL or cuda:0, here Gloo on cpu",
+    async () => {
+      const r = await launch(["--nproc_per_node", "2"], { PBRL_TEST_RANK: "allreduce-device", PBRL_TEST_DEVICE: "cpu" });
+      expect(r.code, r.err).toBe(0);
+      expect(
+        r.out
+          .split("\n")
+          .filter((l) => l !== "")
+          .sort(),
+      ).toEqual(["[rank 0] allreduce 3,30 on cpu via gloo", "[rank 1] allreduce 3,30 on cpu via gloo"]);
+    },
+    60_000,
+  );
+
   it("a rank that exits non-zero stops the others; the launch exits 1 naming rank, code and host", async () => {
     const r = await launch(["--nproc_per_node", "3"], { PBRL_TEST_RANK: "fail" });
     expect(r.code, r.err).toBe(1);

@@ -75,7 +75,24 @@ const openblas = missingLibrary(["openblas"]) === undefined;
 // libtorch itself uses (one thread pool). Without it they run on one thread; measured on a 2-core
 // Zen 5, a SmolLM2-135M bf16 step spent about 0.1 s in a one-thread AdamW.
 const openmp = openmpRuntime(dir);
-const build = (c10d) =>
+// NCCL process groups (CUDA tensors between GPUs) compile against c10d's ProcessGroupNCCL.hpp,
+// which includes CUDA's, cuBLAS's, cuSPARSE's, cuSOLVER's and NCCL's headers: in a CUDA torch
+// wheel they come with the nvidia-* packages beside it (site-packages/nvidia/*/include), else
+// from a CUDA toolkit (CUDA_HOME, /usr/local/cuda).
+function cudaIncludeDirs(torchDir) {
+  const dirs = [];
+  const nvidia = path.join(torchDir, "..", "nvidia");
+  if (existsSync(nvidia))
+    for (const d of readdirSync(nvidia)) {
+      const inc = path.join(nvidia, d, "include");
+      if (existsSync(inc)) dirs.push(inc);
+    }
+  for (const home of [process.env["CUDA_HOME"], "/usr/local/cuda"]) if (home && existsSync(path.join(home, "include", "cuda_runtime_api.h"))) dirs.push(path.join(home, "include"));
+  return dirs;
+}
+const cudaIncludes = cuda ? cudaIncludeDirs(dir) : [];
+const ncclHeaders = cudaIncludes.some((d) => existsSync(path.join(d, "nccl.h"))) && cudaIncludes.some((d) => existsSync(path.join(d, "cuda_runtime_api.h")));
+const build = (c10d, nccl = false) =>
   buildAddon({
     addonDir,
     target: "pbrl_libtorch",
@@ -89,9 +106,16 @@ const build = (c10d) =>
       PBRL_LIBTORCH_OPENBLAS: openblas ? "1" : "0",
       PBRL_LIBTORCH_OPENMP: openmp,
       PBRL_LIBTORCH_C10D: c10d ? "1" : "0",
+      PBRL_LIBTORCH_NCCL: nccl ? "1" : "0",
+      PBRL_LIBTORCH_CUDA_INCLUDES: nccl ? cudaIncludes.join(" ") : "",
     },
   });
-let r = build(true);
+let r = build(true, ncclHeaders);
+if (cuda && !ncclHeaders) say(ADDON, "a CUDA libtorch without CUDA and NCCL headers beside it: process groups get Gloo only (CUDA tensors through host memory)");
+if (ncclHeaders && r.status !== "built" && r.status !== "up-to-date") {
+  say(ADDON, `the NCCL process groups did not build or load (${r.reason ?? r.status}; log: ${r.logPath}); building with Gloo only`);
+  r = build(true);
+}
 // Process groups (src/distributed.cc) need c10d's Gloo backend in libtorch_cpu, which every
 // pytorch.org build has; a libtorch built without it still gets the tensor backend, without groups.
 // (A missing symbol fails the link, or only the load: a shared object may link with it undefined.)

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   allReduceInBuckets,
   distributedAvailable,
+  distributedBackends,
   initProcessGroup,
   libtorchAddonPath,
   ProcessGroupError,
@@ -203,6 +204,19 @@ describe.skipIf(missing !== undefined)(`process groups on c10d${missing !== unde
       /masterPort 0: a subgroup joins a running store/,
     );
   }, 20_000);
+
+  it("the addon names its backends; NCCL asked of an addon without it is refused, saying what it needs", async () => {
+    const backends = distributedBackends();
+    expect(backends[0]).toBe("gloo");
+    // NCCL is built only against a CUDA libtorch with NCCL's headers (scripts/gpu/check.sh runs it).
+    if (!backends.includes("nccl")) {
+      const err = await initProcessGroup({ rank: 0, worldSize: 1, masterAddr: "127.0.0.1", masterPort: 0, timeoutSeconds: 3, backend: "nccl" }).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ProcessGroupError);
+      expect(String(err)).toMatch(/the nccl backend needs an addon built against a CUDA libtorch with its CUDA and NCCL headers .*use backend "gloo"/);
+    }
+  });
 
   it("a rank that never joins: forming the group fails within the timeout, naming it", async () => {
     const t0 = Date.now();

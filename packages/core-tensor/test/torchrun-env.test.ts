@@ -72,7 +72,7 @@ describe("parseTorchrunEnv", () => {
 });
 
 describe("checkProcessGroupOptions", () => {
-  it("fills in transformers' ddp_timeout default", () => {
+  it("fills in transformers' ddp_timeout default, Gloo and CUDA device 0", () => {
     expect(DEFAULT_DDP_TIMEOUT_SECONDS).toBe(1800);
     expect(checkProcessGroupOptions({ rank: 0, worldSize: 1, masterAddr: " localhost ", masterPort: 0 })).toEqual({
       rank: 0,
@@ -80,6 +80,8 @@ describe("checkProcessGroupOptions", () => {
       masterAddr: "localhost",
       masterPort: 0,
       timeoutSeconds: 1800,
+      backend: "gloo",
+      cudaDevice: 0,
     });
   });
 
@@ -96,6 +98,11 @@ describe("checkProcessGroupOptions", () => {
     expect(problems(() => checkProcessGroupOptions({ rank: 0.5, worldSize: 0, masterAddr: "h", masterPort: 1 }))).toEqual([
       "worldSize 0 must be a whole number ≥ 1",
       "rank 0.5 must be a whole number ≥ 0",
+    ]);
+    const wrongBackend = { rank: 0, worldSize: 1, masterAddr: "h", masterPort: 1, backend: "mpi" as "gloo", cudaDevice: -1 };
+    expect(problems(() => checkProcessGroupOptions(wrongBackend))).toEqual([
+      'backend "mpi" is not a process group backend (gloo or nccl)',
+      "cudaDevice -1 must be a whole number ≥ 0 (a CUDA device index)",
     ]);
   });
 

@@ -4,7 +4,7 @@
  * a c10d group and all-reduces, fails, dies by SIGKILL, or waits for a signal. Nothing else reads
  * this variable; users never set it.
  */
-import { parseBackendName, processGroupFromEnv, tf, useBackend } from "@pbrl/core-tensor";
+import { deviceOf, onDevice, parseBackendName, processGroupFromEnv, tf, useBackend } from "@pbrl/core-tensor";
 import { EXIT } from "../exit-codes.js";
 import type { CliIO } from "../io.js";
 
@@ -27,7 +27,7 @@ function waitForSignal(io: CliIO): Promise<number> {
   });
 }
 
-/** Runs the test rank named by PBRL_TEST_RANK (env, allreduce, fail, sigkill, wait) with the launcher's argv. */
+/** Runs the test rank named by PBRL_TEST_RANK (env, allreduce, allreduce-device, fail, sigkill, wait) with the launcher's argv. */
 export async function testRank(mode: string, argv: string[], io: CliIO): Promise<number> {
   const env = process.env;
   const rank = Number(env["RANK"]);
@@ -45,6 +45,20 @@ export async function testRank(mode: string, argv: string[], io: CliIO): Promise
       group.destroy();
       return EXIT.ok;
     }
+    case "allreduce-device": {
+      // scripts/gpu/check.sh: NCCL between GPUs (PBRL_TEST_DIST_BACKEND=nccl, cuda:LOCAL_RANK), or
+      // Gloo with tensors on PBRL_TEST_DEVICE (cuda:0 on one GPU, cpu in a rehearsal).
+      await useBackend("libtorch");
+      const nccl = env["PBRL_TEST_DIST_BACKEND"] === "nccl";
+      const device = nccl ? `cuda:${env["LOCAL_RANK"] ?? "0"}` : (env["PBRL_TEST_DEVICE"] ?? "cpu");
+      const group = await processGroupFromEnv({ timeoutSeconds: 120, ...(nccl ? { backend: "nccl" as const } : {}) });
+      const x = onDevice(device, () => tf.tensor1d([rank + 1, 10 * (rank + 1)]));
+      const [sum] = await group.allReduce([x]);
+      io.out(`allreduce ${Array.from(await sum!.data()).join(",")} on ${deviceOf(sum!)} via ${nccl ? "nccl" : "gloo"}\n`);
+      tf.dispose([x, sum!]);
+      group.destroy();
+      return EXIT.ok;
+    }
     case "fail":
       if (!last) return waitForSignal(io);
       io.err("failing on purpose\n");
@@ -56,6 +70,6 @@ export async function testRank(mode: string, argv: string[], io: CliIO): Promise
     case "wait":
       return waitForSignal(io);
     default:
-      throw new Error(`${TEST_RANK_VAR}=${mode}: expected env, allreduce, fail, sigkill or wait`);
+      throw new Error(`${TEST_RANK_VAR}=${mode}: expected env, allreduce, allreduce-device, fail, sigkill or wait`);
   }
 }

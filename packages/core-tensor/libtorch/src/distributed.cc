@@ -29,6 +29,19 @@
 #else
 #define PBRL_WITH_C10D 0
 #endif
+// NCCL for CUDA tensors: built only against a CUDA libtorch whose CUDA and NCCL headers
+// libtorch/build.mjs found (PBRL_NCCL=1); a build that fails with it is retried without.
+#if PBRL_WITH_C10D && defined(PBRL_NCCL) && PBRL_NCCL && __has_include(<torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>)
+#define PBRL_WITH_NCCL 1
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL 1
+#endif
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#else
+#define PBRL_WITH_NCCL 0
+#endif
 
 #include <unistd.h>
 
@@ -124,10 +137,14 @@ std::string ThisHost() {
 
 using Ms = std::chrono::milliseconds;
 
-// One process group: its store, its Gloo backend, and who its ranks are (for error messages).
+// One process group: its store, its backend (Gloo, or NCCL for CUDA tensors), and who its ranks
+// are (for error messages).
 struct Group {
   c10::intrusive_ptr<c10d::TCPStore> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;  // declared after the store: closed before it
+  c10::intrusive_ptr<c10d::Backend> pg;  // declared after the store: closed before it
+  // NCCL: the collectives run on CUDA device `device` (this rank's), and the buckets stay there.
+  bool nccl = false;
+  int device = -1;
   int rank = 0;
   int size = 0;
   Ms timeout{0};
@@ -199,10 +216,12 @@ c10::intrusive_ptr<c10d::Store> GlooKeys(const c10::intrusive_ptr<c10d::Store>& 
 }
 
 // The keys of a group formed beside the default one: under its own name, so that groups formed
-// through one store never meet each other's rendezvous keys.
+// through one store never meet each other's rendezvous keys. NCCL's (its unique id) have their own.
 c10::intrusive_ptr<c10d::Store> KeysOf(const Group& g) {
-  if (g.subgroup.empty()) return GlooKeys(g.store);
-  return c10::make_intrusive<c10d::PrefixStore>("pbrl/subgroup/" + g.subgroup, g.store);
+  const std::string nccl = g.nccl ? "pbrl/nccl/" : "";
+  if (g.subgroup.empty() && !g.nccl) return GlooKeys(g.store);
+  if (g.subgroup.empty()) return c10::make_intrusive<c10d::PrefixStore>(nccl, g.store);
+  return c10::make_intrusive<c10d::PrefixStore>(nccl + "pbrl/subgroup/" + g.subgroup, g.store);
 }
 
 std::string WhoKey(const Group& g, int r) { return "pbrl/who/" + (g.subgroup.empty() ? "" : g.subgroup + "/") + std::to_string(r); }
@@ -238,11 +257,11 @@ std::string ExplainInit(const Group& g, const std::string& msg) {
   return out + "Start every rank with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE (and distinct RANKs), within the timeout of each other.";
 }
 
-// distInit(rank, worldSize, masterAddr, masterPort, timeoutMs, subgroup?) → Promise<[handle, port]>:
+// distInit(rank, worldSize, masterAddr, masterPort, timeoutMs, subgroup?, backend?, device?) → Promise<[handle, port]>:
 // rank 0 starts the TCPStore (port 0: a free port, reported back so that a launcher can pass it
 // on); the other ranks connect to it. distJoin then forms the group. With a subgroup name, a store
 // already runs there (the default group's): every rank connects to it, and the group's keys live
-// under that name.
+// under that name. backend "gloo" (the default) or "nccl", with the CUDA device index of this rank.
 napi_value Init(const Args& a) {
   auto g = std::make_shared<Group>();
   g->rank = static_cast<int>(a.Int(0));
@@ -253,6 +272,19 @@ napi_value Init(const Args& a) {
   if (a.size() > 5 && !a.IsNullish(5)) {
     g->subgroup = a.Str(5);
     if (g->subgroup.empty()) throw ArgError("a subgroup's name must not be empty");
+  }
+  const std::string backend = a.size() > 6 && !a.IsNullish(6) ? a.Str(6) : "gloo";
+  if (backend == "nccl") {
+#if PBRL_WITH_NCCL
+    g->nccl = true;
+    g->device = a.size() > 7 && !a.IsNullish(7) ? static_cast<int>(a.Int(7)) : 0;
+    const int n = static_cast<int>(c10::cuda::device_count());
+    if (g->device < 0 || g->device >= n) throw ArgError("nccl: CUDA device " + std::to_string(g->device) + " is not visible (" + std::to_string(n) + " device(s))");
+#else
+    throw ArgError("the nccl backend needs an addon built against a CUDA libtorch with its CUDA and NCCL headers (this one has Gloo only); use backend \"gloo\", which moves CUDA tensors through host memory");
+#endif
+  } else if (backend != "gloo") {
+    throw ArgError("unknown process group backend \"" + backend + "\" (gloo or nccl)");
   }
   if (g->size < 1 || g->rank < 0 || g->rank >= g->size) throw ArgError("rank " + std::to_string(g->rank) + " is not in [0, " + std::to_string(g->size) + ")");
   if (g->masterPort < 0 || g->masterPort > 65535) throw ArgError("masterPort " + std::to_string(g->masterPort) + " is not in [0, 65535]");
@@ -299,8 +331,16 @@ napi_value Join(const Args& a) {
   auto run = [g]() {
     const std::string me = g->who[g->rank];
     g->store->set(WhoKey(*g, g->rank), std::vector<uint8_t>(me.begin(), me.end()));
-    auto options = c10d::ProcessGroupGloo::Options::create_default(g->timeout);
-    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(KeysOf(*g), g->rank, g->size, options);
+    c10::intrusive_ptr<c10d::Backend> pg;
+#if PBRL_WITH_NCCL
+    if (g->nccl) {
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(g->device));
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = g->timeout;
+      pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(KeysOf(*g), g->rank, g->size, options);
+    }
+#endif
+    if (!pg) pg = c10::make_intrusive<c10d::ProcessGroupGloo>(KeysOf(*g), g->rank, g->size, c10d::ProcessGroupGloo::Options::create_default(g->timeout));
     // Every rank wrote its key before joining the Gloo rendezvous that just completed; a rank
     // without one is not pbrl's (a Python rank). Only for messages: a store already gone (rank 0
     // may finish and leave first) costs nothing but the names.
@@ -317,15 +357,18 @@ napi_value Join(const Args& a) {
   return Queue(a.env(), "pbrl.distJoin", run, [](napi_env env) { return Undefined(env); }, [g](const std::string& msg) { return ExplainInit(*g, msg); });
 }
 
-// One contiguous CPU bucket per dtype, holding the inputs in order (bool as uint8: Gloo moves bytes).
+// One contiguous bucket per dtype, holding the inputs in order (bool as uint8: Gloo moves bytes),
+// on the CPU for Gloo and on the group's CUDA device for NCCL.
 struct Buckets {
   std::vector<at::Tensor> inputs;   // the tensors as given (device and shape kept for the results)
   std::vector<size_t> bucketOf;     // input i lives in buckets[bucketOf[i]] ...
   std::vector<int64_t> offset;      // ... at this element offset
-  std::vector<at::Tensor> buckets;  // flat, contiguous, on the CPU
+  std::vector<at::Tensor> buckets;  // flat, contiguous, where the group's backend reads them
 };
 
-Buckets Pack(const std::vector<at::Tensor>& ts) {
+at::Device WireDevice(const Group& g) { return g.nccl ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(g.device)) : at::Device(at::kCPU); }
+
+Buckets Pack(const std::vector<at::Tensor>& ts, at::Device wire) {
   Buckets b;
   std::map<at::ScalarType, size_t> index;
   std::vector<std::vector<at::Tensor>> parts;
@@ -343,7 +386,7 @@ Buckets Pack(const std::vector<at::Tensor>& ts) {
     b.bucketOf.push_back(it->second);
     b.offset.push_back(sizes[it->second]);
     sizes[it->second] += t.numel();
-    parts[it->second].push_back(t.reshape({-1}).to(at::kCPU).to(type));
+    parts[it->second].push_back(t.reshape({-1}).to(wire).to(type));
   }
   for (auto& p : parts) b.buckets.push_back(p.size() == 1 ? p[0].clone().contiguous() : at::cat(p));
   return b;
@@ -372,8 +415,12 @@ std::vector<at::Tensor> TensorsAt(const Args& a, size_t i) {
 napi_value Await(const Args& a, const std::shared_ptr<Group>& g, const char* op, std::vector<c10::intrusive_ptr<c10d::Work>> works,
                  std::function<void()> after, std::function<napi_value(napi_env)> done) {
   const uint64_t seq = g->issued;
-  auto run = [works = std::move(works), after = std::move(after)]() {
+  auto run = [g, works = std::move(works), after = std::move(after)]() {
     for (const auto& w : works) w->wait();
+#if PBRL_WITH_NCCL
+    // NCCL's wait() only orders the current CUDA stream after the collective: wait for it here.
+    if (g->nccl) c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(g->device)).synchronize();
+#endif
     if (after) after();
   };
   return Queue(a.env(), op, run, std::move(done), [g, op = std::string(op), seq](const std::string& msg) { return g->Explain(op, seq, msg); });
@@ -394,7 +441,7 @@ napi_value AllReduce(const Args& a) {
     if (op == "avg" && !at::isFloatingType(t.scalar_type())) throw ArgError("allReduce: avg needs float tensors (an int32 tensor would be truncated); use sum");
   }
   o.timeout = g->timeout;
-  auto b = std::make_shared<Buckets>(Pack(ts));
+  auto b = std::make_shared<Buckets>(Pack(ts, WireDevice(*g)));
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   for (at::Tensor& bucket : b->buckets) {
     std::vector<at::Tensor> one{bucket};
@@ -418,7 +465,7 @@ napi_value Broadcast(const Args& a) {
   c10d::BroadcastOptions o;
   o.rootRank = root;
   o.timeout = g->timeout;
-  auto b = std::make_shared<Buckets>(Pack(ts));
+  auto b = std::make_shared<Buckets>(Pack(ts, WireDevice(*g)));
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   for (at::Tensor& bucket : b->buckets) {
     std::vector<at::Tensor> one{bucket};
@@ -433,7 +480,7 @@ napi_value AllGather(const Args& a) {
   auto g = Joined(a.Int(0));
   const at::Tensor in = Widened(a.T(1));
   const at::ScalarType type = in.scalar_type() == at::kBool ? at::kByte : in.scalar_type();
-  auto input = std::make_shared<at::Tensor>(in.reshape({-1}).to(at::kCPU).to(type).clone().contiguous());
+  auto input = std::make_shared<at::Tensor>(in.reshape({-1}).to(WireDevice(*g)).to(type).clone().contiguous());
   auto all = std::make_shared<at::Tensor>(at::empty({g->size, in.numel()}, input->options()));
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int r = 0; r < g->size; r++) outputs[0].push_back(all->select(0, r));
@@ -487,6 +534,19 @@ napi_value Available(const Args& a) {
   return v;
 }
 
+// distBackends() → the process group backends this addon was built with.
+napi_value Backends(const Args& a) {
+  napi_value arr, v;
+  napi_create_array(a.env(), &arr);
+  uint32_t i = 0;
+  for (const char* name : {"gloo", PBRL_WITH_NCCL ? "nccl" : nullptr}) {
+    if (name == nullptr) continue;
+    napi_create_string_utf8(a.env(), name, NAPI_AUTO_LENGTH, &v);
+    napi_set_element(a.env(), arr, i++, v);
+  }
+  return arr;
+}
+
 #else  // no c10d headers in this libtorch
 
 napi_value Unavailable(const Args&) {
@@ -513,8 +573,10 @@ void RegisterDistributed(napi_env env, napi_value exports) {
   Export(env, exports, "distAllGather", AllGather);
   Export(env, exports, "distBarrier", Barrier);
   Export(env, exports, "distDestroy", Destroy);
+  Export(env, exports, "distBackends", Backends);
 #else
-  for (const char* name : {"distInit", "distJoin", "distAllReduce", "distBroadcast", "distAllGather", "distBarrier", "distDestroy"}) Export(env, exports, name, Unavailable);
+  for (const char* name : {"distInit", "distJoin", "distAllReduce", "distBroadcast", "distAllGather", "distBarrier", "distDestroy", "distBackends"})
+    Export(env, exports, name, Unavailable);
 #endif
 }
 

@@ -11,7 +11,7 @@ import { hostname } from "node:os";
 import type { tf } from "../tf.js";
 import { timerDelayMs } from "../timer-delay.js";
 import { distributedAddon } from "./availability.js";
-import type { DistributedAddon, ReduceOp } from "./addon-functions.js";
+import type { DistributedAddon, ProcessGroupBackend, ReduceOp } from "./addon-functions.js";
 import { fromAddon, toAddon } from "./addon-tensors.js";
 import { checkProcessGroupOptions, parseTorchrunEnv, type ProcessGroupOptions, type TorchrunEnv } from "./torchrun-env.js";
 
@@ -111,7 +111,16 @@ export class ProcessGroup {
  * 5–8 s for 3 s). The addon's call then finishes on its own and its group is dropped.
  */
 function storeWithin(addon: DistributedAddon, o: ReturnType<typeof checkProcessGroupOptions>): Promise<[number, number]> {
-  const init = addon.distInit(o.rank, o.worldSize, o.masterAddr, o.masterPort, Math.round(o.timeoutSeconds * 1000), o.subgroup ?? null);
+  const init = addon.distInit(
+    o.rank,
+    o.worldSize,
+    o.masterAddr,
+    o.masterPort,
+    Math.round(o.timeoutSeconds * 1000),
+    o.subgroup ?? null,
+    o.backend,
+    o.cudaDevice,
+  );
   let timer: NodeJS.Timeout | undefined;
   let late = false;
   const deadline = new Promise<never>((_, reject) => {
@@ -172,8 +181,18 @@ export async function initProcessGroup(options: ProcessGroupOptions): Promise<Pr
  * {@link initProcessGroup}.
  */
 export async function processGroupFromEnv(
-  options: { timeoutSeconds?: number; env?: Readonly<Record<string, string | undefined>> } = {},
+  options: { timeoutSeconds?: number; env?: Readonly<Record<string, string | undefined>>; backend?: ProcessGroupBackend } = {},
 ): Promise<ProcessGroup> {
   const env: TorchrunEnv = parseTorchrunEnv(options.env ?? process.env);
-  return await initProcessGroup({ ...env, ...(options.timeoutSeconds !== undefined ? { timeoutSeconds: options.timeoutSeconds } : {}) });
+  return await initProcessGroup({
+    ...env,
+    ...(options.timeoutSeconds !== undefined ? { timeoutSeconds: options.timeoutSeconds } : {}),
+    // NCCL: one GPU per local rank, as torchrun's users place them (cuda:LOCAL_RANK).
+    ...(options.backend !== undefined ? { backend: options.backend, cudaDevice: env.localRank } : {}),
+  });
+}
+
+/** The process group backends the libtorch addon was built with ("gloo"; "nccl" too against a CUDA libtorch with NCCL). */
+export function distributedBackends(): ProcessGroupBackend[] {
+  return distributedAddon().distBackends();
 }

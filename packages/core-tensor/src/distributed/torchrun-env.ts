@@ -3,6 +3,7 @@
  * torchrun, Slurm wrappers and Kubernetes launchers set for every rank). Pure functions: they
  * read only what they are given.
  */
+import type { ProcessGroupBackend } from "./addon-functions.js";
 
 /** transformers' `ddp_timeout` default (seconds): how long a rank waits for the others. */
 export const DEFAULT_DDP_TIMEOUT_SECONDS = 1800;
@@ -29,6 +30,14 @@ export interface ProcessGroupOptions {
    * Every rank, its rank 0 too, connects to the running store at masterAddr:masterPort.
    */
   subgroup?: string;
+  /**
+   * "gloo" (default): CPU tensors, CUDA ones through host memory; "nccl": CUDA tensors on
+   * `cudaDevice`, GPU to GPU (an addon built against a CUDA libtorch with NCCL; see
+   * {@link distributedBackends}).
+   */
+  backend?: ProcessGroupBackend;
+  /** With "nccl": this rank's CUDA device index (default 0; {@link processGroupFromEnv} gives LOCAL_RANK). */
+  cudaDevice?: number;
 }
 
 /** The settings torchrun gives each rank. */
@@ -102,6 +111,8 @@ export function parseTorchrunEnv(env: Readonly<Record<string, string | undefined
 
 /** The options with the timeout filled in; throws a {@link DistributedConfigError} naming every invalid field. */
 export function checkProcessGroupOptions(o: ProcessGroupOptions): Required<Omit<ProcessGroupOptions, "onStoreReady" | "subgroup">> & { subgroup?: string } {
+  const backend = o.backend ?? "gloo";
+  const cudaDevice = o.cudaDevice ?? 0;
   const problems: string[] = [];
   const whole = (v: number, min: number) => Number.isInteger(v) && v >= min;
   if (!whole(o.worldSize, 1)) problems.push(`worldSize ${o.worldSize} must be a whole number ≥ 1`);
@@ -115,7 +126,9 @@ export function checkProcessGroupOptions(o: ProcessGroupOptions): Required<Omit<
   const timeoutSeconds = o.timeoutSeconds ?? DEFAULT_DDP_TIMEOUT_SECONDS;
   // c10d counts milliseconds in 64 bits; beyond a year is surely a unit mistake.
   if (!(timeoutSeconds > 0) || timeoutSeconds > 365 * 86400) problems.push(`timeoutSeconds ${timeoutSeconds} must be above 0 (and at most a year)`);
+  if (backend !== "gloo" && backend !== "nccl") problems.push(`backend ${JSON.stringify(backend)} is not a process group backend (gloo or nccl)`);
+  if (!whole(cudaDevice, 0)) problems.push(`cudaDevice ${cudaDevice} must be a whole number ≥ 0 (a CUDA device index)`);
   if (problems.length > 0) throw new DistributedConfigError(problems);
-  const checked = { rank: o.rank, worldSize: o.worldSize, masterAddr: o.masterAddr.trim(), masterPort: o.masterPort, timeoutSeconds };
+  const checked = { rank: o.rank, worldSize: o.worldSize, masterAddr: o.masterAddr.trim(), masterPort: o.masterPort, timeoutSeconds, backend, cudaDevice };
   return o.subgroup === undefined ? checked : { ...checked, subgroup: o.subgroup };
 }
