@@ -90,32 +90,21 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
     expect(ranks[0]!["argv"]).toEqual(["seed=3"]);
   }, 30_000);
 
-  it.skipIf(noGroups !== undefined)(
-    "the ranks form a c10d group from that environment and all-reduce",
-    async () => {
-      const r = await launch(["--nproc_per_node", "2"], { PBRL_TEST_RANK: "allreduce" });
+  // allreduce-device is the step scripts/gpu/check.sh runs with NCCL or cuda:0; here Gloo on cpu.
+  it.skipIf(noGroups !== undefined).each([
+    { mode: "allreduce", env: {} as Record<string, string>, line: "allreduce 3" },
+    { mode: "allreduce-device", env: { PBRL_TEST_DEVICE: "cpu" }, line: "allreduce 3,30 on cpu via gloo" },
+  ])(
+    "the ranks form a c10d group from that environment and all-reduce ($mode)",
+    async ({ mode, env, line }) => {
+      const r = await launch(["--nproc_per_node", "2"], { PBRL_TEST_RANK: mode, ...env });
       expect(r.code, r.err).toBe(0);
       expect(
         r.out
           .split("\n")
           .filter((l) => l !== "")
           .sort(),
-      ).toEqual(["[rank 0] allreduce 3", "[rank 1] allreduce 3"]);
-    },
-    30_000,
-  );
-
-  it.skipIf(noGroups !== undefined)(
-    "the ranks all-reduce tensors placed on a device: the step scripts/gpu/check.sh runs with NCCL or cuda:0, here Gloo on cpu",
-    async () => {
-      const r = await launch(["--nproc_per_node", "2"], { PBRL_TEST_RANK: "allreduce-device", PBRL_TEST_DEVICE: "cpu" });
-      expect(r.code, r.err).toBe(0);
-      expect(
-        r.out
-          .split("\n")
-          .filter((l) => l !== "")
-          .sort(),
-      ).toEqual(["[rank 0] allreduce 3,30 on cpu via gloo", "[rank 1] allreduce 3,30 on cpu via gloo"]);
+      ).toEqual([`[rank 0] ${line}`, `[rank 1] ${line}`]);
     },
     60_000,
   );
