@@ -87,7 +87,8 @@ function cudaIncludeDirs(torchDir) {
       const inc = path.join(nvidia, d, "include");
       if (existsSync(inc)) dirs.push(inc);
     }
-  for (const home of [process.env["CUDA_HOME"], "/usr/local/cuda"]) if (home && existsSync(path.join(home, "include", "cuda_runtime_api.h"))) dirs.push(path.join(home, "include"));
+  for (const home of [process.env["CUDA_HOME"], "/usr/local/cuda"])
+    if (home && existsSync(path.join(home, "include", "cuda_runtime_api.h"))) dirs.push(path.join(home, "include"));
   return dirs;
 }
 const cudaIncludes = cuda ? cudaIncludeDirs(dir) : [];
@@ -111,7 +112,8 @@ const build = (c10d, nccl = false) =>
     },
   });
 let r = build(true, ncclHeaders);
-if (cuda && !ncclHeaders) say(ADDON, "a CUDA libtorch without CUDA and NCCL headers beside it: process groups get Gloo only (CUDA tensors through host memory)");
+if (cuda && !ncclHeaders)
+  say(ADDON, "a CUDA libtorch without CUDA and NCCL headers beside it: process groups get Gloo only (CUDA tensors through host memory)");
 if (ncclHeaders && r.status !== "built" && r.status !== "up-to-date") {
   say(ADDON, `the NCCL process groups did not build or load (${r.reason ?? r.status}; log: ${r.logPath}); building with Gloo only`);
   r = build(true);
