@@ -12,7 +12,8 @@
 #      comparator models land on the devices their fields name;
 #   5. process groups between 2 ranks (`pbrl train --nproc_per_node 2` test ranks): with two GPUs
 #      or more NCCL, each rank on cuda:LOCAL_RANK; with one, Gloo with CUDA tensors on cuda:0
-#      (through host memory); then the launch tests (ddp runs on libtorch);
+#      (through host memory); then the launch tests (ddp runs; on libtorch with agent_devices
+#      unset, each rank's agents on cuda:LOCAL_RANK, or refused up front with one GPU);
 #   6. `pbrl bench --json --backends libtorch`, its JSON written to a file.
 # Every step runs even after an earlier one failed (the install excepted), each with its log in
 # the output folder; a summary comes last, and the exit status is non-zero when any step failed.
@@ -171,7 +172,7 @@ if [ "$DEVICES" = cuda:0,cuda:1 ]; then
   fi
 fi
 run distributed-gloo distributed env PBRL_TEST_DEVICE="${DEVICES%%,*}"
-run launch in_dir apps/cli env PBRL_REQUIRE_LIBTORCH=1 pnpm exec vitest run test/launch.test.ts
+run launch in_dir apps/cli env PBRL_REQUIRE_LIBTORCH=1 PBRL_TEST_DEVICES=$DEVICES pnpm exec vitest run test/launch.test.ts
 
 # 6. The bench on libtorch, with PyTorch beside it.
 bench() {

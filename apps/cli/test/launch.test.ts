@@ -170,6 +170,8 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
       expect(ddp.code, ddp.err).toBe(0);
       expect(ddp.err).toMatch(/\[rank 1\] pbrl: rank 1 of 2 \(pid \d+\): hosting agent 1/);
       expect(ddp.err).toMatch(/\[rank 0\] pbrl: parallel_training="ddp": 2 agents on 2 ranks/);
+      // agent_devices unset, on a backend without GPUs: every rank places its agent on the CPU.
+      expect(ddp.err).toMatch(/\[rank 0\] pbrl: agent workers' devices: agent 0 cpu; agent 1 cpu\n/);
       // What crossed between the ranks: each round agent 1's weights went out to collect, its weights
       // and AdamW state to train, and came back (4, 12 and 12 bytes a parameter, the first round's
       // state empty), measured on rank 0's side of the channel.
@@ -265,6 +267,7 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
         if (ranks === 4) {
           expect(run.err).toMatch(/\[rank 0\] pbrl: parallel_training="ddp": 2 agents on 4 ranks \(agent a on ranks a, a \+ 2, …: data-parallel replicas\)/);
           expect(run.err).toMatch(/\[rank 3\] pbrl: rank 3 of 4 \(pid \d+\): hosting agent 1/);
+          expect(run.err).toMatch(/\[rank 0\] pbrl: agent workers' devices: agent 0 cpu, cpu; agent 1 cpu, cpu\n/);
           // The replicas on ranks 2 and 3 took their share of every optimizer step.
           for (const rank of [2, 3]) expect(run.err).toMatch(new RegExp(`\\[rank ${rank}\\] pbrl: rank ${rank} of 4: done; served .*\\b[1-9]\\d* ${step}\\b`));
         }
@@ -295,5 +298,25 @@ describe.skipIf(!packagesBuilt)("pbrl train --nproc_per_node", () => {
       expect(worst).toBeLessThanOrEqual(1e-5);
     },
     360_000,
+  );
+  // On a CUDA libtorch (scripts/gpu/check.sh names its GPUs in PBRL_TEST_DEVICES): with
+  // agent_devices unset, each rank puts its agents on its own GPU, cuda:LOCAL_RANK, as torchrun's
+  // users place them; a host with fewer GPUs than ranks is refused up front, saying why.
+  const gpus = (process.env["PBRL_TEST_DEVICES"] ?? "").split(",").filter((d) => d.startsWith("cuda")).length;
+  it.runIf(gpus > 0 && noGroups === undefined)(
+    "parallel_training=ddp on backend=libtorch with GPUs: agent_devices unset is cuda:LOCAL_RANK on every rank",
+    async () => {
+      const { dir, args } = tinyTeamRun("pbrl-ddp-cuda-", "madpo_iter", ["The cat", "We drink", "A bird"], ["num_iterations=1", "backend=libtorch"]);
+      const r = await launch(["--nproc_per_node", "2", ...args, "parallel_training=ddp", `output_dir=${path.join(dir, "out")}`], {});
+      if (gpus >= 2) {
+        expect(r.code, r.err).toBe(0);
+        expect(r.err).toMatch(/\[rank 0\] pbrl: agent workers' devices: agent 0 cuda:0; agent 1 cuda:1\n/);
+      } else {
+        expect(r.code, r.err).toBe(2);
+        expect(r.err).toMatch(/agent_devices: parallel_training="ddp": local rank 1 has no GPU of its own \(this host's libtorch sees 1\)/);
+        expect(existsSync(path.join(dir, "out")), "checked before the run folder is made").toBe(false);
+      }
+    },
+    240_000,
   );
 });

@@ -18,6 +18,11 @@ function libtorch(): LibtorchBackend | undefined {
   return tf.getBackend() === LIBTORCH_BACKEND_NAME ? (tf.backend() as unknown as LibtorchBackend) : undefined;
 }
 
+/** How many CUDA devices this process's libtorch sees: 0 on a CPU libtorch and on every other backend. */
+export function cudaDeviceCount(): number {
+  return libtorch()?.addon.info().cudaDevices ?? 0;
+}
+
 /** A device setting as configs hold it: null/"auto", one name for all agents, or a list. */
 export type DeviceSpec = string | readonly string[] | null | undefined;
 

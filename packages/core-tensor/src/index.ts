@@ -29,7 +29,7 @@ export { FUSED_KERNEL_NAMES } from "./fused-kernel-names.js";
 export type { FusedKernelName } from "./fused-kernel-names.js";
 export { fusedKernelsActive, transposesAreFree } from "./backend-traits.js";
 export { installLeanGradients, uninstallLeanGradients } from "./lean-gradients.js";
-export { backendDevice, checkDevice, deviceOf, DeviceUnavailableError, onDevice, resolveDevices, toDevice } from "./devices.js";
+export { backendDevice, checkDevice, cudaDeviceCount, deviceOf, DeviceUnavailableError, onDevice, resolveDevices, toDevice } from "./devices.js";
 export type { DeviceSpec } from "./devices.js";
 export { computePrecision, PrecisionUnavailableError, setComputePrecision, storeInBf16 } from "./precision.js";
 export { releaseCachedMemory } from "./release-memory.js";

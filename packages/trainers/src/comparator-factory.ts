@@ -47,7 +47,8 @@ export function buildComparator(o: {
     comparatorAgents: a.comparator_agents,
     historyK: a.comparator_history_k,
     devices: a.comparator_devices,
-    agentDevices: a.agent_devices,
+    // Where the agents are (agent_devices as applied; with ddp, cuda:LOCAL_RANK where unset on GPUs).
+    agentDevices: o.agents.map((p) => p.model.device()),
     agents: o.agents,
     generation: o.generation,
     rng: o.rng,

@@ -7,8 +7,10 @@
  */
 import {
   checkDevice,
+  cudaDeviceCount,
   decideBackend,
   MemoryBudgetError,
+  parseTorchrunEnv,
   resolveDevices,
   setComputePrecision,
   useBackendSetting,
@@ -20,6 +22,7 @@ import {
 import type { ResolvedAgent } from "./agents.js";
 import { disposeAgents } from "./agents.js";
 import { ConfigError } from "./config/define-config.js";
+import { hostRankDevices } from "./parallel/rank-devices.js";
 
 const DEVICE_FIELDS = ["agent_devices", "reference_devices", "comparator_devices", "reward_model_device", "critic_devices"] as const;
 
@@ -31,11 +34,13 @@ export interface ComputeArgs {
   comparator_devices?: DeviceSpec;
   reward_model_device?: DeviceSpec;
   critic_devices?: DeviceSpec;
+  /** "ddp": the agents of this rank default to its own GPU (rank-devices.ts). */
+  parallel_training?: "none" | "mp" | "ddp";
 }
 
 export interface Compute {
   backend: BackendInfo;
-  /** The device of each actor model (agent_devices resolved: "auto" is the backend's default). */
+  /** The device of each actor model (agent_devices resolved: "auto" is the backend's default; with ddp, cuda:LOCAL_RANK where GPUs are seen). */
   agentDevices: string[];
 }
 
@@ -76,8 +81,17 @@ export async function startCompute(configName: string, args: ComputeArgs, actors
   } catch (e) {
     problems.push(`bf16: ${e instanceof Error ? e.message : String(e)}`);
   }
+  let devices: string[] = [];
+  try {
+    devices =
+      args.parallel_training === "ddp"
+        ? hostRankDevices(args.agent_devices, actors, parseTorchrunEnv(process.env), cudaDeviceCount())
+        : resolveDevices(args.agent_devices, actors, "agent_devices");
+  } catch (e) {
+    problems.push(`agent_devices: ${e instanceof Error ? e.message : String(e)}`);
+  }
   if (problems.length > 0) throw new ConfigError(configName, problems);
-  return { backend, agentDevices: resolveDevices(args.agent_devices, actors, "agent_devices").map((d) => (d === backend.device ? "auto" : d)) };
+  return { backend, agentDevices: devices.map((d) => (d === backend.device ? "auto" : d)) };
 }
 
 /**

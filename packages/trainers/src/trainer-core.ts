@@ -156,7 +156,7 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     const verbose = args.verbose;
     this.log = options.log ?? ((line) => verbose && process.stderr.write(`${line}\n`));
     checkDdp(this.configName, this.trainerName, args);
-    this.execution = agentExecution(args.parallel_training, this.task.actors, this.log, args.ddp_timeout);
+    this.execution = agentExecution(args.parallel_training, this.task.actors, this.log, { timeoutSeconds: args.ddp_timeout, agentDevices: args.agent_devices });
     this.datasets = new RunDatasets(options, this.log);
     this.learner = learner({ task: this.task, execution: this.execution, log: this.log, trainItems: () => this.datasets.train });
   }

@@ -1,4 +1,4 @@
-import { currentBackend, type RngStream } from "@pbrl/core-tensor";
+import { currentBackend, resolveDevices, type DeviceSpec, type RngStream } from "@pbrl/core-tensor";
 import { localAgents, type MadpoAgents } from "@pbrl/dpo";
 import { ParallelPolicySampler, PolicySampler, type CandidateSampler, type GenerationSettings, type Policy, type TrainableAgent } from "@pbrl/preference-data";
 import { localPolicyGradientAgents, type PolicyGradientAgents } from "@pbrl/rl-backends";
@@ -62,19 +62,24 @@ const inThisThread: AgentExecution = {
 
 class InWorkers implements AgentExecution {
   private started: AgentWorkers | undefined;
+  private placementLogged = false;
   readonly inWorkers = true;
 
-  /** `ranks` (ddp): the channel to the other ranks, which hold the agents (or replicas) rank 0 does not. */
+  /**
+   * `ranks` (ddp): the channel to the other ranks, which hold the agents (or replicas) rank 0 does
+   * not, and agent_devices, which every rank applies to the agents it holds (rank-devices.ts).
+   */
   constructor(
     private readonly log: (line: string) => void,
-    private readonly ranks?: RankChannel,
+    private readonly ranks?: { channel: RankChannel; agentDevices: DeviceSpec },
   ) {}
 
   private workers(count: number): AgentWorkers {
     if (this.started === undefined) {
       const backend = currentBackend();
       if (backend === undefined) throw new Error('parallel_training="mp": no tensor backend is active');
-      const ranks = this.ranks;
+      const ranks = this.ranks?.channel;
+      const agentDevices = this.ranks?.agentDevices;
       const world = RankChannel.worldSize();
       // Replica groups are named per execution: a later one never meets an earlier one's keys in the store.
       const run = `${process.pid}-${Date.now().toString(36)}`;
@@ -87,6 +92,7 @@ class InWorkers implements AgentExecution {
               ranksOf: (a) => replicaRanks(a, count, world),
               endpoint: (a, r) => ranks.endpoint(a, r),
               replicated: (a, replicas) => new ReplicatedEndpoint(replicas, `${run}/agent${a}`, () => ranks.store()),
+              devices: resolveDevices(agentDevices, count, "agent_devices", "auto"),
             },
       );
       const t = this.started.threadsPerWorker;
@@ -116,7 +122,11 @@ class InWorkers implements AgentExecution {
 
   async train<T>(agents: readonly TrainableAgent[], fn: (team: AgentTeam, syncWeights: () => Promise<void>) => Promise<T>): Promise<T> {
     const workers = this.workers(agents.length);
-    await workers.load(agents);
+    const devices = await workers.load(agents);
+    if (!this.placementLogged) {
+      this.placementLogged = true;
+      this.log(`pbrl: agent workers' devices: ${devices.map((d, a) => `agent ${a} ${d}`).join("; ")}`);
+    }
     // On an error the trainer's agents keep the weights they had before this phase.
     const result = await fn(workers, () => workers.pull(agents, false));
     await workers.pull(agents, true);
@@ -126,7 +136,7 @@ class InWorkers implements AgentExecution {
   async close(): Promise<void> {
     await this.started?.close();
     this.started = undefined;
-    await this.ranks?.close();
+    await this.ranks?.channel.close();
   }
 }
 
@@ -134,13 +144,18 @@ class InWorkers implements AgentExecution {
  * The execution a config asks for: parallel_training="mp" with two or more actor models runs one
  * worker thread per agent; otherwise (or with one actor: nothing to run side by side) this thread.
  */
-export function agentExecution(parallelTraining: "none" | "mp" | "ddp", actors: number, log: (line: string) => void, ddpTimeoutSeconds = 1800): AgentExecution {
+export function agentExecution(
+  parallelTraining: "none" | "mp" | "ddp",
+  actors: number,
+  log: (line: string) => void,
+  ddp: { timeoutSeconds: number; agentDevices: DeviceSpec } = { timeoutSeconds: 1800, agentDevices: null },
+): AgentExecution {
   if (parallelTraining === "none") return inThisThread;
   // checkDdp has checked the world size against the agents: rank 0 trains, the others host agents.
   if (parallelTraining === "ddp") {
-    const channel = new RankChannel(ddpTimeoutSeconds, log);
+    const channel = new RankChannel(ddp.timeoutSeconds, log);
     openChannels.add(channel);
-    return new InWorkers(log, channel);
+    return new InWorkers(log, { channel, agentDevices: ddp.agentDevices });
   }
   if (actors < 2) {
     log('pbrl: parallel_training="mp" has no effect with a single actor model; it runs in this thread');

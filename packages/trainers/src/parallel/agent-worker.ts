@@ -5,11 +5,22 @@
  * as this work in the trainer's thread, on the trainer's backend, in a tfjs of its own.
  */
 import { parentPort } from "node:worker_threads";
-import { AdamW, NonFiniteError, onDevice, RngStream, setComputePrecision, useBackend, type ProcessGroup } from "@pbrl/core-tensor";
+import {
+  AdamW,
+  cudaDeviceCount,
+  NonFiniteError,
+  onDevice,
+  parseTorchrunEnv,
+  RngStream,
+  setComputePrecision,
+  useBackend,
+  type ProcessGroup,
+} from "@pbrl/core-tensor";
 import { agentGradients, agentStep, applyAgentGradients, detachedMargins } from "@pbrl/dpo";
 import { CausalLM, scoreCompletions } from "@pbrl/models";
 import { sampleAgentRows, type TrainableAgent } from "@pbrl/preference-data";
 import { applyPolicyGradients, nonFiniteRow, policyGradients, policyGradientStep, type PolicyStepResult } from "@pbrl/rl-backends";
+import { rankDevice } from "./rank-devices.js";
 import { joinReplicas, sumOverReplicas } from "./replica-gradients.js";
 import { transferables, type AgentSnapshot, type WorkerReply, type WorkerRequest } from "./worker-protocol.js";
 
@@ -60,7 +71,8 @@ async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: A
       agent?.optimizer?.dispose();
       agent?.model.dispose();
       agent = undefined;
-      const model = onDevice(req.device, () => CausalLM.fromHostWeights(req.config, req.weights, "agent worker"));
+      const device = req.perRank === true ? rankDevice(req.device, parseTorchrunEnv(process.env).localRank, cudaDeviceCount()) : req.device;
+      const model = onDevice(device, () => CausalLM.fromHostWeights(req.config, req.weights, "agent worker"));
       const s = req.optimizer;
       const optimizer = s === undefined ? undefined : new AdamW(model.params, { lr: s.lr, betas: s.betas, eps: s.eps, weightDecay: s.weightDecay });
       if (s !== undefined) optimizer!.setState(s);
@@ -69,7 +81,7 @@ async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: A
         replicas?.group.destroy();
         replicas = { subgroup: req.replica.subgroup, group: await joinReplicas(req.replica) };
       }
-      return { value: undefined, transfer: [] };
+      return { value: model.device(), transfer: [] };
     }
     case "generate": {
       const a = held();

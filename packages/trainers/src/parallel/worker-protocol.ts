@@ -10,12 +10,14 @@ import type { PolicyStepJob } from "@pbrl/rl-backends";
 import type { ReplicaGroupSpec } from "./replica-gradients.js";
 
 export type WorkerRequest =
-  /** Takes the agent's weights (and optimizer state, to train), replacing what the worker held. */
+  /** Takes the agent's weights (and optimizer state, to train), replacing what the worker held (→ the device it placed them on). */
   | {
       kind: "load";
       backend: BackendName;
       precision: ComputePrecision;
       device: string;
+      /** ddp: `device` is an agent_devices entry, placed by the rank that holds the worker (rankDevice). */
+      perRank?: boolean;
       config: CausalLMConfig;
       weights: Map<string, HostTensor>;
       optimizer: AdamWState | undefined;
