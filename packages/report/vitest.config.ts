@@ -5,5 +5,5 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   resolve: { conditions: ["pbrl-source"] },
   ssr: { resolve: { conditions: ["pbrl-source"] } },
-  test: { testTimeout: 60_000, hookTimeout: 60_000 },
+  test: { globalSetup: ["../../tests/test-fixtures/src/temp-root.ts"], testTimeout: 60_000, hookTimeout: 60_000 },
 });

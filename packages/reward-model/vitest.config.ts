@@ -5,5 +5,5 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   resolve: { conditions: ["pbrl-source"] },
   ssr: { resolve: { conditions: ["pbrl-source"] } },
-  test: { setupFiles: ["test/setup.ts"], testTimeout: 120_000, hookTimeout: 120_000 },
+  test: { globalSetup: ["../../tests/test-fixtures/src/temp-root.ts"], setupFiles: ["test/setup.ts"], testTimeout: 120_000, hookTimeout: 120_000 },
 });

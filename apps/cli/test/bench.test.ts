@@ -1,6 +1,6 @@
 // `pbrl bench`: every metric is measured, no tensor leaks, clear usage errors.
 import { availableParallelism } from "node:os";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { distributedAvailable } from "@pbrl/core-tensor";
 import { secondRoundSeconds } from "../src/bench/ddp-round.js";
 import { FLAT_RSS_MB_PER_ROUND, flatnessSummary, smallDemoWorkload, type RoundSample } from "../src/bench/demo-rounds.js";
@@ -23,130 +23,119 @@ function expectMeasured(r: Json): void {
   expect(r["live_tensors_after"]).toBe(r["live_tensors_before"]);
 }
 
+// One in-process run of the tiny wasm bench, with its demo round and 3 flatness rounds, serves the
+// three tests below: each part of the report is checked on its own, the model workloads timed once.
+let run3: { report: { model: Json; machine: Json; workloads: Record<string, Json>; results: Record<string, Json>; ratios: Json }; err: string };
+
 describe("pbrl bench", () => {
-  it("measures the tiny preset on wasm (in-process from the sources) and skips PyTorch", async () => {
-    const { code, out, err } = await runCli(["bench", "--preset", "tiny", "--backends", "wasm", "--no-torch", "--json", "--steps", "2", "--no-demo-round"]);
-    expect(code, err).toBe(0);
-    const report = JSON.parse(out) as { model: Json; machine: Json; workloads: Record<string, Json>; results: Record<string, Json>; ratios: Json };
-    expect(Object.keys(report.results)).toEqual(["pbrl_wasm", "pytorch", "pytorch_bf16"]);
-    const wasm = report.results["pbrl_wasm"]!;
-    expectMeasured(wasm);
-    expect(wasm["isolation"]).toBe("in-process");
-    expect(wasm["parameters"]).toBe(report.model["parameters"]);
-    expect(report.model["parameters"]).toBe(37_024);
-    // Every weight trains: the step's gradients are the model's size, within its activation peak.
-    expect(wasm["train_gradients_mb"]).toBe((37_024 * 4) / 2 ** 20);
-    expect(wasm["train_activation_peak_mb"]).toBeGreaterThan(wasm["train_gradients_mb"] as number);
-    expect(wasm["workloads"]).toEqual({ ...workloadsFor("wasm", "small", 37_024, { steps: 2 }) });
-    expect(report.workloads["pbrl_wasm"]).toEqual(wasm["workloads"]);
-    expect(report.results["pytorch"]).toEqual({ skipped: "--no-torch" });
-    expect(report.results["pytorch_bf16"]).toEqual({ skipped: "--no-torch" });
-    expect(report.ratios).toEqual({});
-    expect(report.machine["cpus"]).toBeGreaterThan(0);
-    expect(wasm["demo_round"]).toEqual({ skipped: "--no-demo-round" });
-    expect(wasm).not.toHaveProperty("flatness");
-    // Generation against the roofline measured in the same run (roofline.ts tests the formula).
-    const roofline = wasm["generation_roofline"] as { gemm_gflops: number; read_gb_per_s: number; workloads: Record<string, Json> };
-    expect(roofline.gemm_gflops).toBeGreaterThan(0);
-    expect(roofline.read_gb_per_s).toBeGreaterThan(0);
-    expect(Object.keys(roofline.workloads)).toEqual(["b1_cached", "b8_cached", "shared_1x16"]);
-    expect(roofline.workloads["shared_1x16"]).toMatchObject({ prompts: 1, rows: 16, prompt_len: 16, new_tokens: 64 });
-    for (const r of Object.values(roofline.workloads)) {
-      expect(r["roofline_s"]).toBeGreaterThan(0);
-      expect(r["roofline_fraction"]).toBeCloseTo((r["roofline_s"] as number) / (r["seconds"] as number), 9);
-    }
-    // parallel_training: the same sampling and updates in this thread and in worker threads, timed.
-    const parallel = wasm["parallel_training"] as { workload: Json; generation: Json; update: Json };
-    expect(parallel.workload).toEqual({
-      agents: 2,
-      gen_prompts: 8,
-      gen_candidates: 8,
-      gen_prompt_len: 16,
-      gen_new_tokens: 32,
-      pairs_per_update: 8,
-      prompt_len: 16,
-      completion_len: 48,
-      updates: 2,
+  describe("one in-process run on wasm, with a demo round and 3 flatness rounds", () => {
+    beforeAll(async () => {
+      const t0 = performance.now();
+      const { code, out, err } = await runCli(["bench", "--preset", "tiny", "--backends", "wasm", "--no-torch", "--json", "--steps", "2", "--rounds", "3"]);
+      expect(code, err).toBe(0);
+      run3 = { report: JSON.parse(out) as typeof run3.report, err };
+      console.log(`pbrl bench --preset tiny --backends wasm --steps 2 --rounds 3: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    }, 900_000);
+
+    it("measures the tiny preset on wasm (in-process from the sources) and skips PyTorch", () => {
+      const { report, err } = run3;
+      expect(Object.keys(report.results)).toEqual(["pbrl_wasm", "pytorch", "pytorch_bf16"]);
+      const wasm = report.results["pbrl_wasm"]!;
+      expectMeasured(wasm);
+      expect(wasm["isolation"]).toBe("in-process");
+      expect(wasm["parameters"]).toBe(report.model["parameters"]);
+      expect(report.model["parameters"]).toBe(37_024);
+      // Every weight trains: the step's gradients are the model's size, within its activation peak.
+      expect(wasm["train_gradients_mb"]).toBe((37_024 * 4) / 2 ** 20);
+      expect(wasm["train_activation_peak_mb"]).toBeGreaterThan(wasm["train_gradients_mb"] as number);
+      expect(wasm["workloads"]).toEqual({ ...workloadsFor("wasm", "small", 37_024, { steps: 2 }) });
+      expect(report.workloads["pbrl_wasm"]).toEqual(wasm["workloads"]);
+      expect(report.results["pytorch"]).toEqual({ skipped: "--no-torch" });
+      expect(report.results["pytorch_bf16"]).toEqual({ skipped: "--no-torch" });
+      expect(report.ratios).toEqual({});
+      expect(report.machine["cpus"]).toBeGreaterThan(0);
+      // Generation against the roofline measured in the same run (roofline.ts tests the formula).
+      const roofline = wasm["generation_roofline"] as { gemm_gflops: number; read_gb_per_s: number; workloads: Record<string, Json> };
+      expect(roofline.gemm_gflops).toBeGreaterThan(0);
+      expect(roofline.read_gb_per_s).toBeGreaterThan(0);
+      expect(Object.keys(roofline.workloads)).toEqual(["b1_cached", "b8_cached", "shared_1x16"]);
+      expect(roofline.workloads["shared_1x16"]).toMatchObject({ prompts: 1, rows: 16, prompt_len: 16, new_tokens: 64 });
+      for (const r of Object.values(roofline.workloads)) {
+        expect(r["roofline_s"]).toBeGreaterThan(0);
+        expect(r["roofline_fraction"]).toBeCloseTo((r["roofline_s"] as number) / (r["seconds"] as number), 9);
+      }
+      // parallel_training: the same sampling and updates in this thread and in worker threads, timed.
+      const parallel = wasm["parallel_training"] as { workload: Json; generation: Json; update: Json };
+      expect(parallel.workload).toEqual({
+        agents: 2,
+        gen_prompts: 8,
+        gen_candidates: 8,
+        gen_prompt_len: 16,
+        gen_new_tokens: 32,
+        pairs_per_update: 8,
+        prompt_len: 16,
+        completion_len: 48,
+        updates: 2,
+      });
+      for (const t of [parallel.generation, parallel.update]) {
+        for (const k of ["sequential_s", "mp_s", "speedup"]) expect(t[k]).toBeGreaterThan(0);
+        expect(t["speedup"]).toBeCloseTo((t["sequential_s"] as number) / (t["mp_s"] as number), 6);
+      }
+      // wasm is deterministic: the workers sample and train bit for bit as this thread
+      expect(parallel.generation["same_tokens"]).toBe(true);
+      expect(parallel.update["max_abs_weight_diff"]).toBe(0);
+      // MARLHF's RL stage: the same policy-gradient updates in this thread and in worker threads
+      const rl = (wasm["parallel_training"] as { rl_update: Json }).rl_update;
+      for (const k of ["sequential_s", "mp_s", "speedup"]) expect(rl[k]).toBeGreaterThan(0);
+      expect(rl["generations"]).toBe(2);
+      expect(rl["max_abs_weight_diff"]).toBe(0);
+      expect(err).toMatch(
+        /pbrl bench \[wasm\]: parallel_training: MARLHF policy-gradient update of 2 agents \(8 items × 2 samples\): [\d.]+ s in this thread, [\d.]+ s in worker threads/,
+      );
+      expect(err).toMatch(/pbrl bench \[wasm\]: parallel_training: MADPO update of 2 agents \(8 pairs\): [\d.]+ s in this thread, [\d.]+ s in worker threads/);
+      // Progress goes to stderr, so stdout is exactly one JSON document.
+      expect(err).toMatch(/pbrl bench \[wasm\]: train step 2\/2/);
     });
-    for (const t of [parallel.generation, parallel.update]) {
-      for (const k of ["sequential_s", "mp_s", "speedup"]) expect(t[k]).toBeGreaterThan(0);
-      expect(t["speedup"]).toBeCloseTo((t["sequential_s"] as number) / (t["mp_s"] as number), 6);
-    }
-    // wasm is deterministic: the workers sample and train bit for bit as this thread
-    expect(parallel.generation["same_tokens"]).toBe(true);
-    expect(parallel.update["max_abs_weight_diff"]).toBe(0);
-    // MARLHF's RL stage: the same policy-gradient updates in this thread and in worker threads
-    const rl = (wasm["parallel_training"] as { rl_update: Json }).rl_update;
-    for (const k of ["sequential_s", "mp_s", "speedup"]) expect(rl[k]).toBeGreaterThan(0);
-    expect(rl["generations"]).toBe(2);
-    expect(rl["max_abs_weight_diff"]).toBe(0);
-    expect(err).toMatch(
-      /pbrl bench \[wasm\]: parallel_training: MARLHF policy-gradient update of 2 agents \(8 items × 2 samples\): [\d.]+ s in this thread, [\d.]+ s in worker threads/,
-    );
-    expect(err).toMatch(/pbrl bench \[wasm\]: parallel_training: MADPO update of 2 agents \(8 pairs\): [\d.]+ s in this thread, [\d.]+ s in worker threads/);
-    // Progress goes to stderr, so stdout is exactly one JSON document.
-    expect(err).toMatch(/pbrl bench \[wasm\]: train step 2\/2/);
+
+    it("times one round of the embedded demo (real collection and MADPO training) after the model workloads", () => {
+      const { report, err } = run3;
+      const wasm = report.results["pbrl_wasm"]!;
+      const demo = wasm["demo_round"] as Json;
+      expect(demo["workload"]).toEqual(smallDemoWorkload());
+      expect(Number.isFinite(demo["demo_round_s"]) && (demo["demo_round_s"] as number) > 0, `demo_round_s = ${String(demo["demo_round_s"])}`).toBe(true);
+      expect(demo["demo_run_s"] as number).toBeGreaterThanOrEqual(demo["demo_round_s"] as number);
+      expect(demo["pairs"] as number).toBeGreaterThan(0);
+      expect(demo["train_pairs"] as number).toBeGreaterThan(0);
+      expect(demo["updates"]).toBe(Math.ceil((demo["train_pairs"] as number) / 8));
+      expect(err).toMatch(/pbrl bench \[wasm\]: demo round: [\d.]+ s/);
+    });
+
+    it("--rounds N records live tensors, tf memory and RSS after each demo round and judges flatness", () => {
+      const { report, err } = run3;
+      const f = report.results["pbrl_wasm"]!["flatness"] as {
+        rounds: number;
+        series: RoundSample[];
+        summary: Json;
+        updates: number;
+      };
+      expect(f.rounds).toBe(3);
+      expect(f).toMatchObject({ rss_after_gc: false, workload: smallDemoWorkload() });
+      expect(f.series.map((s) => s.round)).toEqual([1, 2, 3]);
+      for (const s of f.series) {
+        expect(s.pairs, `round ${s.round}`).toBeGreaterThan(0);
+        expect(s.round_s).toBeGreaterThan(0);
+        expect(s.rss_mb).toBeGreaterThan(0);
+      }
+      // The tensors a run keeps across rounds (agents, AdamW moments) are the same after every round.
+      expect(new Set(f.series.map((s) => s.live_tensors)).size, JSON.stringify(f.series)).toBe(1);
+      expect(new Set(f.series.map((s) => s.tf_memory_bytes)).size).toBe(1);
+      expect(f.summary["live_tensors_first"]).toBe(f.summary["live_tensors_last"]);
+      expect(typeof f.summary["flat"]).toBe("boolean");
+      expect(f.summary["meaning"]).toMatch(/live tensors/);
+      expect(err).toMatch(/pbrl bench \[wasm\]: 3 demo rounds: live tensors (\d+) → \1, .*MB\/round, no gc\(\) before each sample\): (flat|NOT flat)/);
+      console.log(`flatness (tiny rounds, wasm): ${JSON.stringify(f.series)}; ${JSON.stringify(f.summary)}`);
+    });
   });
-
-  it("times one round of the embedded demo (real collection and MADPO training) after the model workloads", async () => {
-    const t0 = performance.now();
-    const { code, out, err } = await runCli(["bench", "--preset", "tiny", "--backends", "wasm", "--no-torch", "--json", "--steps", "1"]);
-    expect(code, err).toBe(0);
-    const wasm = (JSON.parse(out) as { results: Record<string, Json> }).results["pbrl_wasm"]!;
-    expectMeasured(wasm);
-    const demo = wasm["demo_round"] as Json;
-    expect(demo["workload"]).toEqual(smallDemoWorkload());
-    expect(Number.isFinite(demo["demo_round_s"]) && (demo["demo_round_s"] as number) > 0, `demo_round_s = ${String(demo["demo_round_s"])}`).toBe(true);
-    expect(demo["demo_run_s"] as number).toBeGreaterThanOrEqual(demo["demo_round_s"] as number);
-    expect(demo["pairs"] as number).toBeGreaterThan(0);
-    expect(demo["train_pairs"] as number).toBeGreaterThan(0);
-    expect(demo["updates"]).toBe(Math.ceil((demo["train_pairs"] as number) / 8));
-    expect(err).toMatch(/pbrl bench \[wasm\]: demo round: [\d.]+ s/);
-    console.log(`demo round (tiny, wasm): ${JSON.stringify(demo)}; test ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  }, 600_000);
-
-  it("--rounds N records live tensors, tf memory and RSS after each demo round and judges flatness", async () => {
-    const t0 = performance.now();
-    const { code, out, err } = await runCli([
-      "bench",
-      "--preset",
-      "tiny",
-      "--backends",
-      "wasm",
-      "--no-torch",
-      "--json",
-      "--steps",
-      "1",
-      "--no-demo-round",
-      "--rounds",
-      "3",
-    ]);
-    expect(code, err).toBe(0);
-    const f = (JSON.parse(out) as { results: Record<string, Json> }).results["pbrl_wasm"]!["flatness"] as {
-      rounds: number;
-      series: RoundSample[];
-      summary: Json;
-      updates: number;
-    };
-    expect(f.rounds).toBe(3);
-    expect(f).toMatchObject({ rss_after_gc: false, workload: smallDemoWorkload() });
-    expect(f.series.map((s) => s.round)).toEqual([1, 2, 3]);
-    for (const s of f.series) {
-      expect(s.pairs, `round ${s.round}`).toBeGreaterThan(0);
-      expect(s.round_s).toBeGreaterThan(0);
-      expect(s.rss_mb).toBeGreaterThan(0);
-    }
-    // The tensors a run keeps across rounds (agents, AdamW moments) are the same after every round.
-    expect(new Set(f.series.map((s) => s.live_tensors)).size, JSON.stringify(f.series)).toBe(1);
-    expect(new Set(f.series.map((s) => s.tf_memory_bytes)).size).toBe(1);
-    expect(f.summary["live_tensors_first"]).toBe(f.summary["live_tensors_last"]);
-    expect(typeof f.summary["flat"]).toBe("boolean");
-    expect(f.summary["meaning"]).toMatch(/live tensors/);
-    expect(err).toMatch(/pbrl bench \[wasm\]: 3 demo rounds: live tensors (\d+) → \1, .*MB\/round, no gc\(\) before each sample\): (flat|NOT flat)/);
-    console.log(
-      `flatness (tiny rounds, wasm): ${JSON.stringify(f.series)}; ${JSON.stringify(f.summary)}; test ${((performance.now() - t0) / 1000).toFixed(1)} s`,
-    );
-  }, 600_000);
 
   it("judges flatness by equal tensors and tf memory and the slope of RSS from round 2", () => {
     const sample = (round: number, live: number, rss: number): RoundSample => ({
@@ -265,6 +254,7 @@ describe("pbrl bench", () => {
           expect(r["isolation"]).toBe("child process");
           expect(r["pid"]).not.toBe(process.pid);
           expect(r["demo_round"]).toEqual({ skipped: "--no-demo-round" });
+          expect(r).not.toHaveProperty("flatness");
         }
         expect(wasm!["pid"]).not.toBe(cpu!["pid"]);
         expect(report.workloads["pbrl_cpu"]).toMatchObject({ train_batch: 8, train_seq_len: 128, train_steps: 1, gen_new_tokens: 16 });
