@@ -39,7 +39,9 @@ export class ReplicatedEndpoint implements AgentEndpoint {
         // Weights without optimizer state are for generation, which the first replica does alone.
         if (req.optimizer === undefined) return this.replicas[0]!.request<T>(req);
         // No buffers are handed over: every replica gets a copy of the same weights.
-        const devices = await this.all(this.replicas.map((r, rank) => r.request<string>({ ...req, replica: { ...store, subgroup: this.subgroup, rank, size: k } })));
+        const devices = await this.all(
+          this.replicas.map((r, rank) => r.request<string>({ ...req, replica: { ...store, subgroup: this.subgroup, rank, size: k } })),
+        );
         return devices.join(", ") as T;
       }
       case "generate":
