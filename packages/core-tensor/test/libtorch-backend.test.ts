@@ -190,7 +190,7 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
     expect(load.ok, load.ok ? "" : load.reason).toBe(true);
     const info = await useBackend("libtorch");
     expect(info.description).toMatch(
-      /^tensor backend: libtorch \(libtorch \d+\.\d+\.\d+, ATen \w+ CPU kernels.*, float32 CPU products: (OpenBLAS \w+ kernels \(.+\), measured \d+ GFLOPS to ATen's \d+|ATen's, measured .+|this addon was built without OpenBLAS|set by PBRL_LIBTORCH_GEMM.*), bf16 CPU products: (bfloat16 GEMMs|float32 GEMMs over bfloat16 operands \(no AVX512-BF16 or AMX\)); \d+ threads?.*\), tfjs 4\.22\.0$/,
+      /^tensor backend: libtorch \(libtorch \d+\.\d+\.\d+, ATen \w+ CPU kernels.*, float32 CPU products: (OpenBLAS \w+ kernels \(.+\), measured \d+ GFLOPS to ATen's \d+|ATen's, measured .+|this addon was built without OpenBLAS|set by PBRL_LIBTORCH_GEMM.*)(; at most 64 rows \(decoding\): (OpenBLAS|ATen's), measured \d+ GFLOPS to ATen's \d+ on 16 rows)?, bf16 CPU products: (bfloat16 GEMMs|float32 GEMMs over bfloat16 operands \(no AVX512-BF16 or AMX\)); \d+ threads?.*\), tfjs 4\.22\.0$/,
     );
     for (const name of [...LIBTORCH_KERNEL_NAMES, ...FUSED_KERNEL_NAMES]) expect(tf.getKernel(name, "libtorch"), name).toBeDefined();
   });
@@ -205,7 +205,7 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
     }
   });
 
-  it("computes float32 products alike through OpenBLAS and ATen, transposed, strided and empty operands included", async () => {
+  it("computes float32 products alike through OpenBLAS and ATen, few (≤ 64) rows chosen apart, transposed, strided and empty operands included", async () => {
     if (!load.ok) return;
     const blas = load.addon.blasInfo();
     const cases = (): tf.Tensor[] => [
@@ -214,14 +214,24 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
       tf.matMul(tf.slice(rand([40, 60], 24), [0, 5], [40, 50]), rand([50, 7], 25)), // a strided slice
       tf.matMul(rand([1, 64], 26), rand([64, 1], 27)),
       tf.matMul(tf.zeros([4, 0]), tf.zeros([0, 3])),
+      tf.matMul(rand([97, 45], 28), rand([45, 19], 29)), // past the few-rows bound
     ];
+    const choices = blas.linked
+      ? [
+          [true, true],
+          [false, false],
+          [true, false],
+          [false, true],
+        ]
+      : [[false, false]];
     try {
-      for (const openblas of blas.linked ? [true, false] : [false]) {
-        load.addon.useOpenBlas(openblas, 2);
+      for (const [openblas, fewRows] of choices as [boolean, boolean][]) {
+        load.addon.useOpenBlas(openblas, 2, fewRows);
+        expect([load.addon.blasInfo().chosen, load.addon.blasInfo().chosenFewRows]).toEqual([openblas, fewRows]);
         await expectSame("libtorch", cases, 1e-5);
       }
     } finally {
-      load.addon.useOpenBlas(blas.chosen, 2);
+      load.addon.useOpenBlas(blas.chosen, 2, blas.chosenFewRows);
     }
   });
 

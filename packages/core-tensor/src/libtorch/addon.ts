@@ -82,14 +82,14 @@ export interface LibtorchAddon {
   /** Keeps only the bfloat16 copies of the float32 matrices among `ids` (weights that never change); returns the float32 bytes freed. */
   storeBf16(ids: number[]): number;
   /** Whether the addon is linked against OpenBLAS, its kernel family and whether float32 CPU products use it. */
-  blasInfo(): { linked: boolean; blasCore: string; blasConfig: string; blasThreads: number; chosen: boolean };
+  blasInfo(): { linked: boolean; blasCore: string; blasConfig: string; blasThreads: number; chosen: boolean; chosenFewRows: boolean };
   cpuFeatures(): CpuFeatures;
   blasCores(): string[];
   setBlasCore(name: string): string;
-  /** Float32 CPU products through OpenBLAS (true) or ATen (false), OpenBLAS with `threads`. */
-  useOpenBlas(on: boolean, threads: number): void;
-  /** GFLOPS of ATen's and OpenBLAS's float32 product at a training step's shape (OpenBLAS 0 when not linked). */
-  gemmBench(): { aten: number; openblas: number };
+  /** Float32 CPU products through OpenBLAS (true) or ATen (false), OpenBLAS with `threads`; those of at most 64 rows as `onFewRows` says (default `on`). */
+  useOpenBlas(on: boolean, threads: number, onFewRows?: boolean): void;
+  /** GFLOPS of ATen's and OpenBLAS's float32 product at a training step's shape and at a decoding step's (16 rows; OpenBLAS 0 when not linked). */
+  gemmBench(): { aten: number; openblas: number; atenFewRows: number; openblasFewRows: number };
   decoderCreate(weightIds: readonly number[], dims: readonly number[], rmsNormEps: number, bf16Weights: boolean): number;
   decoderLoad(decoder: number, layer: number, k: number, v: number, length: number): void;
   decoderStep(decoder: number, ids: Int32Array, cos: Float32Array, sin: Float32Array, keyMask: Uint8Array): TensorRef;
@@ -165,6 +165,8 @@ export interface LibtorchAddon {
 /** Which library computes float32 products on the CPU, and why (for the backend line). */
 export interface GemmChoice {
   library: "openblas" | "aten";
+  /** For products of at most 64 rows (decoding steps), chosen apart. */
+  fewRows: "openblas" | "aten";
   reason: string;
 }
 
@@ -175,11 +177,13 @@ export type LibtorchLoad =
  * Float32 CPU products through OpenBLAS or ATen (MKL): PBRL_LIBTORCH_GEMM=openblas|aten when set,
  * else whichever measures faster here (a [512, 768] · [768, 2048] product, best of five: on an AMD
  * EPYC Zen 5 OpenBLAS's AVX-512 kernels ran 478 GFLOPS to ATen's 223), OpenBLAS only when it is
- * linked and at least 5% faster.
+ * linked and at least 5% faster. Products of at most 64 rows (decoding steps) are chosen apart by a
+ * [16, 576] · [576, 1536] product: on an AMD EPYC Zen 1 the two libraries ran the training shape
+ * alike (68 and 65 GFLOPS, so either won by noise) and OpenBLAS ran 16 rows 1.6 times as fast.
  */
 function chooseGemm(addon: LibtorchAddon, threads: number): GemmChoice {
   const blas = addon.blasInfo();
-  if (!blas.linked) return { library: "aten", reason: "this addon was built without OpenBLAS" };
+  if (!blas.linked) return { library: "aten", fewRows: "aten", reason: "this addon was built without OpenBLAS" };
   const forced = process.env["PBRL_LIBTORCH_GEMM"] ?? "";
   const override = blasCoreType(process.env);
   const core = chooseAndApplyBlasCore(
@@ -189,14 +193,20 @@ function chooseGemm(addon: LibtorchAddon, threads: number): GemmChoice {
   const family = `OpenBLAS ${addon.blasInfo().blasCore} kernels (${core})`;
   if (forced === "openblas" || forced === "aten") {
     addon.useOpenBlas(forced === "openblas", threads);
-    return { library: forced, reason: `set by PBRL_LIBTORCH_GEMM${forced === "openblas" ? `; ${family}` : ""}` };
+    return { library: forced, fewRows: forced, reason: `set by PBRL_LIBTORCH_GEMM${forced === "openblas" ? `; ${family}` : ""}` };
   }
   addon.useOpenBlas(false, threads);
   const g = addon.gemmBench();
   const useOpenBlas = g.openblas > 1.05 * g.aten;
-  addon.useOpenBlas(useOpenBlas, threads);
+  const fewRows = g.openblasFewRows > 1.05 * g.atenFewRows;
+  addon.useOpenBlas(useOpenBlas, threads, fewRows);
   const measured = `measured ${Math.round(g.openblas)} GFLOPS to ATen's ${Math.round(g.aten)}`;
-  return { library: useOpenBlas ? "openblas" : "aten", reason: useOpenBlas ? `${family}, ${measured}` : `ATen's, ${measured} for ${family}` };
+  const rows = `; at most 64 rows (decoding): ${fewRows ? "OpenBLAS" : "ATen's"}, measured ${Math.round(g.openblasFewRows)} GFLOPS to ATen's ${Math.round(g.atenFewRows)} on 16 rows`;
+  return {
+    library: useOpenBlas ? "openblas" : "aten",
+    fewRows: fewRows ? "openblas" : "aten",
+    reason: `${useOpenBlas ? `${family}, ${measured}` : `ATen's, ${measured} for ${family}`}${rows}`,
+  };
 }
 
 /** Where the install step builds the addon (libtorch/build.mjs). The same relative path from src/ and dist/. */
