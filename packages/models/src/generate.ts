@@ -143,23 +143,24 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
       });
       return tf.gather(model.logits(gatherRows(h, lastRows)), promptOfRow);
     });
-    if (n > 1) {
-      ids = selectRows(ids, total, promptOfRow);
-      mask = selectRows(mask, total, promptOfRow);
-      if (cache !== undefined) selectCacheRows(cache, promptOfRow);
-    }
     const vocab = model.config.vocabSize;
     // Families the fused decoders implement (fused-decode.ts); the others decode with the
     // generic path below, which runs on every backend.
     const support = model.fusedDecodeSupport();
     const fusedWindow = support.ok ? support.window : undefined;
-    // On the native backend the steps after the prompt run in one addon call each (see
-    // nativeDecodeStep), from a copy of the prompt's keys and values.
+    // On libtorch the steps after the prompt run in one addon call each, with the cache and the
+    // logits where the weights are (and the weights read as bfloat16 copies when the backend
+    // computes in bf16), each prompt's keys and values held once for all its rows.
+    if (support.ok && cache !== undefined && onDevice) decoder = libtorchDecoder(model, cache, promptOfRow, promptLen + options.maxNewTokens);
+    if (n > 1) {
+      ids = selectRows(ids, total, promptOfRow);
+      mask = selectRows(mask, total, promptOfRow);
+      if (cache !== undefined && decoder === undefined) selectCacheRows(cache, promptOfRow);
+    }
+    // On the native backend likewise (see nativeDecodeStep), from a copy of the prompt's keys and
+    // values for every row.
     const fast =
       support.ok && cache !== undefined && tf.getBackend() === "native" ? nativeDecoder(model, cache, b, promptLen + options.maxNewTokens) : undefined;
-    // On libtorch likewise, with the cache and the logits where the weights are (and the weights
-    // read as bfloat16 copies when the backend computes in bf16).
-    if (support.ok && cache !== undefined && onDevice) decoder = libtorchDecoder(model, cache, b, promptLen + options.maxNewTokens);
     // The decoders hold their own copy of the prompts' keys and values.
     if (cache !== undefined && (fast !== undefined || decoder !== undefined)) disposeCache(cache);
     // Plain sampling (no top-k, no top-p) of all rows in one addon call on native, with the same
@@ -320,9 +321,9 @@ function decodeDims(model: CausalLM): DecodeDims {
   };
 }
 
-/** The libtorch decoder after the prompt: the model's weights and the prompt's keys and values. */
-function libtorchDecoder(model: CausalLM, cache: KVCache, batch: number, capacity: number): LibtorchDecoder {
-  const decoder = new LibtorchDecoder(decodeKernelOrder(model.decodeWeights()), decodeDims(model), batch, capacity, computePrecision() === "bf16");
+/** The libtorch decoder after the prompt: the model's weights and the prompts' keys and values (one cache row per prompt). */
+function libtorchDecoder(model: CausalLM, cache: KVCache, promptOfRow: Int32Array, capacity: number): LibtorchDecoder {
+  const decoder = new LibtorchDecoder(decodeKernelOrder(model.decodeWeights()), decodeDims(model), promptOfRow, capacity, computePrecision() === "bf16");
   cache.layers.forEach((l, i) => decoder.load(i, l.k, l.v, cache.length));
   return decoder;
 }

@@ -334,6 +334,19 @@ export function generationEstimate(c: CausalLMConfig, w: GenerationWorkload): Me
       pool: "tensors",
     });
     items.push({ label: `KV cache (${w.rows} rows × ${total} positions), host memory`, bytes: kvPerPosition * total, pool: "host" });
+  } else if (useCache && w.kernels === "aten" && fusedDecodeSupport(c).ok) {
+    // libtorch's decoder (generate.ts): it copies each prompt's keys and values once, beside the
+    // prompt pass's until that is freed, and holds each row's own cache for the new tokens.
+    items.push({
+      label: `KV cache of the prompts (${w.prompts} rows × ${w.promptLen} positions, the prompt pass's and the decoder's copy)`,
+      bytes: 2 * kvPerRowPosition * w.promptLen * w.prompts,
+      pool: "tensors",
+    });
+    items.push({
+      label: `KV cache of the new tokens (${w.rows} rows × ${w.maxNewTokens} positions)`,
+      bytes: kvPerRowPosition * w.rows * w.maxNewTokens,
+      pool: "tensors",
+    });
   } else if (useCache) {
     // Each step concatenates the new position onto every layer's cache before freeing the old one.
     items.push({ label: `KV cache (${w.rows} rows × ${total} positions), old and new copy during a step`, bytes: 2 * kvPerPosition * total, pool: "tensors" });

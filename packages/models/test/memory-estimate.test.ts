@@ -132,6 +132,22 @@ describe("generation", () => {
     expect(() => generationEstimate(tiny, { rows: 2, prompts: 3, promptLen: 2, maxNewTokens: 1, kernels: "tfjs" })).toThrow(/3 prompts for 2 rows/);
   });
 
+  it("libtorch's decoder: each prompt's keys and values twice (the prompt pass's and its own), each row's only for the new tokens", () => {
+    const e = generationEstimate(tiny, { rows: 3, prompts: 1, promptLen: 2, maxNewTokens: 4, kernels: "aten" });
+    const labels = e.items.map((i) => i.label);
+    expect(labels).toContain("KV cache of the prompts (1 rows × 2 positions, the prompt pass's and the decoder's copy)");
+    expect(labels).toContain("KV cache of the new tokens (3 rows × 4 positions)");
+    // 32 bytes a row and position (K and V × 2 layers × 1 KV head × 2 dims × 4 bytes): 2 × 1 × 2 positions, then 3 rows × 4.
+    const kv = e.items.filter((i) => i.label.startsWith("KV cache")).reduce((sum, i) => sum + i.bytes, 0);
+    expect(kv).toBe(32 * 2 * 2 + 32 * 3 * 4);
+    // A family the decoder does not run grows its cache with tfjs ops: old and new copy of every row's.
+    const gemma = generationEstimate(
+      { ...tiny, arch: { ...tiny.arch, qkNorm: true } },
+      { rows: 3, prompts: 1, promptLen: 2, maxNewTokens: 4, kernels: "aten" },
+    );
+    expect(gemma.items.map((i) => i.label)).toContain("KV cache (3 rows × 6 positions), old and new copy during a step");
+  });
+
   it("without a cache, the last step's forward pass over every row's whole sequence", () => {
     const e = generationEstimate(tiny, { rows: 3, prompts: 3, promptLen: 2, maxNewTokens: 4, kernels: "tfjs", useCache: false });
     expect(e.items.map((i) => i.label)).toContain("forward pass over 3 rows × 5 tokens");

@@ -1,10 +1,11 @@
 // Token-by-token decoding of a Llama-family model in one addon call per step: generation at small
 // batch is otherwise bound by the per-kernel cost of tfjs (about 20 kernel calls per layer per
 // token), not by arithmetic. A decoder holds the model's weights (or bfloat16 copies, which halve
-// the bytes every token reads) and a key/value cache preallocated for the whole generation, where
-// the weights are (CPU or CUDA); each step returns the next-token logits as a tensor, so that
-// sampling (sampling.cc) brings back only the chosen ids. The same operations, in the same order,
-// as the model's tfjs forward pass on this backend (fused.cc, attention.cc).
+// the bytes every token reads), each prompt's keys and values once for all the rows that answer
+// it, and each row's own cache preallocated for the rest of the generation, where the weights are
+// (CPU or CUDA); each step returns the next-token logits as a tensor, so that sampling
+// (sampling.cc) brings back only the chosen ids. The same operations as the model's tfjs forward
+// pass on this backend (fused.cc, attention.cc), the attention's sums split at the prompt's end.
 #include <limits>
 #include <unordered_map>
 
@@ -15,14 +16,18 @@ namespace {
 
 struct Layer {
   at::Tensor inputNorm, q, k, v, o, qBias, kBias, vBias, oBias, postNorm, gate, up, down, gateBias, upBias, downBias;
-  at::Tensor cacheK, cacheV;  // [batch, kvHeads, capacity, headDim]
+  // The prompts' keys and values, one copy per prompt whatever its rows [prompts, kvHeads, promptLength,
+  // headDim], and each row's own generated ones [batch, kvHeads, capacity − promptLength, headDim].
+  at::Tensor promptK, promptV, cacheK, cacheV;
 };
 
 struct Decoder {
-  int64_t batch, hidden, heads, kvHeads, headDim, vocab, capacity, length = 0;
+  int64_t batch, hidden, heads, kvHeads, headDim, vocab, capacity, length = 0, promptLength = 0;
   double eps;
   at::Tensor embed, finalNorm, lmHead;
   std::vector<Layer> layers;
+  // The prompt each row answers: non-decreasing, so that a prompt's rows are one run of rows.
+  std::vector<int64_t> rowPrompt;
 };
 
 std::unordered_map<int64_t, Decoder>& Decoders() {
@@ -58,7 +63,8 @@ at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
 }
 
 // decoderCreate(weightIds (−1 for an absent bias), [batch, hidden, heads, kvHeads, headDim, vocab,
-// layers, capacity], rmsNormEps, bf16Weights) → handle. Ids in the order of src/libtorch/decode.ts.
+// layers, capacity], rmsNormEps, bf16Weights, rowPrompt (Int32Array [batch], non-decreasing from 0
+// without gaps)) → handle. Ids in the order of src/libtorch/decode.ts.
 napi_value Create(const Args& a) {
   const std::vector<int64_t> ids = a.Ints(0);
   const std::vector<int64_t> dimsInt = a.Ints(1);
@@ -74,6 +80,15 @@ napi_value Create(const Args& a) {
   dec.capacity = dimsInt[7];
   dec.eps = a.Num(2);
   const bool bf16 = a.Bool(3);
+  napi_typedarray_type type;
+  size_t n;
+  const int32_t* rowPrompt = static_cast<const int32_t*>(a.Typed(4, &type, &n));
+  if (type != napi_int32_array || static_cast<int64_t>(n) != dec.batch) throw ArgError("decoderCreate: rowPrompt must be an Int32Array of one prompt index per row");
+  for (size_t i = 0; i < n; i++) {
+    const int64_t prev = i == 0 ? 0 : rowPrompt[i - 1];
+    if (rowPrompt[i] != prev && rowPrompt[i] != prev + 1) throw ArgError("decoderCreate: rowPrompt must start at 0 and grow by at most 1 from row to row");
+    dec.rowPrompt.push_back(rowPrompt[i]);
+  }
   if (ids.size() != static_cast<size_t>(3 + 16 * layers)) throw ArgError("decoderCreate: expected " + std::to_string(3 + 16 * layers) + " weight ids");
   auto w = [&](size_t i) { return ids[i] < 0 ? at::Tensor() : Table().Get(ids[i]); };
   // Projections (read in full every token) as bfloat16 copies when asked; norms and biases stay float32.
@@ -81,13 +96,10 @@ napi_value Create(const Args& a) {
   dec.embed = w(0);
   dec.finalNorm = w(1);
   dec.lmHead = proj(2);
-  const auto opts = dec.embed.options().dtype(at::kFloat);
   for (int64_t l = 0; l < layers; l++) {
     const size_t b = 3 + 16 * l;
-    Layer L{w(b), proj(b + 1), proj(b + 2), proj(b + 3), proj(b + 4), w(b + 5), w(b + 6), w(b + 7), w(b + 8), w(b + 9), proj(b + 10), proj(b + 11), proj(b + 12), w(b + 13), w(b + 14), w(b + 15), {}, {}};
-    L.cacheK = at::zeros({dec.batch, dec.kvHeads, dec.capacity, dec.headDim}, opts);
-    L.cacheV = at::zeros({dec.batch, dec.kvHeads, dec.capacity, dec.headDim}, opts);
-    dec.layers.push_back(std::move(L));
+    dec.layers.push_back(Layer{w(b), proj(b + 1), proj(b + 2), proj(b + 3), proj(b + 4), w(b + 5), w(b + 6), w(b + 7), w(b + 8), w(b + 9), proj(b + 10),
+                               proj(b + 11), proj(b + 12), w(b + 13), w(b + 14), w(b + 15), {}, {}, {}, {}});
   }
   static thread_local int64_t next = 0;
   const int64_t handle = next++;
@@ -97,18 +109,59 @@ napi_value Create(const Args& a) {
   return v;
 }
 
-// decoderLoad(handle, layer, k, v, length): positions [0, length) from a layer's cached keys and
-// values [batch, kvHeads, length, headDim] (the prompt's, from the tfjs forward pass).
+// decoderLoad(handle, layer, k, v, length): a layer's prompt keys and values [prompts, kvHeads,
+// length, headDim] (the prompts' own, from the tfjs forward pass), kept once per prompt: every row
+// of a prompt attends to the same copy. Each row's cache for the positions after them starts empty.
 napi_value Load(const Args& a) {
   Decoder& dec = Get(a.Int(0));
   const int64_t layer = a.Int(1), length = a.Int(4);
   if (layer < 0 || layer >= static_cast<int64_t>(dec.layers.size())) throw ArgError("decoderLoad: no layer " + std::to_string(layer));
-  if (length > dec.capacity) throw ArgError("decoderLoad: " + std::to_string(length) + " positions exceed the capacity " + std::to_string(dec.capacity));
+  if (length < 1 || length >= dec.capacity) throw ArgError("decoderLoad: " + std::to_string(length) + " prompt positions do not leave room below the capacity " + std::to_string(dec.capacity));
+  const at::Tensor k = a.T(2), v = a.T(3);
+  const int64_t prompts = dec.rowPrompt.empty() ? 0 : dec.rowPrompt.back() + 1;
+  if (k.dim() != 4 || k.size(0) != prompts || k.size(1) != dec.kvHeads || k.size(2) != length || k.size(3) != dec.headDim || !k.sizes().equals(v.sizes()))
+    throw ArgError("decoderLoad: keys and values must be [" + std::to_string(prompts) + " prompts, kvHeads, length, headDim]");
   Layer& L = dec.layers[layer];
-  L.cacheK.narrow(2, 0, length).copy_(a.T(2));
-  L.cacheV.narrow(2, 0, length).copy_(a.T(3));
-  dec.length = length;
+  const auto opts = dec.embed.options().dtype(at::kFloat);
+  L.promptK = at::empty(k.sizes(), opts).copy_(k);
+  L.promptV = at::empty(v.sizes(), opts).copy_(v);
+  L.cacheK = at::zeros({dec.batch, dec.kvHeads, dec.capacity - length, dec.headDim}, opts);
+  L.cacheV = at::zeros({dec.batch, dec.kvHeads, dec.capacity - length, dec.headDim}, opts);
+  dec.length = dec.promptLength = length;
   return Undefined(a.env());
+}
+
+// The runs of rows [first, first + count) that share a prompt, in row order.
+struct PromptRows {
+  int64_t prompt, first, count;
+};
+std::vector<PromptRows> RowsByPrompt(const Decoder& dec) {
+  std::vector<PromptRows> runs;
+  for (int64_t r = 0; r < dec.batch; r++) {
+    if (runs.empty() || runs.back().prompt != dec.rowPrompt[r]) runs.push_back({dec.rowPrompt[r], r, 0});
+    runs.back().count++;
+  }
+  return runs;
+}
+
+// Attention of each row's queries q [b, kvHeads, g, d] over its prompt's keys (one product per
+// prompt for all its rows: the prompt's keys are read once, not once per row) and its own keys
+// since, with one softmax over both; the result [b, heads × d].
+at::Tensor Attend(const Decoder& dec, const Layer& L, const std::vector<PromptRows>& runs, const at::Tensor& q, const at::Tensor& keyMask, const at::Tensor& lowest) {
+  const int64_t b = q.size(0), kv = q.size(1), g = q.size(2), d = q.size(3), p = dec.promptLength, t = dec.length - p + 1;
+  // A prompt's rows as one [kv, rows × g, ·] batch, and back.
+  const auto gather = [&](const at::Tensor& x, const PromptRows& r) { return x.narrow(0, r.first, r.count).permute({1, 0, 2, 3}).reshape({kv, r.count * g, x.size(3)}); };
+  const auto scatter = [&](const at::Tensor& x, const PromptRows& r) { return x.view({kv, r.count, g, x.size(2)}).permute({1, 0, 2, 3}); };
+  std::vector<at::Tensor> promptScores;
+  for (const PromptRows& r : runs) promptScores.push_back(scatter(at::matmul(gather(q, r), L.promptK.select(0, r.prompt).transpose(-1, -2)), r));
+  const at::Tensor keys = L.cacheK.narrow(2, 0, t), values = L.cacheV.narrow(2, 0, t);  // [b, kv, t, d]
+  const at::Tensor ownScores = at::matmul(q, keys.transpose(-1, -2));
+  const at::Tensor scores = at::cat({at::cat(promptScores, 0), ownScores}, -1).mul_(1.0 / std::sqrt(static_cast<double>(d)));
+  const at::Tensor probs = at::softmax(at::where(keyMask, scores, lowest), -1);  // [b, kv, g, p + t]
+  const at::Tensor promptProbs = probs.narrow(-1, 0, p);
+  at::Tensor attended = at::matmul(probs.narrow(-1, p, t), values);  // [b, kv, g, d]
+  for (const PromptRows& r : runs) attended.narrow(0, r.first, r.count).add_(scatter(at::matmul(gather(promptProbs, r), L.promptV.select(0, r.prompt)), r));
+  return attended.reshape({b, dec.heads * d});
 }
 
 const float* FloatArg(const Args& a, size_t i, size_t want, const char* what) {
@@ -124,6 +177,7 @@ const float* FloatArg(const Args& a, size_t i, size_t want, const char* what) {
 // `length` and runs it through the model.
 napi_value Step(const Args& a) {
   Decoder& dec = Get(a.Int(0));
+  if (dec.promptLength == 0) throw ArgError("decoderStep: no prompt loaded (decoderLoad every layer first)");
   if (dec.length >= dec.capacity) throw ArgError("decoderStep: the cache is full (" + std::to_string(dec.capacity) + " positions)");
   const int64_t b = dec.batch, d = dec.headDim, s = dec.length + 1, g = dec.heads / dec.kvHeads;
   napi_typedarray_type type;
@@ -140,7 +194,7 @@ napi_value Step(const Args& a) {
   if (type != napi_uint8_array || static_cast<int64_t>(n) != b * s) throw ArgError("decoderStep: keyMask must be a Uint8Array of batch × (length + 1)");
   const at::Tensor keyMask = onDevice(at::from_blob(const_cast<void*>(maskData), {b, 1, 1, s}, at::kByte).to(at::kBool));
   const at::Tensor lowest = at::scalar_tensor(std::numeric_limits<float>::lowest(), dec.embed.options().dtype(at::kFloat));
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const std::vector<PromptRows> runs = RowsByPrompt(dec);
 
   at::Tensor h = dec.embed.index_select(0, ids);  // [b, hidden]
   for (Layer& L : dec.layers) {
@@ -148,12 +202,9 @@ napi_value Step(const Args& a) {
     const at::Tensor q = Rotary(Linear(x, L.q, L.qBias).view({b, dec.heads, d}), cos, sin);
     const at::Tensor k = Rotary(Linear(x, L.k, L.kBias).view({b, dec.kvHeads, d}), cos, sin);
     const at::Tensor v = Linear(x, L.v, L.vBias).view({b, dec.kvHeads, d});
-    L.cacheK.select(2, dec.length).copy_(k);
-    L.cacheV.select(2, dec.length).copy_(v);
-    const at::Tensor keys = L.cacheK.narrow(2, 0, s), values = L.cacheV.narrow(2, 0, s);  // [b, kv, s, d]
-    const at::Tensor scores = at::matmul(q.view({b, dec.kvHeads, g, d}), keys.transpose(-1, -2)).mul_(scale);  // [b, kv, g, s]
-    const at::Tensor probs = at::softmax(at::where(keyMask, scores, lowest), -1);
-    const at::Tensor attended = at::matmul(probs, values).reshape({b, dec.heads * d});
+    L.cacheK.select(2, dec.length - dec.promptLength).copy_(k);
+    L.cacheV.select(2, dec.length - dec.promptLength).copy_(v);
+    const at::Tensor attended = Attend(dec, L, runs, q.view({b, dec.kvHeads, g, d}), keyMask, lowest);
     h = at::add(h, Linear(attended, L.o, L.oBias));
     const at::Tensor y = RmsNorm(h, L.postNorm, dec.eps);
     h = at::add(h, Linear(at::mul(at::silu(Linear(y, L.gate, L.gateBias)), Linear(y, L.up, L.upBias)), L.down, L.downBias));
@@ -179,6 +230,9 @@ napi_value Keep(const Args& a) {
     L.cacheK = L.cacheK.index_select(0, index);
     L.cacheV = L.cacheV.index_select(0, index);
   }
+  std::vector<int64_t> rowPrompt;
+  for (size_t i = 0; i < n; i++) rowPrompt.push_back(dec.rowPrompt[rows[i]]);
+  dec.rowPrompt = std::move(rowPrompt);
   dec.batch = static_cast<int64_t>(n);
   return Undefined(a.env());
 }

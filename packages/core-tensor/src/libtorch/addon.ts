@@ -90,7 +90,7 @@ export interface LibtorchAddon {
   useOpenBlas(on: boolean, threads: number, onFewRows?: boolean): void;
   /** GFLOPS of ATen's and OpenBLAS's float32 product at a training step's shape and at a decoding step's (16 rows; OpenBLAS 0 when not linked). */
   gemmBench(): { aten: number; openblas: number; atenFewRows: number; openblasFewRows: number };
-  decoderCreate(weightIds: readonly number[], dims: readonly number[], rmsNormEps: number, bf16Weights: boolean): number;
+  decoderCreate(weightIds: readonly number[], dims: readonly number[], rmsNormEps: number, bf16Weights: boolean, rowPrompt: Int32Array): number;
   decoderLoad(decoder: number, layer: number, k: number, v: number, length: number): void;
   decoderStep(decoder: number, ids: Int32Array, cos: Float32Array, sin: Float32Array, keyMask: Uint8Array): TensorRef;
   decoderKeep(decoder: number, rows: Int32Array): void;

@@ -2,9 +2,10 @@
  * Token-by-token decoding on the libtorch backend in one addon call per step (libtorch/src/
  * decode.cc): the libtorch counterpart of the native backend's decoder, for the same reason —
  * at small batch a step is otherwise ~20 tfjs kernel calls per layer. The weights stay where they
- * are (or are copied once to bfloat16, halving what every token reads), the key/value cache is
- * preallocated for the whole generation on the same device, and each step's logits stay there
- * too, for {@link libtorchSampleRows}.
+ * are (or are copied once to bfloat16, halving what every token reads), each prompt's keys and
+ * values are held once for all the rows that answer it (attention reads them once per step, not
+ * once per row), each row's own cache is preallocated for the rest of the generation on the same
+ * device, and each step's logits stay there too, for {@link libtorchSampleRows}.
  */
 import type { DecodeDims } from "../native-decode.js";
 import { tf } from "../tf.js";
@@ -17,15 +18,19 @@ export class LibtorchDecoder {
   /** Positions filled so far. */
   length = 0;
 
+  /** Rows decoded. */
+  batch: number;
+
   /**
-   * A decoder for `batch` rows and up to `capacity` positions. `weights` in the order of
-   * nativeDecodeStep's (undefined for an absent bias). With `bf16Weights` the projections
-   * are read as bfloat16 copies (made once here); the norms, biases and cache stay float32.
+   * A decoder for one row per entry of `rowPrompt` (the prompt each row answers: 0, 0, …, 1, …, in
+   * row order) and up to `capacity` positions. `weights` in the order of nativeDecodeStep's
+   * (undefined for an absent bias). With `bf16Weights` the projections are read as bfloat16
+   * copies (made once here); the norms, biases and cache stay float32.
    */
   constructor(
     weights: readonly (tf.Tensor | undefined)[],
     dims: DecodeDims,
-    public batch: number,
+    rowPrompt: Int32Array,
     readonly capacity: number,
     bf16Weights = false,
   ) {
@@ -33,11 +38,13 @@ export class LibtorchDecoder {
     this.backend = tf.backend() as unknown as LibtorchBackend;
     const ids = weights.map((t) => (t === undefined ? -1 : this.backend.id(t)));
     const d = dims;
+    this.batch = rowPrompt.length;
     this.handle = this.backend.addon.decoderCreate(
       ids,
-      [batch, d.hidden, d.heads, d.kvHeads, d.headDim, d.vocab, d.layers, capacity],
+      [this.batch, d.hidden, d.heads, d.kvHeads, d.headDim, d.vocab, d.layers, capacity],
       d.rmsNormEps,
       bf16Weights,
+      rowPrompt,
     );
   }
 
@@ -46,7 +53,7 @@ export class LibtorchDecoder {
     return this.handle;
   }
 
-  /** Copies a layer's cached keys and values, [batch, kvHeads, length, headDim] tensors, into positions [0, length). */
+  /** Copies a layer's prompt keys and values, [prompts, kvHeads, length, headDim] tensors (one row per prompt), as positions [0, length). */
   load(layer: number, k: tf.Tensor, v: tf.Tensor, length: number): void {
     this.backend.addon.decoderLoad(this.live(), layer, this.backend.id(k), this.backend.id(v), length);
     this.length = length;
