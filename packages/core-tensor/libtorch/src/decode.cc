@@ -85,8 +85,8 @@ napi_value Create(const Args& a) {
   const int32_t* rowPrompt = static_cast<const int32_t*>(a.Typed(4, &type, &n));
   if (type != napi_int32_array || static_cast<int64_t>(n) != dec.batch) throw ArgError("decoderCreate: rowPrompt must be an Int32Array of one prompt index per row");
   for (size_t i = 0; i < n; i++) {
-    const int64_t prev = i == 0 ? 0 : rowPrompt[i - 1];
-    if (rowPrompt[i] != prev && rowPrompt[i] != prev + 1) throw ArgError("decoderCreate: rowPrompt must start at 0 and grow by at most 1 from row to row");
+    const bool next = i == 0 ? rowPrompt[0] == 0 : rowPrompt[i] == rowPrompt[i - 1] || rowPrompt[i] == rowPrompt[i - 1] + 1;
+    if (!next) throw ArgError("decoderCreate: rowPrompt must start at 0 and grow by at most 1 from row to row");
     dec.rowPrompt.push_back(rowPrompt[i]);
   }
   if (ids.size() != static_cast<size_t>(3 + 16 * layers)) throw ArgError("decoderCreate: expected " + std::to_string(3 + 16 * layers) + " weight ids");
