@@ -51,7 +51,10 @@ describe.each(BACKENDS)("$backend kernels vs cpu", ({ backend, missing }) => {
       [1, 300, 8000], // one row: sgemv
       [2, 40, 37], // a few rows times a weight as stored (few_rows.h): whole and partial lanes and tiles
       [8, 33, 11],
-      [9, 40, 37], // past the few-rows limit
+      [9, 40, 37], // past eight rows: groups of eight per tile of weight rows (AVX-512), else sgemm
+      [13, 33, 11], // a group of eight and one of five, partial tiles
+      [16, 40, 37],
+      [17, 40, 37], // past the few-rows limit everywhere
       [5, 7, 1], // one column: sgemv
       [300, 64, 1],
     ] as const) {

@@ -46,17 +46,18 @@ describe("generation behaviour", () => {
     expect(new Set(a.slice(0, 3).map((s) => s.tokens.join())).size).toBeGreaterThan(1);
   });
 
-  it("samples per row what each row alone samples, prompts prefilled once, finished rows leaving the batch", () => {
+  it("samples per row what each row alone samples, prompts prefilled once, finished rows leaving the batch, past eight rows", () => {
     const sampling: SamplingOptions = { greedy: false, temperature: 1.5, topK: 0, topP: 1 };
     const two = [prompts[0]!, prompts[1]!.slice(0, -2)]; // of different lengths: left padding
     const run = (stopTokenIds: number[]) =>
-      generate(p.model, two, { maxNewTokens: 8, temperature: 1.5, numReturnSequences: 3, padTokenId: 0, stopTokenIds, rng: RngStream.fromSeed(3, "policy") });
+      // 14 rows: the decoders' few-rows products take more than eight rows in groups of eight (few_rows.h).
+      generate(p.model, two, { maxNewTokens: 8, temperature: 1.5, numReturnSequences: 7, padTokenId: 0, stopTokenIds, rng: RngStream.fromSeed(3, "policy") });
     // A stop id some row draws early, so that rows finish at different steps.
     const stop = run([])[1]!.tokens[2]!;
     const got = run([stop]);
     expect(got.some((r) => r.finishReason === "stop" && r.tokens.length < 8)).toBe(true);
     expect(got.some((r) => r.finishReason === "length")).toBe(true);
-    expect(got).toEqual(oneRowAtATime(two, 3, 8, sampling, [stop], RngStream.fromSeed(3, "policy")));
+    expect(got).toEqual(oneRowAtATime(two, 7, 8, sampling, [stop], RngStream.fromSeed(3, "policy")));
   });
 
   /**
