@@ -35,8 +35,14 @@ export interface GenerateOptions {
   padTokenId?: number;
   /** Sequences sampled per prompt (default 1). */
   numReturnSequences?: number;
-  /** Seeded stream for sampling; required unless greedy. */
+  /** Seeded stream for sampling, one uniform per live row per step in row order; required unless greedy or `rowRngs` is given. */
   rng?: RngStream;
+  /**
+   * One seeded stream per row (prompt-major: row i answers prompt ⌊i / n⌋), each row drawing only
+   * from its own: a row then samples the same tokens whatever else is in the batch (other prompts,
+   * their order, rows that stop), which one shared stream cannot give. Takes the place of `rng`.
+   */
+  rowRngs?: readonly RngStream[];
   /** Reuse keys and values of earlier positions (default true); false recomputes every step. */
   useCache?: boolean;
 }
@@ -86,9 +92,15 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     throw new RangeError(`max_new_tokens must be an integer ≥ 0, got ${options.maxNewTokens}`);
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`num_return_sequences must be an integer ≥ 1, got ${n}`);
   if (prompts.some((p) => p.length === 0)) throw new RangeError("every prompt needs at least one token");
-  if (!sampling.greedy && options.rng === undefined) throw new Error("sampling needs a seeded RngStream (pass rng, or use greedy decoding)");
-  const stops = new Set([...(options.eosTokenIds ?? []), ...(options.stopTokenIds ?? [])]);
   const b = prompts.length * n;
+  const rowRngs = options.rowRngs;
+  if (rowRngs !== undefined && rowRngs.length !== b)
+    throw new RangeError(`rowRngs needs one stream per row: ${prompts.length} prompts × ${n} sequences = ${b}, got ${rowRngs.length}`);
+  if (!sampling.greedy && options.rng === undefined && rowRngs === undefined)
+    throw new Error("sampling needs a seeded RngStream (pass rng or rowRngs, or use greedy decoding)");
+  /** The stream row `row` (an index into `out`) draws from; undefined when greedy. */
+  const rngOf = (row: number): RngStream | undefined => (sampling.greedy ? undefined : (rowRngs?.[row] ?? options.rng));
+  const stops = new Set([...(options.eosTokenIds ?? []), ...(options.stopTokenIds ?? [])]);
   // Rows are prompt-major: row i answers prompt ⌊i / n⌋.
   const out: GeneratedSequence[] = Array.from({ length: b }, (_, i) => ({ promptIndex: Math.floor(i / n), tokens: [], finishReason: "length" }));
   if (b === 0 || options.maxNewTokens === 0) return out;
@@ -165,18 +177,18 @@ function generateWith(model: CausalLM, prompts: readonly (readonly number[])[], 
     if (cache !== undefined && (fast !== undefined || decoder !== undefined)) disposeCache(cache);
     // Plain sampling (no top-k, no top-p) of all rows in one addon call on native, with the same
     // uniform draws, in the same order, as chooseToken would take.
-    const nativeSampling = tf.getBackend() === "native" && !sampling.greedy && sampling.topK === 0 && sampling.topP === 1 && options.rng !== undefined;
+    const nativeSampling = tf.getBackend() === "native" && !sampling.greedy && sampling.topK === 0 && sampling.topP === 1;
     for (let step = 0; step < options.maxNewTokens; step++) {
       const rows = live.length;
       const chosen = new Int32Array(rows);
       const finished = new Uint8Array(rows);
       const sampled = onDevice
-        ? libtorchSampleRows(deviceLogits!, draws(rows, sampling.greedy ? undefined : options.rng), sampling)
+        ? libtorchSampleRows(deviceLogits!, draws(live, rngOf), sampling)
         : nativeSampling
-          ? sampleOnNative(logits, rows, options.rng!, sampling.temperature)
+          ? sampleOnNative(logits, draws(live, rngOf), sampling.temperature)
           : undefined;
       for (let i = 0; i < rows; i++) {
-        const tok = sampled !== undefined ? sampled[i]! : chooseToken(logits.subarray(i * vocab, (i + 1) * vocab), sampling, options.rng);
+        const tok = sampled !== undefined ? sampled[i]! : chooseToken(logits.subarray(i * vocab, (i + 1) * vocab), sampling, rngOf(live[i]!));
         chosen[i] = tok;
         out[live[i]!]!.tokens.push(tok);
         if (stops.has(tok)) {
@@ -300,10 +312,13 @@ function dropsCacheForLongRope(model: CausalLM, cached: number, total: number): 
   return model.config.modelType === "phi3" && s.type === "longrope" && total > s.originalMaxPositionEmbeddings && cached <= s.originalMaxPositionEmbeddings;
 }
 
-/** One uniform draw per live row, in row order — the draws chooseToken would take; no draws at all when `rng` is undefined (greedy). */
-function draws(rows: number, rng: RngStream | undefined): Float64Array {
-  const uniforms = new Float64Array(rows);
-  if (rng !== undefined) for (let i = 0; i < rows; i++) uniforms[i] = rng.random();
+/** One uniform draw per live row, in row order, each from its row's stream — the draws chooseToken would take; none when greedy (no stream). */
+function draws(live: Int32Array, rngOf: (row: number) => RngStream | undefined): Float64Array {
+  const uniforms = new Float64Array(live.length);
+  for (let i = 0; i < live.length; i++) {
+    const rng = rngOf(live[i]!);
+    if (rng !== undefined) uniforms[i] = rng.random();
+  }
   return uniforms;
 }
 
@@ -344,9 +359,9 @@ function nativeDecoder(
   return { weights: nativeHeapOffsets(decodeKernelOrder(model.decodeWeights())), cache: native, logits: new Float32Array(batch * c.vocabSize) };
 }
 
-/** One token per live row, drawn by the addon. */
-function sampleOnNative(logits: Float32Array, rows: number, rng: RngStream, temperature: number): Int32Array {
-  const out = new Int32Array(rows);
-  nativeSampleRows(logits, draws(rows, rng), temperature, out);
+/** One token per live row, drawn by the addon from the rows' uniforms. */
+function sampleOnNative(logits: Float32Array, uniforms: Float64Array, temperature: number): Int32Array {
+  const out = new Int32Array(uniforms.length);
+  nativeSampleRows(logits, uniforms, temperature, out);
   return out;
 }

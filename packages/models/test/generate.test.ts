@@ -60,6 +60,32 @@ describe("generation behaviour", () => {
     expect(got).toEqual(oneRowAtATime(two, 7, 8, sampling, [stop], RngStream.fromSeed(3, "policy")));
   });
 
+  it("with a stream per row, samples each row's tokens whatever else is in the batch", () => {
+    const [a, b, c] = [prompts[0]!, prompts[1]!.slice(0, -2), prompts[0]!.slice(1)];
+    const n = 3;
+    // A row's stream named after what the row is (its prompt and candidate), not where it sits.
+    const streams = (names: string[]) => names.flatMap((name) => Array.from({ length: n }, (_, k) => RngStream.fromSeed(11, `${name}/${k}`)));
+    const run = (ps: number[][], names: string[], stopTokenIds: number[] = []) =>
+      generate(p.model, ps, { maxNewTokens: 8, temperature: 1.5, numReturnSequences: n, padTokenId: 0, stopTokenIds, rowRngs: streams(names) });
+    const abc = run([a, b, c], ["a", "b", "c"]);
+    const rowsOf = (out: GeneratedSequence[], promptIndex: number) => out.filter((r) => r.promptIndex === promptIndex).map((r) => r.tokens);
+    // alone, in another order, beside another prompt, and with rows of others stopping early
+    expect(rowsOf(run([b], ["b"]), 0)).toEqual(rowsOf(abc, 1));
+    expect(rowsOf(run([c, b, a], ["c", "b", "a"]), 1)).toEqual(rowsOf(abc, 1));
+    const stop = abc[0]!.tokens[1]!; // prompt a's first row stops by its 2nd token
+    const cut = (t: number[]) => (t.includes(stop) ? t.slice(0, t.indexOf(stop) + 1) : t);
+    const stopped = run([a, b], ["a", "b"], [stop]);
+    expect(stopped[0]!.tokens.length).toBeLessThanOrEqual(2);
+    expect(stopped.map((r) => r.tokens)).toEqual([...rowsOf(abc, 0), ...rowsOf(abc, 1)].map(cut));
+    // one shared stream instead does depend on the batch: the same seed, prompt b alone and second
+    const shared = (ps: number[][]) =>
+      generate(p.model, ps, { maxNewTokens: 8, temperature: 1.5, numReturnSequences: n, padTokenId: 0, rng: RngStream.fromSeed(11, "policy") });
+    expect(rowsOf(shared([b]), 0)).not.toEqual(rowsOf(shared([a, b]), 1));
+    expect(() => generate(p.model, [a, b], { maxNewTokens: 2, temperature: 1, numReturnSequences: n, rowRngs: streams(["a"]), padTokenId: 0 })).toThrow(
+      /rowRngs needs one stream per row: 2 prompts × 3 sequences = 6, got 3/,
+    );
+  });
+
   /**
    * The reference: every row's logits from its own unpadded sequence, recomputed in full, and the
    * draws taken from one stream in row order among the rows not yet stopped.
