@@ -190,7 +190,7 @@ describe.skipIf(missing !== undefined)(`libtorch backend${missing !== undefined 
     expect(load.ok, load.ok ? "" : load.reason).toBe(true);
     const info = await useBackend("libtorch");
     expect(info.description).toMatch(
-      /^tensor backend: libtorch \(libtorch \d+\.\d+\.\d+, ATen \w+ CPU kernels.*, float32 CPU products: (OpenBLAS \w+ kernels \(.+\), measured \d+ GFLOPS to ATen's \d+|ATen's, measured .+|this addon was built without OpenBLAS|set by PBRL_LIBTORCH_GEMM.*)(; at most 64 rows \(decoding\): (OpenBLAS|ATen's), measured \d+ GFLOPS to ATen's \d+ on 16 rows)?, bf16 CPU products: (bfloat16 GEMMs|float32 GEMMs over bfloat16 operands \(no AVX512-BF16 or AMX\)); \d+ threads?.*\), tfjs 4\.22\.0$/,
+      /^tensor backend: libtorch \(libtorch \d+\.\d+\.\d+, ATen \w+ CPU kernels.*, float32 CPU products: (OpenBLAS \w+ kernels \(.+\), measured \d+ GFLOPS to ATen's \d+|ATen's, measured \d+ GFLOPS to \d+ for OpenBLAS \w+ kernels \(.+\)|this addon was built without OpenBLAS|set by PBRL_LIBTORCH_GEMM.*)(; at most 64 rows \(decoding\): (OpenBLAS, measured \d+ GFLOPS to ATen's \d+|ATen's, measured \d+ GFLOPS to OpenBLAS's \d+) on 16 rows)?, bf16 CPU products: (bfloat16 GEMMs|float32 GEMMs over bfloat16 operands \(no AVX512-BF16 or AMX\)); \d+ threads?.*\), tfjs 4\.22\.0$/,
     );
     for (const name of [...LIBTORCH_KERNEL_NAMES, ...FUSED_KERNEL_NAMES]) expect(tf.getKernel(name, "libtorch"), name).toBeDefined();
   });

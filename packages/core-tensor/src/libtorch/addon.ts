@@ -196,16 +196,25 @@ function chooseGemm(addon: LibtorchAddon, threads: number): GemmChoice {
     return { library: forced, fewRows: forced, reason: `set by PBRL_LIBTORCH_GEMM${forced === "openblas" ? `; ${family}` : ""}` };
   }
   addon.useOpenBlas(false, threads);
-  const g = addon.gemmBench();
+  const choice = gemmChoiceFromBench(addon.gemmBench(), family);
+  addon.useOpenBlas(choice.library === "openblas", threads, choice.fewRows === "openblas");
+  return choice;
+}
+
+/**
+ * The choice gemmBench's rates make (OpenBLAS only when at least 5% faster), and the backend line's
+ * words for it: the chosen library's rate first, then the other's, each named.
+ */
+export function gemmChoiceFromBench(g: ReturnType<LibtorchAddon["gemmBench"]>, family: string): GemmChoice {
   const useOpenBlas = g.openblas > 1.05 * g.aten;
   const fewRows = g.openblasFewRows > 1.05 * g.atenFewRows;
-  addon.useOpenBlas(useOpenBlas, threads, fewRows);
-  const measured = `measured ${Math.round(g.openblas)} GFLOPS to ATen's ${Math.round(g.aten)}`;
-  const rows = `; at most 64 rows (decoding): ${fewRows ? "OpenBLAS" : "ATen's"}, measured ${Math.round(g.openblasFewRows)} GFLOPS to ATen's ${Math.round(g.atenFewRows)} on 16 rows`;
+  const [o, a, or, ar] = [g.openblas, g.aten, g.openblasFewRows, g.atenFewRows].map(Math.round);
+  const main = useOpenBlas ? `${family}, measured ${o} GFLOPS to ATen's ${a}` : `ATen's, measured ${a} GFLOPS to ${o} for ${family}`;
+  const rows = fewRows ? `OpenBLAS, measured ${or} GFLOPS to ATen's ${ar}` : `ATen's, measured ${ar} GFLOPS to OpenBLAS's ${or}`;
   return {
     library: useOpenBlas ? "openblas" : "aten",
     fewRows: fewRows ? "openblas" : "aten",
-    reason: `${useOpenBlas ? `${family}, ${measured}` : `ATen's, ${measured} for ${family}`}${rows}`,
+    reason: `${main}; at most 64 rows (decoding): ${rows} on 16 rows`,
   };
 }
 
