@@ -230,7 +230,7 @@ export class LabelRound {
       for (const r of slot.labels) counts[r.verdict] += 1;
       const top = Math.max(...Object.values(counts));
       const leaders = RECORDED_VERDICTS.filter((v) => counts[v] === top);
-      const decided = slot.labels.length >= this.labelsPerPair;
+      const decided = this.isDecided(slot);
       const out: ComparisonOutcome = {
         comparisonId: slot.comparison.id,
         itemIndex: slot.comparison.itemIndex,
@@ -271,7 +271,7 @@ export class LabelRound {
     let labels = 0;
     for (const slot of this.slots) {
       labels += slot.labels.length;
-      if (slot.labels.length >= this.labelsPerPair) decided += 1;
+      if (this.isDecided(slot)) decided += 1;
     }
     const inFlight = new Set([...this.leases.values(), ...this.saving.values()].map((l) => l.comparison.id)).size;
     return { total: this.slots.length, decided, labels, inFlight };
@@ -307,6 +307,11 @@ export class LabelRound {
       if (options.timeoutMs !== undefined) timer = setTimeout(() => finish("timeout"), options.timeoutMs);
       check();
     });
+  }
+
+  /** Has every label it needs. */
+  private isDecided(slot: Slot): boolean {
+    return slot.labels.length >= this.labelsPerPair;
   }
 
   private openTo(slot: Slot, annotator: string): boolean {
