@@ -150,6 +150,12 @@ void StoreRun(const float* run, const at::Tensor& out, int64_t lo, int64_t n);
 float RowMax(const float* row, int64_t n);
 // Σ a[i]·b[i] in 16 lanes, which gcc vectorises (one running sum it keeps scalar).
 float Dot(const float* a, const float* b, int64_t n);
+// One row of RMSNorm, y = w ⊙ x · r with r = 1/√(mean(x²) + eps), in float32; returns r.
+float RmsNormRow(const float* x, const float* w, float* y, int64_t cols, float eps);
+// y = g·σ(g) ⊙ u over n floats.
+void SwigluLoop(const float* g, const float* u, float* y, int64_t n);
+// Rotary embedding of one head vector of 2·half floats (its transpose when backward); y must not alias x.
+void RopeVector(const float* x, const float* c, const float* s, float* y, int64_t half, bool backward);
 
 // The kernel families, each in its own file.
 void RegisterCore(napi_env env, napi_value exports);

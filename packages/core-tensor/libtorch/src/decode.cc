@@ -6,19 +6,28 @@
 // (CPU or CUDA); each step returns the next-token logits as a tensor, so that sampling
 // (sampling.cc) brings back only the chosen ids. The same operations as the model's tfjs forward
 // pass on this backend (fused.cc, attention.cc), the attention's sums split at the prompt's end.
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 
 #include "common.h"
+#include "exp.h"
 
 namespace pbrl {
 namespace {
 
 struct Layer {
   at::Tensor inputNorm, q, k, v, o, qBias, kBias, vBias, oBias, postNorm, gate, up, down, gateBias, upBias, downBias;
-  // The prompts' keys and values, one copy per prompt whatever its rows [prompts, kvHeads, promptLength,
-  // headDim], and each row's own generated ones [batch, kvHeads, capacity − promptLength, headDim].
-  at::Tensor promptK, promptV, cacheK, cacheV;
+  // The prompts' keys and values, one copy per prompt whatever its rows, and each row's own
+  // generated ones. Keys are kept transposed, [prompts, kvHeads, headDim, promptLength] and [batch,
+  // kvHeads, headDim, capacity − promptLength], so that a query's scores are sums of contiguous
+  // rows (loops that vectorise over the keys), each row padded with zeros to a multiple of 16
+  // floats (no scalar tail); values [prompts, kvHeads, promptLength, headDim] and [batch, kvHeads,
+  // capacity − promptLength, headDim].
+  at::Tensor promptKt, promptV, cacheKt, cacheV;
 };
 
 struct Decoder {
@@ -29,6 +38,8 @@ struct Decoder {
   // The prompt each row answers: non-decreasing, so that a prompt's rows are one run of rows.
   std::vector<int64_t> rowPrompt;
 };
+
+int64_t Padded(int64_t n) { return (n + 15) / 16 * 16; }
 
 std::unordered_map<int64_t, Decoder>& Decoders() {
   static thread_local std::unordered_map<int64_t, Decoder> decoders;
@@ -41,15 +52,40 @@ Decoder& Get(int64_t handle) {
   return it->second;
 }
 
+// At the batch sizes of decoding each ATen op costs more in dispatch than in arithmetic (a step
+// is ~40 of them per layer): on the CPU the norms, rotary tables, SwiGLU and attention run as
+// pbrl's own loops over float32 (the ones of fused.cc), the same formulas; elsewhere ATen ops.
+bool CpuFloat(std::initializer_list<at::Tensor> ts) {
+  return std::all_of(ts.begin(), ts.end(), [](const at::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous(); });
+}
+
 at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w, double eps) {
-  return at::mul(w, at::mul(x, at::rsqrt(at::mean(at::square(x), -1, true).add_(eps))));
+  if (!CpuFloat({x, w})) return at::mul(w, at::mul(x, at::rsqrt(at::mean(at::square(x), -1, true).add_(eps))));
+  at::Tensor y = at::empty_like(x);
+  const int64_t cols = x.size(-1);
+  for (int64_t r = 0; r < x.numel() / cols; r++) RmsNormRow(x.data_ptr<float>() + r * cols, w.data_ptr<float>(), y.data_ptr<float>() + r * cols, cols, static_cast<float>(eps));
+  return y;
 }
 
 // x [b, n, d] rotated by the rows' tables cos, sin [b, 1, d].
 at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  const int64_t half = x.size(-1) / 2;
-  const at::Tensor rot = at::cat({at::neg(x.narrow(-1, half, half)), x.narrow(-1, 0, half)}, -1);
-  return at::add(at::mul(x, cos), at::mul(rot, sin));
+  const int64_t b = x.size(0), n = x.size(1), d = x.size(2), half = d / 2;
+  if (!CpuFloat({x, cos, sin})) {
+    const at::Tensor rot = at::cat({at::neg(x.narrow(-1, half, half)), x.narrow(-1, 0, half)}, -1);
+    return at::add(at::mul(x, cos), at::mul(rot, sin));
+  }
+  at::Tensor y = at::empty_like(x);
+  for (int64_t i = 0; i < b; i++)
+    for (int64_t h = 0; h < n; h++)
+      RopeVector(x.data_ptr<float>() + (i * n + h) * d, cos.data_ptr<float>() + i * d, sin.data_ptr<float>() + i * d, y.data_ptr<float>() + (i * n + h) * d, half, false);
+  return y;
+}
+
+at::Tensor Swiglu(const at::Tensor& gate, const at::Tensor& up) {
+  if (!CpuFloat({gate, up})) return at::mul(at::silu(gate), up);
+  at::Tensor y = at::empty_like(gate);
+  SwigluLoop(gate.data_ptr<float>(), up.data_ptr<float>(), y.data_ptr<float>(), gate.numel());
+  return y;
 }
 
 // x·Wᵀ + b with the weight's dtype: a bfloat16 weight computes in bfloat16 (Bf16Product), float32 out.
@@ -123,9 +159,10 @@ napi_value Load(const Args& a) {
     throw ArgError("decoderLoad: keys and values must be [" + std::to_string(prompts) + " prompts, kvHeads, length, headDim]");
   Layer& L = dec.layers[layer];
   const auto opts = dec.embed.options().dtype(at::kFloat);
-  L.promptK = at::empty(k.sizes(), opts).copy_(k);
+  L.promptKt = at::zeros({prompts, dec.kvHeads, dec.headDim, Padded(length)}, opts);
+  L.promptKt.narrow(3, 0, length).copy_(k.transpose(-1, -2));
   L.promptV = at::empty(v.sizes(), opts).copy_(v);
-  L.cacheK = at::zeros({dec.batch, dec.kvHeads, dec.capacity - length, dec.headDim}, opts);
+  L.cacheKt = at::zeros({dec.batch, dec.kvHeads, dec.headDim, Padded(dec.capacity - length)}, opts);
   L.cacheV = at::zeros({dec.batch, dec.kvHeads, dec.capacity - length, dec.headDim}, opts);
   dec.length = dec.promptLength = length;
   return Undefined(a.env());
@@ -144,6 +181,74 @@ std::vector<PromptRows> RowsByPrompt(const Decoder& dec) {
   return runs;
 }
 
+// The attention of the g query heads q [g, d] that share one key/value head, on the CPU in float32
+// (each key and value is read once for the g of them): scores over the prompt's keys kt1
+// (transposed, rows of n1 floats, zero-padded) and the row's own kt2 (rows of stride2), of which
+// the first p and t count, as keyMask m [p + t] says; one softmax per head; y [g, d] = Σ_j p_j·v_j
+// over the values (rows of d floats). w: room for g × (n1 + n2) scores, n1 and n2 multiples of 16.
+PBRL_CLONES void AttendGroup(const float* __restrict q, int64_t g, int64_t d, float scale, const float* kt1, int64_t n1, const float* v1, int64_t p,
+                             const float* kt2, int64_t stride2, const float* v2, int64_t n2, int64_t t, const uint8_t* __restrict m, float* __restrict w,
+                             float* __restrict y) {
+  const int64_t s = n1 + n2;
+  std::fill(w, w + g * s, 0.f);
+  for (int64_t e = 0; e < d; e++) {
+    const float* __restrict k1 = kt1 + e * n1;
+    const float* __restrict k2 = kt2 + e * stride2;
+    for (int64_t h = 0; h < g; h++) {
+      const float qe = q[h * d + e] * scale;
+      float* __restrict wh = w + h * s;
+      for (int64_t j = 0; j < n1; j++) wh[j] += qe * k1[j];
+      for (int64_t j = 0; j < n2; j++) wh[n1 + j] += qe * k2[j];
+    }
+  }
+  const auto counts = [&](int64_t j) { return j < n1 ? j < p && m[j] : j - n1 < t && m[p + j - n1]; };
+  std::fill(y, y + g * d, 0.f);
+  for (int64_t h = 0; h < g; h++) {
+    float* __restrict wh = w + h * s;
+    for (int64_t j = 0; j < s; j++) wh[j] = counts(j) ? wh[j] : -INFINITY;
+    const float mx = RowMax(wh, s);
+    if (mx == -INFINITY) {  // not reached (a row's newest position is never masked): y stays 0
+      std::fill(wh, wh + s, 0.f);
+      continue;
+    }
+    float sum = 0;
+    for (int64_t j = 0; j < s; j++) sum += wh[j] = pbrl_exp::ExpF(wh[j] - mx);
+    const float inv = 1.f / sum;
+    for (int64_t j = 0; j < s; j++) wh[j] *= inv;
+  }
+  for (int64_t j = 0; j < s; j++) {
+    if (!counts(j)) continue;
+    const float* __restrict v = j < n1 ? v1 + j * d : v2 + (j - n1) * d;
+    for (int64_t h = 0; h < g; h++) {
+      const float pj = w[h * s + j];
+      float* __restrict yh = y + h * d;
+      for (int64_t e = 0; e < d; e++) yh[e] += pj * v[e];
+    }
+  }
+}
+
+// Attention of every row's query heads q [b, heads, d] over its prompt's keys and its own since
+// (keyMask [b, promptLength + t]); the result [b, heads × d].
+at::Tensor CpuAttend(const Decoder& dec, const Layer& L, const at::Tensor& q, const uint8_t* keyMask) {
+  const int64_t b = q.size(0), kv = dec.kvHeads, g = dec.heads / kv, d = dec.headDim;
+  const int64_t p = dec.promptLength, t = dec.length - p + 1, n1 = L.promptKt.size(3), n2 = Padded(t), stride2 = L.cacheKt.size(3), own = L.cacheV.size(2);
+  const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  at::Tensor out = at::empty({b, dec.heads * d}, q.options());
+  const float *qs = q.data_ptr<float>(), *pk = L.promptKt.data_ptr<float>(), *pv = L.promptV.data_ptr<float>();
+  const float *ck = L.cacheKt.data_ptr<float>(), *cv = L.cacheV.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  // Each job reads p + t keys and values of d floats for g heads: split only ≥ 2^17 multiply-adds per thread.
+  at::parallel_for(0, b * kv, std::max<int64_t>(1, (int64_t{1} << 17) / (2 * g * (p + t) * d)), [&](int64_t lo, int64_t hi) {
+    std::vector<float> w(g * (n1 + n2));
+    for (int64_t job = lo; job < hi; job++) {
+      const int64_t i = job / kv, prompt = dec.rowPrompt[i] * kv + job % kv;
+      AttendGroup(qs + job * g * d, g, d, scale, pk + prompt * d * n1, n1, pv + prompt * p * d, p, ck + job * d * stride2, stride2, cv + job * own * d, n2, t,
+                  keyMask + i * (p + t), w.data(), o + job * g * d);
+    }
+  });
+  return out;
+}
+
 // Attention of each row's queries q [b, kvHeads, g, d] over its prompt's keys (one product per
 // prompt for all its rows: the prompt's keys are read once, not once per row) and its own keys
 // since, with one softmax over both; the result [b, heads × d].
@@ -153,9 +258,9 @@ at::Tensor Attend(const Decoder& dec, const Layer& L, const std::vector<PromptRo
   const auto gather = [&](const at::Tensor& x, const PromptRows& r) { return x.narrow(0, r.first, r.count).permute({1, 0, 2, 3}).reshape({kv, r.count * g, x.size(3)}); };
   const auto scatter = [&](const at::Tensor& x, const PromptRows& r) { return x.view({kv, r.count, g, x.size(2)}).permute({1, 0, 2, 3}); };
   std::vector<at::Tensor> promptScores;
-  for (const PromptRows& r : runs) promptScores.push_back(scatter(at::matmul(gather(q, r), L.promptK.select(0, r.prompt).transpose(-1, -2)), r));
-  const at::Tensor keys = L.cacheK.narrow(2, 0, t), values = L.cacheV.narrow(2, 0, t);  // [b, kv, t, d]
-  const at::Tensor ownScores = at::matmul(q, keys.transpose(-1, -2));
+  for (const PromptRows& r : runs) promptScores.push_back(scatter(at::matmul(gather(q, r), L.promptKt.select(0, r.prompt).narrow(-1, 0, p)), r));
+  const at::Tensor keysT = L.cacheKt.narrow(3, 0, t), values = L.cacheV.narrow(2, 0, t);  // [b, kv, d, t], [b, kv, t, d]
+  const at::Tensor ownScores = at::matmul(q, keysT);
   const at::Tensor scores = at::cat({at::cat(promptScores, 0), ownScores}, -1).mul_(1.0 / std::sqrt(static_cast<double>(d)));
   const at::Tensor probs = at::softmax(at::where(keyMask, scores, lowest), -1);  // [b, kv, g, p + t]
   const at::Tensor promptProbs = probs.narrow(-1, 0, p);
@@ -202,12 +307,13 @@ napi_value Step(const Args& a) {
     const at::Tensor q = Rotary(Linear(x, L.q, L.qBias).view({b, dec.heads, d}), cos, sin);
     const at::Tensor k = Rotary(Linear(x, L.k, L.kBias).view({b, dec.kvHeads, d}), cos, sin);
     const at::Tensor v = Linear(x, L.v, L.vBias).view({b, dec.kvHeads, d});
-    L.cacheK.select(2, dec.length - dec.promptLength).copy_(k);
+    L.cacheKt.select(3, dec.length - dec.promptLength).copy_(k);
     L.cacheV.select(2, dec.length - dec.promptLength).copy_(v);
-    const at::Tensor attended = Attend(dec, L, runs, q.view({b, dec.kvHeads, g, d}), keyMask, lowest);
-    h = at::add(h, Linear(attended, L.o, L.oBias));
+    const at::Tensor attended = CpuFloat({q, L.promptKt, L.promptV, L.cacheKt, L.cacheV}) ? CpuAttend(dec, L, q, static_cast<const uint8_t*>(maskData))
+                                                                                          : Attend(dec, L, runs, q.view({b, dec.kvHeads, g, d}), keyMask, lowest);
+    h.add_(Linear(attended, L.o, L.oBias));
     const at::Tensor y = RmsNorm(h, L.postNorm, dec.eps);
-    h = at::add(h, Linear(at::mul(at::silu(Linear(y, L.gate, L.gateBias)), Linear(y, L.up, L.upBias)), L.down, L.downBias));
+    h.add_(Linear(Swiglu(Linear(y, L.gate, L.gateBias), Linear(y, L.up, L.upBias)), L.down, L.downBias));
   }
   dec.length += 1;
   return Ref(a.env(), Linear(RmsNorm(h, dec.finalNorm, dec.eps), dec.lmHead, at::Tensor()));
@@ -227,7 +333,7 @@ napi_value Keep(const Args& a) {
       throw ArgError("decoderKeep: rows must be increasing indices below the batch " + std::to_string(dec.batch));
   const at::Tensor index = at::from_blob(const_cast<void*>(data), {static_cast<int64_t>(n)}, at::kInt).to(dec.embed.device()).to(at::kLong);
   for (Layer& L : dec.layers) {
-    L.cacheK = L.cacheK.index_select(0, index);
+    L.cacheKt = L.cacheKt.index_select(0, index);
     L.cacheV = L.cacheV.index_select(0, index);
   }
   std::vector<int64_t> rowPrompt;

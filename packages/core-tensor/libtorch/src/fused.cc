@@ -60,17 +60,34 @@ PBRL_CLONES float Dot(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
-namespace {
-
-bool CpuFloatOrHalf(const at::Tensor& t) {
-  return t.device().is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
-}
-
 // One row of RMSNorm in float32: y = w ⊙ x · r with r = 1/√(mean(x²) + eps), returned.
 PBRL_CLONES float RmsNormRow(const float* __restrict x, const float* __restrict w, float* __restrict y, int64_t cols, float eps) {
   const float r = 1.f / std::sqrt(Dot(x, x, cols) / static_cast<float>(cols) + eps);
   for (int64_t j = 0; j < cols; j++) y[j] = w[j] * (x[j] * r);
   return r;
+}
+
+// y = g·σ(g) ⊙ u over a contiguous run, in float32.
+PBRL_CLONES void SwigluLoop(const float* __restrict g, const float* __restrict u, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = pbrl_exp::ExpF(-g[i]);
+  for (int64_t i = 0; i < n; i++) y[i] = g[i] * (1.f / (1.f + y[i])) * u[i];
+}
+
+// One head vector of d = 2·half values in float32: forward y = x·cos + rot(x)·sin, backward its
+// transpose dx[k] = dy[k]·cos[k] + dy[k+half]·sin[k+half], dx[k+half] = dy[k+half]·cos[k+half] − dy[k]·sin[k].
+PBRL_CLONES void RopeVector(const float* __restrict x, const float* __restrict c, const float* __restrict s, float* __restrict y, int64_t half,
+                            bool backward) {
+  for (int64_t k = 0; k < half; k++) {
+    const float a = x[k], b = x[k + half];
+    y[k] = backward ? a * c[k] + b * s[k + half] : a * c[k] - b * s[k];
+    y[k + half] = backward ? b * c[k + half] - a * s[k] : b * c[k + half] + a * s[k + half];
+  }
+}
+
+namespace {
+
+bool CpuFloatOrHalf(const at::Tensor& t) {
+  return t.device().is_cpu() && t.is_contiguous() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
 }
 
 // rmsnorm(x [rows, cols], w [cols], eps) → [y, rstd [rows]]: y = w ⊙ x · rstd, rstd = 1/√(mean(x²) + eps).
@@ -129,12 +146,6 @@ napi_value RmsNormGrad(const Args& a) {
   const at::Tensor g = at::mul(dy, w);
   const at::Tensor dx = at::mul(rstd, at::sub(g, at::mul(xhat, at::mean(at::mul(g, xhat), -1, true))));
   return Refs(a.env(), {dx, dw});
-}
-
-// y = g·σ(g) ⊙ u over a contiguous run, in float32.
-PBRL_CLONES void SwigluLoop(const float* __restrict g, const float* __restrict u, float* __restrict y, int64_t n) {
-  for (int64_t i = 0; i < n; i++) y[i] = pbrl_exp::ExpF(-g[i]);
-  for (int64_t i = 0; i < n; i++) y[i] = g[i] * (1.f / (1.f + y[i])) * u[i];
 }
 
 // Whether the fused loops below may read gate, up (and dy) directly: contiguous float32 or
@@ -216,17 +227,6 @@ napi_value SwigluGrad(const Args& a) {
 
 // rope(x [b, h, t, d], cos, sin [b, 1, t, d], backward): x·cos + rot(x)·sin with rot(x1, x2) =
 // (−x2, x1); backward applies the transpose, dy·cos + rotᵀ(dy·sin) with rotᵀ(z1, z2) = (z2, −z1).
-// One head vector of d = 2·half values in float32: forward y = x·cos + rot(x)·sin, backward its
-// transpose dx[k] = dy[k]·cos[k] + dy[k+half]·sin[k+half], dx[k+half] = dy[k+half]·cos[k+half] − dy[k]·sin[k].
-PBRL_CLONES void RopeVector(const float* __restrict x, const float* __restrict c, const float* __restrict s, float* __restrict y, int64_t half,
-                            bool backward) {
-  for (int64_t k = 0; k < half; k++) {
-    const float a = x[k], b = x[k + half];
-    y[k] = backward ? a * c[k] + b * s[k + half] : a * c[k] - b * s[k];
-    y[k + half] = backward ? b * c[k + half] - a * s[k] : b * c[k + half] + a * s[k + half];
-  }
-}
-
 // Rope on the CPU for x [b, h, t, d] (float32 or bfloat16, each head vector contiguous) and float32
 // tables [b, 1, t, d]: one pass over the head vectors, in float32, written in x's dtype (rounded
 // once, where ATen's op sequence rounds each product and the sum); undefined when it does not apply.
