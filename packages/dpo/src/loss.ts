@@ -33,6 +33,7 @@ export function othersSum(margins: readonly (readonly number[])[], agent: number
   const pairs = margins[0]?.length ?? 0;
   const out = new Float32Array(pairs);
   margins.forEach((m, k) => {
+    // Stryker disable next-line EqualityOperator: p = pairs writes past a Float32Array's end, which is ignored
     if (k !== agent) for (let p = 0; p < pairs; p++) out[p]! += m[p]!;
   });
   return out;

@@ -22,6 +22,7 @@ export function agentMargins(model: CausalLM, pairs: readonly AgentPairTokens[],
   ];
   return tf.tidy(() => {
     const { tokens, sums } = completionLogProbs(model, buildScoringBatch(items, options.padTokenId));
+    // Stryker disable next-line BlockStatement,CallExpression: the tidy frees it too; this only frees it before the slices
     tokens.dispose();
     const n = pairs.length;
     return tf.sub(tf.slice(sums, [0], [n]), tf.slice(sums, [n], [n])) as tf.Tensor1D;
