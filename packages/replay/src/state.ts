@@ -1,6 +1,7 @@
 import { roundFileName, type ReplayIndexEntry } from "@pbrl/preference-data";
 import { ReplayError } from "./errors.js";
 
+// Stryker disable next-line ConditionalExpression: Number.isSafeInteger is false for a non-number anyway
 const isPositiveInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 1;
 
 /**
