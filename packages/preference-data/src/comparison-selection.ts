@@ -55,3 +55,28 @@ export function selectComparisons(
   }
   return out.slice(0, limit ?? out.length);
 }
+
+/** How a person's comparisons of one item are chosen: no reward orders them, so by index or shuffled. */
+export type OpenComparisonOrder = "index" | "random";
+
+/**
+ * The candidate indices of one item to put to people: index-aligned candidates valid on both
+ * sides (a person may judge what a reward would call a tie), the first `limit` of them by index
+ * or in a seeded shuffle.
+ */
+export function selectOpenComparisons(
+  valid: { target: readonly boolean[]; comparator: readonly boolean[] },
+  order: OpenComparisonOrder,
+  limit: number,
+  rng?: RngStream,
+): number[] {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`comparisons per item must be an integer ≥ 1, got ${limit}`);
+  const open: number[] = [];
+  const n = Math.min(valid.target.length, valid.comparator.length);
+  for (let j = 0; j < n; j++) if (valid.target[j] === true && valid.comparator[j] === true) open.push(j);
+  if (order === "random") {
+    if (rng === undefined) throw new Error("a random order of comparisons needs a seeded RngStream");
+    rng.shuffle(open);
+  }
+  return open.slice(0, limit);
+}

@@ -56,10 +56,12 @@ export type { CandidateSet, Comparator, CentralizedAdapter, ReplayIndexEntry, Re
 export { CentralizedParseError } from "./interfaces.js";
 export { pairTokensFromRecord, candidateTokens, RetokenizeError } from "./retokenize.js";
 export type { AgentTokenizing } from "./retokenize.js";
-export { COMPARISON_SELECTION_MODES, selectComparisons } from "./comparison-selection.js";
-export type { ComparisonSelectionMode, Comparison } from "./comparison-selection.js";
-export { collectComparisons } from "./compare.js";
-export type { CompareOptions, CompareResult } from "./compare.js";
+export { COMPARISON_SELECTION_MODES, selectComparisons, selectOpenComparisons } from "./comparison-selection.js";
+export type { ComparisonSelectionMode, Comparison, OpenComparisonOrder } from "./comparison-selection.js";
+export { collectComparisons, pairOf } from "./compare.js";
+export type { BothSidesOptions, CompareOptions, CompareResult, JointAnswers, PairLabelFields } from "./compare.js";
+export { collectOpenComparisons } from "./open-comparisons.js";
+export type { ComparisonRewards, OpenComparison, OpenComparisonOptions, OpenComparisonResult } from "./open-comparisons.js";
 export { negLogSigmoid } from "./preference-likelihood.js";
 export type { TrainableAgent } from "./trainable-agent.js";
 export {

@@ -39,13 +39,13 @@ export const PairRecordSchema = z
 
 export type PairRecord = z.infer<typeof PairRecordSchema>;
 
-/** Which reward labelled a round's comparisons: the task reward, or MARLHF's latest fitted reward model. */
-export const PREFERENCE_SCORERS = ["task", "reward_model"] as const;
+/** What labelled a round's comparisons: the task reward, MARLHF's latest fitted reward model, or people (preference_labeler="human"). */
+export const PREFERENCE_SCORERS = ["task", "reward_model", "human"] as const;
 export type PreferenceScorer = (typeof PREFERENCE_SCORERS)[number];
 
 /**
  * `iteration_0001.json` …: one round of iterative training. `scorer` is pbrl's own (CoMLRL's
- * files do not say, and read without it): which reward labelled the round's pairs.
+ * files do not say, and read without it): what labelled the round's pairs.
  */
 export const RoundFileSchema = z
   .object({
