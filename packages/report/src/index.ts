@@ -23,6 +23,7 @@ export { readRun } from "./read/read-run.js";
 export type { ReadRunOptions } from "./read/read-run.js";
 export { parseMetrics } from "./read/metrics-file.js";
 export { runStatus } from "./read/run-status.js";
+export { readHumanLabels } from "./read/label-files.js";
 export type { StatusFacts } from "./read/run-status.js";
 export { TRAINERS, METRIC_KINDS } from "./run-data.js";
 export type {
@@ -35,12 +36,14 @@ export type {
   MetricKind,
   PairSet,
   PairSample,
+  HumanLabelsData,
+  HumanLabelFile,
   LockInfo,
   TrainerName,
 } from "./run-data.js";
 
 // The report.
-export { renderReport, REPORT_SECTIONS } from "./render/render-report.js";
+export { renderReport, reportSections, REPORT_SECTIONS, HUMAN_LABELS_SECTION } from "./render/render-report.js";
 export type { RenderOptions } from "./render/render-report.js";
 export { writeReport, REPORT_FILE } from "./write-report.js";
 export type { WriteReportOptions } from "./write-report.js";

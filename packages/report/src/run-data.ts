@@ -3,6 +3,7 @@
  * disk. Every part may be missing: a run that is still going, was stopped mid-round or lost a
  * file still gets a report, and `problems` says what could not be read.
  */
+import type { LabelRecord } from "@pbrl/human-labels";
 import type { RewardDistribution } from "./read/distribution-file.js";
 
 export const TRAINERS = ["madpo", "madpo_iter", "marlhf", "marlhf_iter"] as const;
@@ -61,8 +62,27 @@ export interface PairSet {
   winnerRewards: number[];
   loserRewards: number[];
   samples: PairSample[];
+  /** Pairs per pair-level `scorer` ("human", or "task" for the fallback reward), for pairs that record one. */
+  pairScorers: Record<string, number>;
   /** What was wrong with the file, if anything (the pairs that were readable are still used). */
   problems: string[];
+}
+
+/** One round's label file (`human_labels/round_NNNN.jsonl`) of a run labelled by people. */
+export interface HumanLabelFile {
+  round: number;
+  file: string;
+  /** The records in file order; none when the file could not be read. */
+  records: LabelRecord[];
+  /** Why the file could not be read (for a malformed line: the file and line), else null. */
+  error: string | null;
+}
+
+/** The label files of a run trained with `preference_labeler: "human"`. */
+export interface HumanLabelsData {
+  dir: string;
+  /** In round order. */
+  files: HumanLabelFile[];
 }
 
 export interface LockInfo {
@@ -100,6 +120,8 @@ export interface RunData {
   rounds: PairSet[];
   /** preference_pairs.json (base trainers). */
   pairs: PairSet | null;
+  /** human_labels/: null when the folder is missing or holds no label file. */
+  humanLabels: HumanLabelsData | null;
   /** Reward distribution files in round order. */
   distributions: RewardDistribution[];
   /** checkpoints/latest.json. */

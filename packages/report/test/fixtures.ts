@@ -2,10 +2,11 @@
 // the trainers' keys (metrics-log.ts, madpo-epochs.ts, marlhf-learner.ts, rl-backends), round and
 // pairs files through preference-data's own writers, distribution files in reward-distribution.ts's
 // layout, checkpoints/latest.json, agents/, run.lock.
-import { mkdirSync, writeFileSync, appendFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync, appendFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir, hostname } from "node:os";
 import * as path from "node:path";
+import { labelFilePath, type LabelRecord } from "@pbrl/human-labels";
 import { roundFileName, writePairsFile, writeRoundFile, type PairRecord } from "@pbrl/preference-data";
 
 const made: string[] = [];
@@ -382,4 +383,52 @@ export function assertBalanced(markup: string): void {
     } else stack.push(tag);
   }
   if (stack.length > 0) throw new Error(`unclosed: ${stack.join(" > ")}`);
+}
+
+/** A label record as @pbrl/human-labels writes it; `at` is minutes after a fixed start. */
+export function labelRecord(
+  round: number,
+  item: number,
+  annotator: string,
+  verdict: LabelRecord["verdict"],
+  at: number,
+  rationale: string | null = null,
+): LabelRecord {
+  return {
+    comparison_id: `r${String(round).padStart(4, "0")}-i${String(item).padStart(4, "0")}-c0-3f2a9b1c`,
+    round,
+    item_index: item,
+    item_id: `item-${item}`,
+    winner: verdict === "target" || verdict === "comparator" ? verdict : null,
+    verdict,
+    shown_left: item % 2 === 0 ? "target" : "comparator",
+    annotator,
+    rationale,
+    labelled_at: new Date(Date.UTC(2026, 11, 7, 2) + at * 60_000).toISOString(),
+    scorer: "human",
+  };
+}
+
+/** `<run>/human_labels/round_NNNN.jsonl`: records as JSON lines, or raw text for damaged files. */
+export function writeLabelFile(runDir: string, round: number, content: readonly LabelRecord[] | string): string {
+  const dir = path.join(runDir, "human_labels");
+  mkdirSync(dir, { recursive: true });
+  const file = labelFilePath(dir, round);
+  writeFileSync(file, typeof content === "string" ? content : content.map((r) => JSON.stringify(r) + "\n").join(""));
+  return file;
+}
+
+/**
+ * Rewrites a round file the way a human-labelled round writes it: `scorer: "human"` at file level,
+ * people's pairs with their annotators, agreement and rationales, the rest from the fallback reward.
+ * Written as plain JSON so the fixture does not depend on preference-data's scorer enum.
+ */
+export function markRoundHuman(runDir: string, round: number, humanPairs: number): void {
+  const file = path.join(runDir, "preference_replay", roundFileName(round));
+  const body = JSON.parse(readFileSync(file, "utf8")) as { scorer?: string; pairs: Record<string, unknown>[] };
+  body.scorer = "human";
+  body.pairs = body.pairs.map((p, i) =>
+    i < humanPairs ? { ...p, scorer: "human", annotators: ["ana", "ben"], agreement: 1, rationales: ["clearer"] } : { ...p, scorer: "task" },
+  );
+  writeFileSync(file, JSON.stringify(body, null, 2) + "\n");
 }

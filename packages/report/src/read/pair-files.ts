@@ -36,9 +36,16 @@ function sampleOf(index: number, r: PairRecord): PairSample {
   };
 }
 
+/** A human-labelled round mixes pairs people decided with pairs the fallback reward did; each pair says which. */
+function pairScorers(pairs: readonly PairRecord[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const p of pairs) if (typeof p["scorer"] === "string") counts[p["scorer"]] = (counts[p["scorer"]] ?? 0) + 1;
+  return counts;
+}
+
 /** A pair set from a file's parsed JSON; `iteration` null for preference_pairs.json. */
 export function pairSetFromJson(json: unknown, file: string, iteration: number | null, samplesPerSet: number): PairSet {
-  const set: PairSet = { iteration, file, numPairs: 0, scorer: null, winnerRewards: [], loserRewards: [], samples: [], problems: [] };
+  const set: PairSet = { iteration, file, numPairs: 0, scorer: null, winnerRewards: [], loserRewards: [], samples: [], pairScorers: {}, problems: [] };
   if (json === null || typeof json !== "object" || !Array.isArray((json as { pairs?: unknown }).pairs)) {
     set.problems.push(`${file} has no "pairs" list`);
     return set;
@@ -61,11 +68,12 @@ export function pairSetFromJson(json: unknown, file: string, iteration: number |
   set.winnerRewards = valid.map((r) => r.winner_reward);
   set.loserRewards = valid.map((r) => r.loser_reward);
   set.samples = sampleIndices(valid.length, samplesPerSet).map((i) => sampleOf(i, valid[i]!));
+  set.pairScorers = pairScorers(valid);
   return set;
 }
 
 function unreadablePairSet(file: string, iteration: number | null, problem: string): PairSet {
-  return { iteration, file, numPairs: 0, scorer: null, winnerRewards: [], loserRewards: [], samples: [], problems: [problem] };
+  return { iteration, file, numPairs: 0, scorer: null, winnerRewards: [], loserRewards: [], samples: [], pairScorers: {}, problems: [problem] };
 }
 
 /** Reads one pairs file; a missing or unreadable file gives an empty set with the reason. */

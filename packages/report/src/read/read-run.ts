@@ -8,6 +8,7 @@ import * as path from "node:path";
 import { ReportError } from "../errors.js";
 import { TRAINERS, type MetricsData, type PairSet, type RunData, type TrainerName } from "../run-data.js";
 import { parseRewardDistribution, type RewardDistribution } from "./distribution-file.js";
+import { readHumanLabels } from "./label-files.js";
 import { emptyMetrics, readMetricsFile } from "./metrics-file.js";
 import { readPairSet } from "./pair-files.js";
 import { readRunLock } from "./run-lock.js";
@@ -117,6 +118,14 @@ export async function readRun(dir: string, options: ReadRunOptions = {}): Promis
     detail: rounds.length === 0 ? "no round files" : `${rounds.length} round files`,
   });
 
+  // human_labels/ (preference_labeler "human"): listed only when there are label files, as most runs have none
+  const humanLabels = await readHumanLabels(path.join(dir, "human_labels"));
+  if (humanLabels !== null) {
+    for (const f of humanLabels.files) if (f.error !== null) problems.push(`${f.error}; round ${f.round}'s labels are left out`);
+    const labels = humanLabels.files.reduce((n, f) => n + f.records.length, 0);
+    files.push({ name: "human_labels", found: true, detail: `${humanLabels.files.length} label files, ${labels} labels` });
+  }
+
   // reward distributions
   const distributions: RewardDistribution[] = [];
   for (const [iteration, file] of await roundFiles(path.join(dir, "reward_distributions"))) {
@@ -194,6 +203,7 @@ export async function readRun(dir: string, options: ReadRunOptions = {}): Promis
     metrics,
     rounds,
     pairs,
+    humanLabels,
     distributions,
     checkpoint,
     agentsSaved,

@@ -36,6 +36,7 @@ summary{cursor:pointer;font-weight:600}
 table.completions{width:100%;table-layout:fixed}
 table.completions th:first-child{width:70px}
 table.completions pre{margin:0;white-space:pre-wrap;word-break:break-word;font:12px/1.4 ui-monospace,Menlo,monospace;max-height:16em;overflow:auto}
+table.rationales pre{margin:0;white-space:pre-wrap;word-break:break-word;font:12px/1.4 ui-monospace,Menlo,monospace;max-height:12em;overflow:auto}
 td.winner{background:#f0faf2}td.loser{background:#fdf3f2}
 code{font-family:ui-monospace,Menlo,monospace;font-size:12px}
 `;

@@ -1,7 +1,8 @@
 /**
  * The report: one self-contained HTML file (inline CSS and SVG, no script, no external URL) with
  * one <section id> per part, always in the same order, each saying what is missing when its data
- * is. Pure: the same RunData and options give the same bytes.
+ * is — except Human labels, which only runs labelled by people have. Pure: the same RunData and
+ * options give the same bytes.
  */
 import * as path from "node:path";
 import type { RunData } from "../run-data.js";
@@ -9,6 +10,7 @@ import { render, type Html } from "./html.js";
 import { page } from "./page.js";
 import { distributionsSection } from "./section-distributions.js";
 import { evalSection } from "./section-eval.js";
+import { HUMAN_LABELS_SECTION, humanLabelsSection } from "./section-human-labels.js";
 import { overviewSection } from "./section-overview.js";
 import { pairsSection } from "./section-pairs.js";
 import { rewardModelSection } from "./section-reward-model.js";
@@ -25,7 +27,10 @@ export interface RenderOptions {
   generatedAt?: string;
 }
 
-/** The sections' ids and titles, in page order (a browser test can screenshot each). */
+/**
+ * The sections every report has, by id and title, in page order (a browser test can screenshot
+ * each). {@link HUMAN_LABELS_SECTION} follows Rounds in a run that has label files.
+ */
 export const REPORT_SECTIONS = [
   { id: "overview", title: "Overview" },
   { id: "eval", title: "Evaluation reward" },
@@ -37,23 +42,35 @@ export const REPORT_SECTIONS = [
   { id: "samples", title: "Sample pairs" },
 ] as const;
 
+export { HUMAN_LABELS_SECTION };
+
+/** The sections of this run's report, in page order: {@link REPORT_SECTIONS}, with Human labels where the run has them. */
+export function reportSections(run: RunData): readonly { id: string; title: string }[] {
+  if (run.humanLabels === null) return REPORT_SECTIONS;
+  const at = REPORT_SECTIONS.findIndex((s) => s.id === "rounds") + 1;
+  return [...REPORT_SECTIONS.slice(0, at), HUMAN_LABELS_SECTION, ...REPORT_SECTIONS.slice(at)];
+}
+
 export function renderReport(run: RunData, options: RenderOptions = {}): string {
+  const maxTextLength = options.maxTextLength ?? 2000;
+  const humanLabels = humanLabelsSection(run, maxTextLength);
   const sections: Html[] = [
     overviewSection(run),
     evalSection(run),
     trainingSection(run),
     pairsSection(run),
     roundsSection(run),
+    ...(humanLabels === null ? [] : [humanLabels]),
     distributionsSection(run),
     rewardModelSection(run),
-    samplesSection(run, options.maxTextLength ?? 2000),
+    samplesSection(run, maxTextLength),
   ];
   const base = path.basename(path.normalize(run.dir));
   const name = base === "" || base === "." || base === ".." ? run.dir : base;
   return page({
     title: options.title ?? `pbrl report: ${name}`,
     dir: run.dir,
-    nav: REPORT_SECTIONS,
+    nav: reportSections(run),
     body: sections.map((s) => render(s)).join("\n"),
     generatedAt: options.generatedAt,
   });

@@ -3,7 +3,8 @@ import { formatNumber } from "../format-number.js";
 import type { PairSample, PairSet, RunData } from "../run-data.js";
 import { el, note, section, type Content, type Html } from "./html.js";
 
-function clip(text: string, max: number): string {
+/** Cuts text past `max` characters, saying how much was cut. */
+export function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
 }
 
@@ -41,9 +42,11 @@ function sampleView(s: PairSample, max: number): Html {
   );
 }
 
+const SCORER_TEXT: Record<string, string> = { task: "the task reward", reward_model: "the reward model", human: "people (see Human labels)" };
+
 function setView(set: PairSet, open: boolean, max: number): Html {
   const name = set.iteration === null ? "preference_pairs.json" : `Round ${set.iteration}`;
-  const scorer = set.scorer === null ? "" : `, labelled by the ${set.scorer === "reward_model" ? "reward model" : "task reward"}`;
+  const scorer = set.scorer === null ? "" : `, labelled by ${SCORER_TEXT[set.scorer] ?? set.scorer}`;
   const shown = set.samples.length < set.numPairs ? `, ${set.samples.length} shown` : "";
   return el(
     "details",
