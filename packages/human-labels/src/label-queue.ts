@@ -70,6 +70,8 @@ export interface HumanPair {
   loserCompletions: string[];
   agreement: number;
   annotators: string[];
+  /** The labels that decided it, in the order they were saved. */
+  labels: LabelRecord[];
 }
 
 export interface LabelProgress {
@@ -260,6 +262,7 @@ export class LabelRound {
         loserCompletions: loser,
         agreement: o.agreement ?? 1,
         annotators: o.annotators,
+        labels: [...(this.slots[i] as Slot).labels],
       });
     });
     return pairs;

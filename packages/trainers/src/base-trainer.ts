@@ -97,7 +97,7 @@ export abstract class BaseTrainer<C extends PreferenceConfig> extends TrainerCor
       items,
       formatters: this.task.formatters,
       sampler: this.execution.sampler(this.task.policies(agents), samplingSettings(a), streams.get(STREAMS.policy)),
-      rewardFunc: this.task.rewardFunc,
+      rewardFunc: this.taskReward(),
       isValid: this.task.isValid,
       rewardProcessor: this.options.rewardProcessor,
       numCandidates: a.preference_num_candidates,

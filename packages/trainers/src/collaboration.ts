@@ -52,7 +52,8 @@ export interface TaskSetup {
   formatters: Formatter[];
   /** The agents as samplers take them: with their rendered prompts' ids, so none is encoded again. */
   policies<A extends Policy>(agents: readonly A[]): A[];
-  rewardFunc: RewardFunc;
+  /** Undefined only when people label (preference_labeler="human") and none was given. */
+  rewardFunc: RewardFunc | undefined;
   isValid: CandidateCheck | undefined;
   /** Actor models: num_agents, or 1 when one actor writes every role. */
   actors: number;
@@ -84,7 +85,7 @@ export function taskSetup(o: {
   collaborationMode: "decentralized" | "centralized";
   numAgents: number;
   formatters: AsyncFormatter | readonly AsyncFormatter[] | undefined;
-  rewardFunc: RewardFunc;
+  rewardFunc: RewardFunc | undefined;
   adapter: CentralizedAdapter | undefined;
 }): TaskSetup {
   const roleFormatters = resolveFormatters(o.formatters, o.numAgents);
@@ -116,12 +117,15 @@ export function taskSetup(o: {
     };
     return { prompts: formatAgentPrompts([jointPrompt], item, itemIndex, { dataset: options.dataset }), roleTexts };
   };
-  const rewardFunc: RewardFunc = (completions, context) => {
-    const joint = completions[0] ?? [];
-    const byRole = Array.from({ length: roles }, () => new Array<string>(joint.length).fill(""));
-    joint.forEach((text, j) => split(adapter, text, context.item, roles)?.forEach((r, role) => (byRole[role]![j] = r)));
-    return o.rewardFunc(byRole, { ...context, prompts: prompts.get(context.item).roleTexts! });
-  };
+  const taskReward = o.rewardFunc;
+  const rewardFunc: RewardFunc | undefined =
+    taskReward &&
+    ((completions, context) => {
+      const joint = completions[0] ?? [];
+      const byRole = Array.from({ length: roles }, () => new Array<string>(joint.length).fill(""));
+      joint.forEach((text, j) => split(adapter, text, context.item, roles)?.forEach((r, role) => (byRole[role]![j] = r)));
+      return taskReward(byRole, { ...context, prompts: prompts.get(context.item).roleTexts! });
+    });
   return {
     ...shared,
     format,

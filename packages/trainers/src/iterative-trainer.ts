@@ -1,12 +1,23 @@
 import * as path from "node:path";
 import { guardHeap, RngStreams, writeFileAtomic } from "@pbrl/core-tensor";
-import { collectComparisons, pairTokensFromRecord, type Comparator, type ReplayBuffer } from "@pbrl/preference-data";
+import type { EvalPoint } from "@pbrl/human-labels";
+import {
+  collectComparisons,
+  collectOpenComparisons,
+  pairTokensFromRecord,
+  type BothSidesOptions,
+  type Comparator,
+  type CompareResult,
+  type PreferenceScorer,
+  type ReplayBuffer,
+} from "@pbrl/preference-data";
 import { OnDiskReplayBuffer } from "@pbrl/replay";
 import type { ResolvedAgent } from "./agents.js";
 import { buildComparator } from "./comparator-factory.js";
 import { ConfigError } from "./config/define-config.js";
 import type { IterativeConfig } from "./config/madpo-iter-config.js";
 import type { EvalResult } from "./evaluation.js";
+import { HUMAN_LABELS_DIR, HumanJudges, labelledByPeople, LabellingStoppedError } from "./human-judges.js";
 import type { Learner, LearnSession, PreferenceScoring, RoundContext } from "./learner.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
@@ -70,6 +81,8 @@ interface RoundRun {
   changes: ConfigChange[];
   record: Record<string, unknown>;
   ckptRoot: string;
+  /** preference_labeler="human": the labelling page, serving from before output_dir is opened. */
+  judges: HumanJudges | undefined;
 }
 
 /**
@@ -84,11 +97,14 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
   private comparator: Comparator | undefined;
   /** log_reward_distribution's bins: the declared raw reward range, checked at construction as CoMLRL does. */
   private readonly distributionRange: [number, number] | undefined;
+  /** The eval rewards so far, by round, for the labelling page. */
+  private readonly evalCurve: EvalPoint[] = [];
+  private signals: StopSignals | undefined;
 
   protected constructor(options: IterativeTrainerOptions, names: TrainerNames, args: C, learner: (parts: LearnerParts) => Learner) {
     super(options, names, args, learner);
     if (args.log_reward_distribution) {
-      const range = declaredRewardRange(options.rewardRange ?? (options.rewardFunc as { reward_range?: unknown }).reward_range);
+      const range = declaredRewardRange(options.rewardRange ?? (options.rewardFunc as { reward_range?: unknown } | undefined)?.reward_range);
       if (typeof range === "string") throw new ConfigError(this.configName, [`log_reward_distribution: ${range}`]);
       this.distributionRange = range;
     }
@@ -140,13 +156,28 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
       numRounds: a.num_iterations,
       record,
     });
-    const release = openRunDir(dirOptions, plan);
-    const tensorboard = a.report_to === "tensorboard" ? openTensorBoard(a.output_dir, ckpt?.state.counters.envStep) : undefined;
+    // The page listens before output_dir is opened: a port in use stops the run with nothing written.
+    const judges =
+      a.preference_labeler === "human"
+        ? await HumanJudges.start({
+            args: a,
+            log: this.log,
+            progress: this.progressMode(),
+            evalCurve: () => this.evalCurve,
+            stopRequested: () => this.signals?.requested === true,
+          })
+        : undefined;
     try {
-      return await this.runRounds({ agents, streams, comparator: this.comparator, ckpt, changes, record, ckptRoot }, tensorboard);
+      const release = openRunDir(dirOptions, plan);
+      const tensorboard = a.report_to === "tensorboard" ? openTensorBoard(a.output_dir, ckpt?.state.counters.envStep) : undefined;
+      try {
+        return await this.runRounds({ agents, streams, comparator: this.comparator, ckpt, changes, record, ckptRoot, judges }, tensorboard);
+      } finally {
+        tensorboard?.close();
+        release();
+      }
     } finally {
-      tensorboard?.close();
-      release();
+      await judges?.close();
     }
   }
 
@@ -233,15 +264,15 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
     const evaluate = async (step?: number) => {
       const r = await this.evaluateAndRecord(metrics, counters, evalRng, step, callbacks);
       result.evalBefore ??= r;
+      if (r !== undefined) this.evalCurve.push({ round: callbacks.round, value: r["eval/turn_1/reward_mean"] });
     };
     const progress = this.progressMode();
     const session: LearnSession = { agents, optimizers, counters, streams, metrics, evaluate, progress, log: this.log };
-    const signals =
+    const signals = (this.signals =
       this.options.handleSignals === false
         ? undefined
-        : new StopSignals((sig) => this.log(`pbrl: ${sig} received; finishing round and checkpoint, then stopping (send it again to exit at once)`));
+        : new StopSignals((sig) => this.log(`pbrl: ${sig} received; finishing round and checkpoint, then stopping (send it again to exit at once)`)));
     const tokenizing = agents.map((ag) => ({ tokenizer: ag.tokenizer, eosTokenIds: ag.eosTokenIds }));
-    const taskScoring: PreferenceScoring = { scorer: "task", rewardFunc: this.task.rewardFunc, rewardProcessor: this.options.rewardProcessor };
 
     callbacks.round = ckpt?.state.round ?? 0;
     await callbacks.emit("onTrainBegin");
@@ -252,37 +283,76 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
         callbacks.round = round;
         this.options.onRoundStart?.(round);
         await callbacks.emit("onRoundBegin");
-        const scoring = this.learner.preferenceScoring(round) ?? taskScoring;
         const bar = new ProgressBar(`round ${round}/${a.num_iterations} collection`, items.length, progress);
-        let collected;
-        try {
-          collected = await collectComparisons({
-            items,
-            formatters: this.task.formatters,
-            sampler: this.execution.sampler(this.task.policies(agents), samplingSettings(a), streams.get(STREAMS.policy)),
-            isValid: this.task.isValid,
-            agents: tokenizing,
-            comparator,
-            rewardFunc: scoring.rewardFunc,
-            rewardProcessor: scoring.rewardProcessor,
-            numCandidates: a.preference_num_candidates,
-            comparatorNumCandidates: a.comparator_num_candidates ?? a.preference_num_candidates,
-            pairSelection: a.pair_selection,
-            pairsPerSample: a.preference_pairs_per_sample,
-            selectionRng: streams.get(STREAMS.pairs),
-            rewardConcurrency: a.reward_concurrency,
-            rewardTimeoutS: a.reward_timeout_s,
-            onWarning: (m) => this.log(`pbrl: round ${round}: ${m}`),
-            itemsPerBatch: Math.max(1, Math.floor(a.generation_batch_size / a.preference_num_candidates)),
-            onProgress: (done) => bar.update(done),
-          });
-        } finally {
-          await comparator.endRound();
+        const sides = {
+          items,
+          formatters: this.task.formatters,
+          sampler: this.execution.sampler(this.task.policies(agents), samplingSettings(a), streams.get(STREAMS.policy)),
+          isValid: this.task.isValid,
+          agents: tokenizing,
+          comparator,
+          numCandidates: a.preference_num_candidates,
+          comparatorNumCandidates: a.comparator_num_candidates ?? a.preference_num_candidates,
+          rewardConcurrency: a.reward_concurrency,
+          rewardTimeoutS: a.reward_timeout_s,
+          onWarning: (m) => this.log(`pbrl: round ${round}: ${m}`),
+          itemsPerBatch: Math.max(1, Math.floor(a.generation_batch_size / a.preference_num_candidates)),
+          onProgress: (done: number) => bar.update(done),
+        } satisfies BothSidesOptions;
+        let collected: CompareResult;
+        let scorer: PreferenceScorer;
+        let humanMetrics: Record<string, number> | undefined;
+        if (run.judges !== undefined) {
+          let open;
+          try {
+            open = await collectOpenComparisons({
+              ...sides,
+              comparisonsPerItem: a.human_pairs_per_item,
+              // no reward orders the comparisons: pair_selection's random shuffles them, the others keep index order
+              order: a.pair_selection === "random" ? "random" : "index",
+              selectionRng: streams.get(STREAMS.pairs),
+              rewardFunc: this.task.rewardFunc,
+              rewardProcessor: this.options.rewardProcessor,
+            });
+          } finally {
+            await comparator.endRound();
+          }
+          bar.finish();
+          try {
+            ({ collected, metrics: humanMetrics } = await labelledByPeople(round, run.judges, open, this.actorRoles(agents.length), this.log));
+          } catch (e) {
+            if (!(e instanceof LabellingStoppedError)) throw e;
+            result.stopped = true;
+            this.log(
+              `pbrl: ${e.message}; every saved pick is in ${path.join(a.output_dir, HUMAN_LABELS_DIR)}, and resume_from_checkpoint=true continues this round's labelling without asking for them again`,
+            );
+            break;
+          }
+          scorer = "human";
+        } else {
+          const scoring: PreferenceScoring = this.learner.preferenceScoring(round) ?? {
+            scorer: "task",
+            rewardFunc: this.taskReward(),
+            rewardProcessor: this.options.rewardProcessor,
+          };
+          try {
+            collected = await collectComparisons({
+              ...sides,
+              rewardFunc: scoring.rewardFunc,
+              rewardProcessor: scoring.rewardProcessor,
+              pairSelection: a.pair_selection,
+              pairsPerSample: a.preference_pairs_per_sample,
+              selectionRng: streams.get(STREAMS.pairs),
+            });
+          } finally {
+            await comparator.endRound();
+          }
+          bar.finish();
+          scorer = scoring.scorer;
         }
-        bar.finish();
 
         // 2. The round's file first, then the replay's choice of training pairs.
-        await replay.addRound(round, collected.pairs, scoring.scorer);
+        await replay.addRound(round, collected.pairs, scorer);
         const train = await replay.select(round, collected.pairs, (record) =>
           pairTokensFromRecord(record, tokenizing, `a replayed pair`, { maxPromptLength: a.max_prompt_length }),
         );
@@ -298,6 +368,7 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
           tensorboard,
           distributionRange: this.distributionRange,
           distDir: path.join(a.output_dir, "reward_distributions"),
+          ...(humanMetrics !== undefined && { extra: humanMetrics }),
         });
         this.log(
           `pbrl: round ${round}: ${summary.pairs} new pairs (comparator won ${summary.comparatorWinRate === null ? "—" : `${(summary.comparatorWinRate * 100).toFixed(0)}%`}), training on ${summary.trainPairs}`,
@@ -312,7 +383,7 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
             ...session,
             round,
             newPairs: collected.pairs,
-            scorer: scoring.scorer,
+            scorer,
             initialPoliciesDir: policiesAtStartOf(ckptRoot, 1),
             label,
             extra: { round },
@@ -360,6 +431,11 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
       });
     await callbacks.emit("onTrainEnd");
     return result;
+  }
+
+  /** What the labelling page writes over each agent's part of a joint answer. */
+  private actorRoles(numAgents: number): string[] {
+    return this.args.collaboration_mode === "centralized" ? ["joint answer (every role)"] : Array.from({ length: numAgents }, (_, i) => `agent ${i}`);
   }
 
   override dispose(): void {

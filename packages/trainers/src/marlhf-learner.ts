@@ -74,7 +74,7 @@ export class MarlhfLearner implements Learner {
   async learn(pairs: readonly CollectedPair[], ctx: LearnContext): Promise<void> {
     const a = this.o.args;
     const previous = this.rewardModel;
-    if (previous !== undefined && ctx.scorer === "task" && ctx.newPairs.length > 0) {
+    if (previous !== undefined && ctx.scorer !== "reward_model" && ctx.newPairs.length > 0) {
       const h = previous.evaluate(ctx.newPairs.map((p) => p.record));
       ctx.metrics.write({
         kind: "reward",

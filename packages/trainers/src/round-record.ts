@@ -46,6 +46,8 @@ export async function recordRound(o: {
   /** log_reward_distribution's declared raw reward range; undefined: no distributions. */
   distributionRange: [number, number] | undefined;
   distDir: string;
+  /** More fields of the round's metrics line (how people labelled it). */
+  extra?: Record<string, number>;
 }): Promise<void> {
   const { summary, collected, train, tensorboard } = o;
   const round = summary.round;
@@ -75,6 +77,7 @@ export async function recordRound(o: {
     "iter/invalid_comparator_candidates": collected.invalid.comparator,
     "iter/target_reward_mean": summary.targetRewardMean ?? Number.NaN,
     "iter/comparator_reward_mean": summary.comparatorRewardMean ?? Number.NaN,
+    ...o.extra,
   });
 }
 

@@ -28,6 +28,7 @@ export const RUN_OUTPUTS = [
   "preference_replay",
   "reward_distributions",
   "reward_model",
+  "human_labels",
   "tensorboard",
   "report.html",
 ] as const;

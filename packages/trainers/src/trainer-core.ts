@@ -11,6 +11,7 @@ import type { AsyncFormatter, CentralizedAdapter, CollectedPair, DatasetName, Re
 import type { JointRewardModel } from "@pbrl/reward-model";
 import { disposeAgents, saveAgents, type AgentSource, type ResolvedAgent } from "./agents.js";
 import { taskSetup, type TaskSetup } from "./collaboration.js";
+import { ConfigError } from "./config/define-config.js";
 import type { PreferenceConfig } from "./config/madpo-config.js";
 import type { IterativeConfig } from "./config/madpo-iter-config.js";
 import { evaluatePolicies, type EvalResult } from "./evaluation.js";
@@ -45,7 +46,8 @@ export interface TrainerOptions {
   trainDataset: TrainerDataset;
   /** The eval items, or a dataset source (its split defaults to "test"). */
   evalDataset?: TrainerDataset;
-  rewardFunc: RewardFunc;
+  /** The task reward (the oracle); optional only with preference_labeler="human", where it scores evaluation and human_fallback when given. */
+  rewardFunc?: RewardFunc;
   rewardProcessor?: RewardProcessor;
   /**
    * One formatter per agent (per role when centralized), or one shared; default: the item's
@@ -133,6 +135,7 @@ export abstract class TrainerCore<C extends TrainerConfig> {
   private agentsPromise: Promise<ResolvedAgent[]> | undefined;
   private resolved: ResolvedAgent[] | undefined;
   private promptsRendered: Promise<void> | undefined;
+  private noRewardLogged = false;
   /** While the run starts: aborted by a first SIGINT/SIGTERM (stoppableStart). */
   private startSignal: AbortSignal | undefined;
 
@@ -145,7 +148,15 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     this.args = args;
     this.trainerName = names.trainerName;
     this.configName = names.configName;
-    if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function (completions, context) => number[]");
+    const people = "preference_labeler" in args && args.preference_labeler === "human";
+    if (typeof options.rewardFunc !== "function" && !(people && options.rewardFunc === undefined))
+      throw new TypeError(
+        `rewardFunc must be a function (completions, context) => number[]${"preference_labeler" in args ? ' (it may be left out only with preference_labeler="human")' : ""}`,
+      );
+    if (people && options.rewardFunc === undefined && "human_fallback" in args && args.human_fallback === "reward")
+      throw new ConfigError(this.configName, [
+        'human_fallback: "reward" labels undecided comparisons with reward_func, and none was given; pass rewardFunc or use "drop"',
+      ]);
     this.task = taskSetup({
       collaborationMode: args.collaboration_mode,
       numAgents: args.num_agents,
@@ -188,14 +199,15 @@ export abstract class TrainerCore<C extends TrainerConfig> {
   /** Samples the current policies on the eval set and scores them with the task reward (never a learned reward model). */
   async evaluate(rng: RngStream = new RngStreams(this.args.seed).get(STREAMS.eval)): Promise<EvalResult | undefined> {
     const items = this.evalItems();
-    if (items.length === 0) return undefined;
+    const rewardFunc = this.task.rewardFunc;
+    if (items.length === 0 || rewardFunc === undefined) return undefined;
     const agents = await this.agents();
     await this.renderPrompts(agents);
     return evaluatePolicies({
       policies: this.task.policies(agents),
       items,
       formatters: this.task.formatters,
-      rewardFunc: this.task.rewardFunc,
+      rewardFunc,
       rewardProcessor: this.options.rewardProcessor,
       settings: samplingSettings(this.args),
       rng,
@@ -232,6 +244,13 @@ export abstract class TrainerCore<C extends TrainerConfig> {
     } finally {
       releaseCachedMemory();
     }
+  }
+
+  /** The task reward, which every labelling but people's needs (the constructor made sure it is there). */
+  protected taskReward(): RewardFunc {
+    const r = this.task.rewardFunc;
+    if (r === undefined) throw new Error("internal: no reward_func, though the run labels with it");
+    return r;
   }
 
   /** Frees the agents' weights, their optimizer state and what the learner holds. */
@@ -330,6 +349,12 @@ export abstract class TrainerCore<C extends TrainerConfig> {
   ): Promise<EvalResult | undefined> {
     const n = Math.min(this.args.eval_num_samples, (this.datasets.eval ?? []).length);
     if (n === 0) return undefined;
+    if (this.task.rewardFunc === undefined) {
+      if (!this.noRewardLogged)
+        this.log("pbrl: no reward_func: evaluation is skipped (people label the rounds; give reward_func to see the team's eval curve)");
+      this.noRewardLogged = true;
+      return undefined;
+    }
     this.log(`pbrl: evaluating on ${n} eval items after ${counters.updates} updates`);
     const r = (await this.evaluate(rng))!;
     metrics.write({

@@ -195,7 +195,7 @@ describe("chat prompts before a run", () => {
       },
     ]);
     await renderTask(t, [await Tokenizer.fromDir(path.join(MODELS, "tiny-llama"))]);
-    await t.rewardFunc([["<agent_0>a</agent_0><agent_1>b</agent_1>"]], { item: ITEMS[1]!, itemIndex: 1, prompts: [] });
+    await t.rewardFunc!([["<agent_0>a</agent_0><agent_1>b</agent_1>"]], { item: ITEMS[1]!, itemIndex: 1, prompts: [] });
     expect(prompts).toEqual([["system: Answer in one word.\n\nuser: We drink", "Continue: c1"]]);
     expect(rolePromptText("text")).toBe("text");
     // Text roles still make a text joint prompt.

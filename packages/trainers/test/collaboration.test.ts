@@ -49,7 +49,7 @@ describe("centralized collaboration: one actor writes every role", () => {
     await renderRunPrompts({ task: t, tokenizers: [tokenizer], limits: [limits], datasets: [{ name: "train_dataset", items }], timeoutS: null });
     expect(t.formatters[0]!(items[0]!)).toBe(prompt);
     const joint = ["<agent_0>ab</agent_0>\n<agent_1>xyz</agent_1>", "no tags at all"];
-    const rewards = await t.rewardFunc([joint], { item: items[0]!, itemIndex: 0, prompts: [prompt] });
+    const rewards = await t.rewardFunc!([joint], { item: items[0]!, itemIndex: 0, prompts: [prompt] });
     expect(seen[0]).toEqual({
       roles: [
         ["ab", ""],

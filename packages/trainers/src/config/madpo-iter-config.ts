@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { buildConfig, type ConfigInputOf, type ConfigOf, type ConfigRule } from "./define-config.js";
-import { accepting, bool, choice, devices, int, intOrNull, positive, text, textOrNull } from "./fields.js";
+import { accepting, bool, choice, devices, int, intOrNull, positive, positiveOrNull, text, textOrNull } from "./fields.js";
 import { MADPO_FIELDS, MADPO_ONLY_FIELDS, madpoRules, PREFERENCE_FIELDS } from "./madpo-config.js";
 
 export const ITERATIVE_FIELDS = {
@@ -122,6 +122,31 @@ export const ITERATIVE_FIELDS = {
   comparator_api_allow_partial: bool(false).describe("Accept fewer completions than asked for instead of stopping with an error."),
   // A larger body is an error, never buffered whole: a misbehaving server cannot exhaust memory.
   comparator_api_max_response_bytes: int(1024, 8 * 1024 * 1024).describe("Largest API response body read, in bytes; a larger one is an error."),
+  preference_labeler: choice(["reward", "human"], "reward", {
+    reward_func: "reward",
+    oracle: "reward",
+    task: "reward",
+    person: "human",
+    people: "human",
+    manual: "human",
+  }).describe("What labels each round's comparisons: reward (reward_func) or human (people pick in a browser page the trainer serves; docs/human-labels.md)."),
+  human_pairs_per_item: int(1, 1).describe("preference_labeler=human: index-aligned comparisons per item put to people each round."),
+  human_labels_per_pair: int(1, 1).describe(
+    "preference_labeler=human: labels each comparison needs from different people; the majority decides (no two people see one comparison at once below it).",
+  ),
+  human_min_labels: intOrNull(1, null).describe("preference_labeler=human: decided comparisons a round waits for before training; null: all of them."),
+  human_label_timeout_s: positiveOrNull(null).describe(
+    "preference_labeler=human: seconds a round waits for labels; then what is undecided is dropped or labelled by human_fallback. null: no limit.",
+  ),
+  human_fallback: choice(["drop", "reward"], "drop").describe(
+    "preference_labeler=human: what happens to comparisons people left undecided when a round stops waiting: drop, or reward (reward_func labels them).",
+  ),
+  human_label_host: text("127.0.0.1").describe(
+    "preference_labeler=human: address the labelling page listens on; beyond loopback the token in its link is the only lock.",
+  ),
+  human_label_port: accepting(z.number().int().min(0).max(65535).default(0), "an integer in [0, 65535]", "int in [0, 65535]").describe(
+    "preference_labeler=human: port of the labelling page; 0: any free port (the link is printed).",
+  ),
   resume_from_checkpoint: accepting(
     z
       .union([z.string().min(1), z.boolean()])
@@ -134,6 +159,9 @@ export const ITERATIVE_FIELDS = {
 
 /** The API comparator's fields: set only with comparator_policy="api". */
 const API_FIELDS = Object.keys(ITERATIVE_FIELDS).filter((f) => f.startsWith("comparator_api_") && f !== "comparator_api_key");
+
+/** Fields that mean something only when people label (preference_labeler="human"). */
+const HUMAN_FIELDS = Object.keys(ITERATIVE_FIELDS).filter((f) => f.startsWith("human_"));
 
 /** Iterative defaults that differ from MADPOConfig's (the meaning stays: so do the descriptions). */
 const ITERATIVE_DEFAULTS = {
@@ -218,6 +246,20 @@ export function iterativeRules<C extends Fields>(): ConfigRule<C>[] {
           ? `is only valid with comparator_policy="api" (got comparator_policy="${c.comparator_policy}")`
           : undefined;
       }),
+    ),
+    ...HUMAN_FIELDS.map((field) =>
+      rule(field as keyof C & string, ["preference_labeler"], (c) => {
+        const v = (c as Record<string, unknown>)[field];
+        const def = (ITERATIVE_FIELDS as Record<string, z.ZodType>)[field]!.parse(undefined);
+        return c.preference_labeler !== "human" && JSON.stringify(v) !== JSON.stringify(def)
+          ? `is only valid with preference_labeler="human" (got preference_labeler="${c.preference_labeler}")`
+          : undefined;
+      }),
+    ),
+    rule("human_min_labels", ["preference_labeler", "human_label_timeout_s", "human_fallback"], (c) =>
+      c.preference_labeler === "human" && c.human_fallback === "reward" && c.human_min_labels === null && c.human_label_timeout_s === null
+        ? 'human_fallback="reward" labels what people leave undone when a round stops waiting: set human_min_labels or human_label_timeout_s, or the round waits for every label and the fallback never runs'
+        : undefined,
     ),
     rule("comparator_devices", ["num_agents"], (c) => {
       const d = c.comparator_devices;

@@ -107,7 +107,19 @@ export function MARLHFIterConfig(input: MARLHFIterConfigInput = {}): MARLHFIterC
   const c = buildConfig(
     "MARLHFIterConfig",
     MARLHF_ITER_FIELDS,
-    [...madpoRules<IterFields>(), ...iterativeRules<IterFields>(), ...marlhfRules<IterFields>()],
+    [
+      ...madpoRules<IterFields>(),
+      ...iterativeRules<IterFields>(),
+      ...marlhfRules<IterFields>(),
+      {
+        field: "preference_scoring_reward",
+        uses: ["preference_labeler"],
+        check: (c) =>
+          c.preference_labeler === "human" && c.preference_scoring_reward === "reward_model"
+            ? 'preference_labeler="human" has people label every round; preference_scoring_reward="reward_model" would label them with the reward model: choose one'
+            : undefined,
+      },
+    ],
     input,
   );
   return Object.freeze(finishMarlhf(finishIterative(c)));
