@@ -189,7 +189,8 @@ export interface ResolvedRun {
   evalDataset?: TaskItem[];
   /** A formatters module's run in the reward worker thread (so they answer asynchronously). */
   formatters?: AsyncFormatter | AsyncFormatter[];
-  rewardFunc: RewardFunc;
+  /** Left out only when people label the rounds (ResolveOptions.rewardOptional). */
+  rewardFunc?: RewardFunc;
   rewardProcessor?: RewardProcessor;
   /**
    * The run's local input files and folders by setting name (datasets, reward and formatter
@@ -205,6 +206,8 @@ export interface ResolveOptions {
   rewardTimeoutS: number | null;
   /** Where dataset downloads and cache fallbacks are reported (default: stderr). */
   log?: (line: string) => void;
+  /** preference_labeler="human": people label the rounds, so reward_func may be left out. */
+  rewardOptional?: boolean;
 }
 
 /**
@@ -222,12 +225,15 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
   };
   // reward_func: a built-in task name or a module exporting reward_func (and optionally reward_processor)
   const rewardSpec = str("reward_func");
-  if (rewardSpec === undefined)
-    throw new UsageError(`reward_func is required: a built-in name (${Object.keys(BUILTIN_TASKS).join(", ")}) or a module path exporting reward_func`);
-  const rewardModule = isModulePath(rewardSpec) ? rewardSpec : undefined;
-  const task = rewardModule === undefined ? BUILTIN_TASKS[rewardSpec] : undefined;
+  const noReward = rewardSpec === undefined;
+  if (noReward && options.rewardOptional !== true)
+    throw new UsageError(
+      `reward_func is required: a built-in name (${Object.keys(BUILTIN_TASKS).join(", ")}) or a module path exporting reward_func (it may be left out only with preference_labeler=human)`,
+    );
+  const rewardModule = rewardSpec !== undefined && isModulePath(rewardSpec) ? rewardSpec : undefined;
+  const task = rewardModule === undefined && rewardSpec !== undefined ? BUILTIN_TASKS[rewardSpec] : undefined;
   if (rewardModule !== undefined && !existsSync(rewardModule)) throw new UsageError(`reward_func: module ${rewardModule} not found`);
-  if (rewardModule === undefined && task === undefined) {
+  if (rewardSpec !== undefined && rewardModule === undefined && task === undefined) {
     const near = closestName(rewardSpec, Object.keys(BUILTIN_TASKS));
     throw new UsageError(
       `reward_func: no built-in named ${JSON.stringify(rewardSpec)}${near ? ` (did you mean "${near}"?)` : ""}; built-ins: ${Object.keys(BUILTIN_TASKS).join(", ")}; or give a module path (.js/.mjs)`,
@@ -236,6 +242,7 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
   const builtinData = task?.load();
   const processorModule = str("reward_processor");
   if (processorModule !== undefined && !existsSync(processorModule)) throw new UsageError(`reward_processor: module ${processorModule} not found`);
+  if (processorModule !== undefined && noReward) throw new UsageError("reward_processor: processes reward_func's values, and no reward_func is given");
   // formatters: a template, a list of templates, or a module exporting formatters (run in the worker)
   let formatters: AsyncFormatter | AsyncFormatter[] | undefined = task?.formatters;
   const fSpec = run["formatters"];
@@ -270,12 +277,12 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
   const inWorker = rewardModule !== undefined || processorModule !== undefined || formattersModule !== undefined;
   const reward = inWorker
     ? await startWorkerRewards({
-        ...(rewardModule !== undefined ? { rewardModule } : { builtin: task!.rewardFunc }),
+        ...(rewardModule !== undefined ? { rewardModule } : task !== undefined ? { builtin: task.rewardFunc } : {}),
         ...(processorModule !== undefined ? { processorModule } : {}),
         ...(formattersModule !== undefined ? { formattersModule } : {}),
         timeoutS: options.rewardTimeoutS,
       })
-    : { rewardFunc: task!.rewardFunc, rewardProcessor: undefined, formatters: undefined, close: async () => {} };
+    : { rewardFunc: task?.rewardFunc, rewardProcessor: undefined, formatters: undefined, close: async () => {} };
   formatters = reward.formatters ?? formatters;
   const local = (key: string, p: string | undefined): [string, string][] => (p !== undefined && existsSync(p) ? [[key, path.resolve(p)]] : []);
   const inputPaths = Object.fromEntries([
@@ -285,7 +292,9 @@ export async function resolveRun(run: Record<string, unknown>, options: ResolveO
     ...local("reward_processor", processorModule),
     ...local("formatters", formattersModule),
   ]);
-  const out: ResolvedRun = { trainDataset, rewardFunc: reward.rewardFunc, inputPaths, close: reward.close };
+  const out: ResolvedRun = { trainDataset, inputPaths, close: reward.close };
+  // a worker started for a formatters module alone has no reward to call
+  if (!noReward && reward.rewardFunc !== undefined) out.rewardFunc = reward.rewardFunc;
   if (reward.rewardProcessor !== undefined) out.rewardProcessor = reward.rewardProcessor;
   if (agentModel !== undefined) out.agentModel = agentModel;
   if (Array.isArray(agentsRaw)) out.agents = agentsRaw as string[];

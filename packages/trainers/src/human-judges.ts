@@ -52,6 +52,8 @@ export class LabellingStoppedError extends Error {
 export interface HumanJudgesOptions {
   args: IterativeConfig;
   log: (line: string) => void;
+  /** Receives the page's link (with its token) once it listens. */
+  announce: (url: string) => void;
   progress: ProgressMode;
   /** The team's eval curve so far, for the page's header. */
   evalCurve: () => EvalPoint[];
@@ -82,7 +84,7 @@ export class HumanJudges {
       onWarning: (w) => o.log(`pbrl: warning: ${w}`),
     });
     judges.server = server;
-    o.log(`pbrl: label at ${server.url}`);
+    o.announce(server.url);
     return judges;
   }
 

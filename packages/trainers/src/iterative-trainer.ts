@@ -55,6 +55,11 @@ export interface IterativeTrainerOptions extends TrainerOptions {
   rewardRange?: [number, number];
   /** Called as a round's collection starts (the comparator holds that round's weights); `callbacks` (onRoundBegin) can also stop the run. */
   onRoundStart?: (round: number) => void;
+  /**
+   * preference_labeler="human": receives the labelling page's link, token included, once it
+   * listens (default: `pbrl: label at <link>` on stderr, also when not verbose: people need it).
+   */
+  onLabelPage?: (url: string) => void;
   /** Called once a round is complete, its checkpoint written (also for a round without pairs); `callbacks` (onRoundEnd) can also stop the run. */
   onRoundEnd?: (summary: RoundSummary) => void | Promise<void>;
 }
@@ -162,6 +167,7 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
         ? await HumanJudges.start({
             args: a,
             log: this.log,
+            announce: this.options.onLabelPage ?? ((url) => process.stderr.write(`pbrl: label at ${url}\n`)),
             progress: this.progressMode(),
             evalCurve: () => this.evalCurve,
             stopRequested: () => this.signals?.requested === true,

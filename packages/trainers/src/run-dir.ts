@@ -6,7 +6,7 @@
  * run, whatever overwrite_output_dir says; a folder pbrl did not create is never removed; and no
  * run folder may be, hold or lie inside what the run reads (models, datasets, modules).
  */
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import * as path from "node:path";
 import { isWithin, resolvedPath } from "@pbrl/core-tensor";
 import { roundFileName } from "@pbrl/preference-data";
@@ -41,7 +41,12 @@ export interface RunDirPlan {
   resume: boolean;
   /** Earlier run outputs this run replaces (overwrite_output_dir, or a run that never completed a round): only entries a marker lists. */
   replace: string[];
+  /** People's picks of an earlier run that overwrite_output_dir replaces: renamed aside (HUMAN_LABELS_KEPT), never deleted. */
+  setAside?: string[];
 }
+
+/** Folders of people's picks (human_labels, and earlier ones set aside): no run deletes them. */
+const isPeoplesWork = (p: string) => /^human_labels($|\.before-)/.test(path.basename(p));
 
 /** A file or folder the run reads, by the setting that names it. */
 export interface RunInput {
@@ -253,15 +258,21 @@ export function planRunDir(o: RunDirOptions): RunDirPlan {
       throw new RunDirError(`resume_from_checkpoint=true: ${o.outputDir} holds no run to resume; check output_dir, or start without resume_from_checkpoint`);
     return { resume: false, replace: [] };
   }
-  if (o.overwrite && !o.resumeLatest) return { resume: false, replace: ours };
+  // People's picks outlive a replaced run: a restarted one finds them where they were (a pick applies
+  // only to the very texts it was made on), an overwritten one's are renamed aside.
+  const replace = ours.filter((p) => !isPeoplesWork(p));
+  const labels = ours.filter((p) => path.basename(p) === "human_labels");
+  if (o.overwrite && !o.resumeLatest) return { resume: false, replace, setAside: labels };
   const trainer = out.ours.includes("config.json") ? savedTrainer(o.outputDir) : undefined;
   const results = out.ours.filter((n) => RESULTS.includes(n));
   // A run killed before it wrote config.json (its replay or checkpoint folder made, nothing listed
   // trained) is one that completed no round too: its entries are on pbrl's list.
   const startedHere = trainer === o.trainer || (trainer === undefined && !out.ours.includes("config.json"));
   if (!hasCheckpoint && results.length === 0 && startedHere) {
-    o.log?.(`pbrl: ${o.outputDir} holds a ${o.trainer} run that completed no round (${names(ours)}); starting it again from the beginning`);
-    return { resume: false, replace: ours };
+    o.log?.(
+      `pbrl: ${o.outputDir} holds a ${o.trainer} run that completed no round (${names(ours)}); starting it again from the beginning${labels.length > 0 ? " (keeping human_labels: the picks saved there are not asked again)" : ""}`,
+    );
+    return { resume: false, replace };
   }
   if (o.resumeLatest) {
     throw new RunDirError(
@@ -325,8 +336,14 @@ export function openRunDir(o: RunDirOptions, plan: RunDirPlan): () => void {
       removeStaleTemps(f.dir, own);
     }
     for (const p of plan.replace) rmSync(p, { recursive: true, force: true });
+    const setAside = (plan.setAside ?? []).map((p) => {
+      const to = `${p}.before-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+      renameSync(p, to);
+      return to;
+    });
     for (const f of folders) {
       const listed = readRunMarker(f.dir);
+      for (const to of setAside) if (path.dirname(to) === f.dir && listed instanceof Set) listed.add(path.basename(to));
       // A resumed run of a pbrl without the marker writes on in its folder as that pbrl did, but lists
       // nothing there: which of its entries are that run's is unknown, so none may ever be deleted.
       if (plan.resume && listed === undefined && inspect(f, folders).clashes.length > 0) continue;
@@ -335,6 +352,7 @@ export function openRunDir(o: RunDirOptions, plan: RunDirPlan): () => void {
     }
     if (plan.replace.length > 0)
       o.log?.(`pbrl: replaced the earlier run's ${plan.replace.map((p) => path.relative(o.outputDir, p) || p).join(", ")} in ${o.outputDir}`);
+    for (const to of setAside) o.log?.(`pbrl: kept the earlier run's picks as ${to}`);
   } catch (err) {
     release();
     throw err;

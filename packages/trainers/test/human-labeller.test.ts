@@ -1,28 +1,18 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readLabels } from "@pbrl/human-labels";
 import { readRoundFile } from "@pbrl/preference-data";
 import { MADPOIterConfig, MADPOIterTrainer, MARLHFIterConfig, MARLHFIterTrainer } from "../src/index.js";
-import { ITERATIVE_RUN, MARLHF_ITER_ARGS } from "./child/iterative-run-config.js";
+import { HUMAN_RUN_ARGS, ITERATIVE_RUN, MARLHF_ITER_ARGS } from "./child/iterative-run-config.js";
+import { startChild } from "./child/run-child.js";
 import { labelUrl, moreEs, Person, type Pick, type ShownComparison } from "./human-people.js";
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-human-"));
 
-const HUMAN = {
-  ...ITERATIVE_RUN.args,
-  preference_labeler: "human" as const,
-  num_iterations: 2,
-  comparator_policy: "current" as const,
-  comparator_history_k: null,
-  preference_replay_mode: "current" as const,
-  preference_replay_lambda: null,
-  preference_replay_sample_size: null,
-  log_reward_distribution: false,
-  eval_interval: 0,
-  verbose: false,
-};
+const HUMAN = { ...ITERATIVE_RUN.args, ...HUMAN_RUN_ARGS };
 
 /** The side a recorded pick names, through the order the page showed. */
 function sideOf(shown: ShownComparison, pick: Pick, texts: { target: string[]; comparator: string[] }): "target" | "comparator" | null {
@@ -39,6 +29,7 @@ describe("preference_labeler=human", () => {
       ...ITERATIVE_RUN,
       rewardFunc: undefined,
       log: (l) => lines.push(l),
+      onLabelPage: (url) => lines.push(`pbrl: label at ${url}`),
       args: MADPOIterConfig({ ...HUMAN, output_dir: out }),
     });
     let finished = false;
@@ -105,6 +96,23 @@ describe("preference_labeler=human", () => {
     // no reward_func: no evaluation, said once
     expect(lines.filter((l) => l.includes("no reward_func: evaluation is skipped")).length).toBeLessThanOrEqual(1);
     expect(result.evalAfter).toBeUndefined();
+
+    // overwrite_output_dir replaces the run, but people's picks are renamed aside, never deleted
+    const before = readFileSync(path.join(out, "human_labels", "round_0001.jsonl"));
+    const again = new MADPOIterTrainer({
+      ...ITERATIVE_RUN,
+      rewardFunc: undefined,
+      log: (l) => lines.push(l),
+      onLabelPage: () => undefined,
+      args: MADPOIterConfig({ ...HUMAN, num_iterations: 1, human_label_timeout_s: 0.2, overwrite_output_dir: true, output_dir: out }),
+    });
+    const second = await again.train();
+    again.dispose();
+    expect(second.rounds[0]!.pairs).toBe(0); // nobody labelled: the timeout dropped every comparison
+    const aside = readdirSync(out).filter((n) => n.startsWith("human_labels.before-"));
+    expect(aside).toHaveLength(1);
+    expect(readFileSync(path.join(out, aside[0]!, "round_0001.jsonl")).equals(before)).toBe(true);
+    expect(lines.some((l) => l.includes(`kept the earlier run's picks as ${path.join(out, aside[0]!)}`))).toBe(true);
   }, 240_000);
 
   it("waits for human_min_labels, then the reward labels what is left (human_fallback=reward); MARLHF's reward model learns from the pairs", async () => {
@@ -113,6 +121,7 @@ describe("preference_labeler=human", () => {
     const t = new MARLHFIterTrainer({
       ...ITERATIVE_RUN,
       log: (l) => lines.push(l),
+      onLabelPage: (url) => lines.push(`pbrl: label at ${url}`),
       args: MARLHFIterConfig({
         ...HUMAN,
         ...MARLHF_ITER_ARGS,
@@ -162,4 +171,64 @@ describe("preference_labeler=human", () => {
     );
     expect(existsSync(out)).toBe(false);
   });
+
+  it("a run killed (SIGKILL) while people label resumes with every acknowledged pick, asks none again, and a page left open hears the run restarted", async () => {
+    const out = tmp();
+    const port = await freePort();
+    const env = { PBRL_TEST_HUMAN: String(port) };
+    const first = startChild("madpo_iter", out, false, env);
+    const url1 = await waitFor(() => labelUrl(first.stdout()));
+    const ana = new Person("ana", url1);
+    await ana.labelUntil(moreEs, () => false, 3);
+    first.child.kill("SIGKILL");
+    expect((await first.exited).signal).toBe("SIGKILL");
+    const saved = await readLabels(path.join(out, "human_labels"), 1);
+    expect(saved.map((l) => l.comparison_id).sort()).toEqual(ana.picks.map((p) => p.comparisonId).sort());
+
+    const second = startChild("madpo_iter", out, true, env);
+    const url2 = await waitFor(() => labelUrl(second.stdout()));
+    expect(url2.searchParams.get("token")).not.toBe(url1.searchParams.get("token"));
+    // the page ana left open talks to the same port with the old token
+    const stale = await fetch(new URL("/api/next?annotator=ana", url1), { headers: { "x-pbrl-token": url1.searchParams.get("token")! } });
+    expect(stale.status).toBe(403);
+    expect(((await stale.json()) as { error: string }).error).toMatch(/the run restarted/);
+    let finished = false;
+    const exited = second.exited.then((r) => ((finished = true), r));
+    const bo = new Person("bo", url2);
+    await bo.labelUntil(moreEs, () => finished);
+    const r = await exited;
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/round 1: 3 picks already saved \(3 of 6 comparisons decided\); not asked again/);
+    const round1 = bo.picks.filter((p) => p.shown.round === 1).map((p) => p.comparisonId);
+    expect(round1).toHaveLength(3);
+    for (const id of round1) expect(ana.picks.map((p) => p.comparisonId)).not.toContain(id);
+    const labels = await readLabels(path.join(out, "human_labels"), 1);
+    expect(labels).toHaveLength(6);
+    expect(new Set(labels.map((l) => l.comparison_id)).size).toBe(6);
+    expect(labels.slice(0, 3)).toEqual(saved);
+    const file = await readRoundFile(path.join(out, "preference_replay", "iteration_0001.json"));
+    expect(file.pairs.length).toBe(labels.filter((l) => l.winner !== null).length);
+  }, 300_000);
 });
+
+async function waitFor<T>(get: () => T | undefined, timeoutMs = 120_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = get();
+    if (v !== undefined) return v;
+    if (Date.now() > until) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A port free now (the child binds it a moment later). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}

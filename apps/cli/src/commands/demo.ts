@@ -61,10 +61,24 @@ export const MARLHF_DEMO_DEFAULTS: MARLHFIterConfigInput = {
 };
 
 const DEMO_TRAINERS = { madpo_iter: DEMO_DEFAULTS, marlhf_iter: MARLHF_DEMO_DEFAULTS } as const;
+
 const settings = (defaults: object) =>
   Object.entries(defaults)
     .map(([k, v]) => `${k}=${v === null ? "null" : String(v)}`)
     .join(" ");
+
+/**
+ * `pbrl demo preference_labeler=human`: a person labels the rounds, so a round is as many
+ * comparisons as one can click through in a minute or two: HUMAN_DEMO_ITEMS texts, one
+ * comparison each, two candidates a side (the least a round samples), an eval after about every round.
+ */
+export const HUMAN_DEMO_ITEMS = 12;
+export const HUMAN_DEMO_DEFAULTS = {
+  preference_num_candidates: 2,
+  human_pairs_per_item: 1,
+  eval_num_samples: 16,
+  eval_interval: 3,
+} as const;
 
 export const DEMO_HELP = `pbrl demo [key=value …]
 
@@ -80,6 +94,11 @@ be overridden, e.g. pbrl demo seed=1 num_iterations=4.
 pbrl demo trainer=marlhf_iter runs iterative MARLHF on the same task instead: each round fits a
 fresh joint reward model to the pairs and trains the agents with RL against it. Defaults:
 ${settings(MARLHF_DEMO_DEFAULTS)}; any MARLHFIterConfig field can be overridden.
+
+pbrl demo preference_labeler=human makes you the judge: the run prints a link to a page on this
+machine where you pick, for each of ${HUMAN_DEMO_ITEMS} texts a round, the better of two joint answers
+(keys 1 left, 2 right, 3 tie, 4 both bad, s skip); your picks are the round's preference pairs.
+It then uses ${settings(HUMAN_DEMO_DEFAULTS)} (docs/human-labels.md).
 `;
 
 function examples(r: EvalResult | undefined, n: number): string {
@@ -99,15 +118,22 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   if (trainer !== "madpo_iter" && trainer !== "marlhf_iter")
     throw new UsageError(`pbrl demo: trainer=${trainer} has no demo; the demo runs trainer=madpo_iter (default) or trainer=marlhf_iter`);
   const { config } = splitRunFile(file.values, trainer);
-  const cfg = buildTrainerConfig(trainer, { ...DEMO_TRAINERS[trainer], ...config });
+  let cfg = buildTrainerConfig(trainer, { ...DEMO_TRAINERS[trainer], ...config });
+  const people = (cfg.trainer === "madpo_iter" || cfg.trainer === "marlhf_iter") && cfg.args.preference_labeler === "human";
+  if (people) cfg = buildTrainerConfig(trainer, { ...DEMO_TRAINERS[trainer], ...HUMAN_DEMO_DEFAULTS, ...config });
   if (cfg.trainer !== "madpo_iter" && cfg.trainer !== "marlhf_iter") throw new UsageError(`pbrl demo: trainer=${trainer} has no demo`);
   const args = cfg.args;
   const task = BUILTIN_TASKS["summary_expansion"]!;
-  const data = task.load();
+  const loaded = task.load();
+  const data = people ? { ...loaded, train: loaded.train.slice(0, HUMAN_DEMO_ITEMS) } : loaded;
   const started = Date.now();
   io.err(
     `pbrl demo: iterative ${trainer === "madpo_iter" ? "MADPO" : `MARLHF (${cfg.trainer === "marlhf_iter" ? cfg.args.rl_algorithm : ""})`}, 2 agents from ${DEMO_MODEL_DIR}, ${data.train.length} training texts, ${args.eval_num_samples} eval texts, ${args.num_iterations} rounds, seed ${args.seed}\n`,
   );
+  if (people)
+    io.err(
+      `pbrl demo: you are the judge: open the link printed below; each round shows ${data.train.length} texts, each with two joint answers (a summary and an expansion by each side). Press 1 if the left pair is better, 2 if the right one is, 3 for a tie, 4 if both are bad, s to skip. The round trains once every comparison is decided.\n`,
+    );
   const outcome = await runTrainer(
     { agentModel: DEMO_MODEL_DIR, trainDataset: data.train, evalDataset: data.eval, rewardFunc: task.rewardFunc, formatters: task.formatters },
     cfg,

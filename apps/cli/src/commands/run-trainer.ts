@@ -30,7 +30,7 @@ export async function runTrainer(
     ...(run.agents !== undefined ? { agents: run.agents } : {}),
     trainDataset: run.trainDataset,
     ...(run.evalDataset !== undefined ? { evalDataset: run.evalDataset } : {}),
-    rewardFunc: run.rewardFunc,
+    ...(run.rewardFunc !== undefined ? { rewardFunc: run.rewardFunc } : {}),
     ...(run.rewardProcessor !== undefined ? { rewardProcessor: run.rewardProcessor } : {}),
     ...(run.formatters !== undefined ? { formatters: run.formatters } : {}),
     ...(run.inputPaths !== undefined ? { inputPaths: run.inputPaths } : {}),
@@ -49,7 +49,9 @@ export async function runTrainer(
       dispose: () => t.dispose(),
     };
   }
-  const t = cfg.trainer === "madpo_iter" ? new MADPOIterTrainer({ ...common, args: cfg.args }) : new MARLHFIterTrainer({ ...common, args: cfg.args });
+  // people need the link whether or not the run is verbose
+  const iterative = { ...common, onLabelPage: (url: string) => io.err(`pbrl: label at ${url}\n`) };
+  const t = cfg.trainer === "madpo_iter" ? new MADPOIterTrainer({ ...iterative, args: cfg.args }) : new MARLHFIterTrainer({ ...iterative, args: cfg.args });
   const r = await t.train();
   const pairs = r.rounds.reduce((s, x) => s + x.pairs, 0);
   const summary = r.stopped

@@ -97,7 +97,10 @@ export async function trainCommand(argv: string[], io: CliIO): Promise<number> {
     }
     return EXIT.ok;
   }
-  const resolved = await resolveRun(run, { rewardTimeoutS: cfg.args.reward_timeout_s });
+  const resolved = await resolveRun(run, {
+    rewardTimeoutS: cfg.args.reward_timeout_s,
+    rewardOptional: "preference_labeler" in cfg.args && cfg.args.preference_labeler === "human",
+  });
   try {
     const outcome = await runTrainer(resolved, cfg, io);
     io.out(`${evalLine("eval reward before", outcome.evalBefore)}\n${evalLine("eval reward after ", outcome.evalAfter)}\n`);

@@ -42,3 +42,17 @@ export const MARLHF_ITER_ARGS = {
   reward_learning_rate: 1e-3,
   preference_scoring_reward: "reward_model",
 } as const;
+
+/** The shared run labelled by people: one comparison per item against the current agents, every round's pairs only. */
+export const HUMAN_RUN_ARGS = {
+  preference_labeler: "human" as const,
+  num_iterations: 2,
+  comparator_policy: "current" as const,
+  comparator_history_k: null,
+  preference_replay_mode: "current" as const,
+  preference_replay_lambda: null,
+  preference_replay_sample_size: null,
+  log_reward_distribution: false,
+  eval_interval: 0,
+  verbose: false,
+};
