@@ -284,7 +284,7 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
     await callbacks.emit("onTrainBegin");
     try {
       for (let round = (ckpt?.state.round ?? 0) + 1; round <= a.num_iterations; round++) {
-        // 1. Both sides answer every item; comparisons with a clear winner become pairs.
+        // 1. Both sides answer every item; the reward (or people) label the comparisons into pairs.
         await comparator.beginRound(round);
         callbacks.round = round;
         this.options.onRoundStart?.(round);
@@ -305,57 +305,12 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
           itemsPerBatch: Math.max(1, Math.floor(a.generation_batch_size / a.preference_num_candidates)),
           onProgress: (done: number) => bar.update(done),
         } satisfies BothSidesOptions;
-        let collected: CompareResult;
-        let scorer: PreferenceScorer;
-        let humanMetrics: Record<string, number> | undefined;
-        if (run.judges !== undefined) {
-          let open;
-          try {
-            open = await collectOpenComparisons({
-              ...sides,
-              comparisonsPerItem: a.human_pairs_per_item,
-              // no reward orders the comparisons: pair_selection's random shuffles them, the others keep index order
-              order: a.pair_selection === "random" ? "random" : "index",
-              selectionRng: streams.get(STREAMS.pairs),
-              rewardFunc: this.task.rewardFunc,
-              rewardProcessor: this.options.rewardProcessor,
-            });
-          } finally {
-            await comparator.endRound();
-          }
-          bar.finish();
-          try {
-            ({ collected, metrics: humanMetrics } = await labelledByPeople(round, run.judges, open, this.actorRoles(agents.length), this.log));
-          } catch (e) {
-            if (!(e instanceof LabellingStoppedError)) throw e;
-            result.stopped = true;
-            this.log(
-              `pbrl: ${e.message}; every saved pick is in ${path.join(a.output_dir, HUMAN_LABELS_DIR)}, and resume_from_checkpoint=true continues this round's labelling without asking for them again`,
-            );
-            break;
-          }
-          scorer = "human";
-        } else {
-          const scoring: PreferenceScoring = this.learner.preferenceScoring(round) ?? {
-            scorer: "task",
-            rewardFunc: this.taskReward(),
-            rewardProcessor: this.options.rewardProcessor,
-          };
-          try {
-            collected = await collectComparisons({
-              ...sides,
-              rewardFunc: scoring.rewardFunc,
-              rewardProcessor: scoring.rewardProcessor,
-              pairSelection: a.pair_selection,
-              pairsPerSample: a.preference_pairs_per_sample,
-              selectionRng: streams.get(STREAMS.pairs),
-            });
-          } finally {
-            await comparator.endRound();
-          }
-          bar.finish();
-          scorer = scoring.scorer;
+        const labelled = await this.labelRound(round, sides, run, streams, bar);
+        if (labelled === "stopped") {
+          result.stopped = true;
+          break;
         }
+        const { collected, scorer, humanMetrics } = labelled;
 
         // 2. The round's file first, then the replay's choice of training pairs.
         await replay.addRound(round, collected.pairs, scorer);
@@ -437,6 +392,67 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
       });
     await callbacks.emit("onTrainEnd");
     return result;
+  }
+
+  /**
+   * Samples both sides of a round and labels its comparisons: with the task reward (or MARLHF's
+   * reward model), or by people (preference_labeler="human"). "stopped": a stop request ended the
+   * wait for people; the picks are saved, the round is not trained.
+   */
+  private async labelRound(
+    round: number,
+    sides: BothSidesOptions & { rewardConcurrency: number },
+    run: RoundRun,
+    streams: RngStreams,
+    bar: ProgressBar,
+  ): Promise<{ collected: CompareResult; scorer: PreferenceScorer; humanMetrics?: Record<string, number> } | "stopped"> {
+    const a = this.args;
+    if (run.judges === undefined) {
+      const scoring: PreferenceScoring = this.learner.preferenceScoring(round) ?? {
+        scorer: "task",
+        rewardFunc: this.taskReward(),
+        rewardProcessor: this.options.rewardProcessor,
+      };
+      try {
+        const collected = await collectComparisons({
+          ...sides,
+          rewardFunc: scoring.rewardFunc,
+          rewardProcessor: scoring.rewardProcessor,
+          pairSelection: a.pair_selection,
+          pairsPerSample: a.preference_pairs_per_sample,
+          selectionRng: streams.get(STREAMS.pairs),
+        });
+        bar.finish();
+        return { collected, scorer: scoring.scorer };
+      } finally {
+        await run.comparator.endRound();
+      }
+    }
+    let open;
+    try {
+      open = await collectOpenComparisons({
+        ...sides,
+        comparisonsPerItem: a.human_pairs_per_item,
+        // no reward orders the comparisons: pair_selection's random shuffles them, the others keep index order
+        order: a.pair_selection === "random" ? "random" : "index",
+        selectionRng: streams.get(STREAMS.pairs),
+        rewardFunc: this.task.rewardFunc,
+        rewardProcessor: this.options.rewardProcessor,
+      });
+    } finally {
+      await run.comparator.endRound();
+    }
+    bar.finish();
+    try {
+      const { collected, metrics } = await labelledByPeople(round, run.judges, open, this.actorRoles(run.agents.length), this.log);
+      return { collected, scorer: "human", humanMetrics: metrics };
+    } catch (e) {
+      if (!(e instanceof LabellingStoppedError)) throw e;
+      this.log(
+        `pbrl: ${e.message}; every saved pick is in ${path.join(a.output_dir, HUMAN_LABELS_DIR)}, and resume_from_checkpoint=true continues this round's labelling without asking for them again`,
+      );
+      return "stopped";
+    }
   }
 
   /** What the labelling page writes over each agent's part of a joint answer. */
