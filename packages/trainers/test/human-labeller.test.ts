@@ -211,6 +211,31 @@ describe("preference_labeler=human", () => {
   }, 300_000);
 });
 
+it("a SIGTERM while a round waits for people stops the run at once, its picks kept, the round untrained", async () => {
+  const out = tmp();
+  const lines: string[] = [];
+  const t = new MADPOIterTrainer({
+    ...ITERATIVE_RUN,
+    log: (l) => lines.push(l),
+    onLabelPage: (url) => lines.push(`pbrl: label at ${url}`),
+    args: MADPOIterConfig({ ...HUMAN, output_dir: out }),
+  });
+  const run = t.train();
+  const ana = new Person("ana", await waitFor(() => labelUrl(lines.join("\n"))));
+  await ana.labelUntil(moreEs, () => false, 2);
+  // what a real signal does to the run's handler (apps/cli/test/signals.test.ts sends real ones)
+  process.emit("SIGTERM", "SIGTERM");
+  const r = await run;
+  t.dispose();
+  expect(r.stopped).toBe(true);
+  expect(r.rounds).toEqual([]);
+  expect(lines.join("\n")).toMatch(/stopped while round 1 waited for labels; every saved pick is in .*human_labels, and resume_from_checkpoint=true continues/);
+  expect(await readLabels(path.join(out, "human_labels"), 1)).toHaveLength(2);
+  expect(existsSync(path.join(out, "preference_replay", "iteration_0001.json"))).toBe(false);
+  // the page is closed with the run
+  await expect(fetch(new URL("/api/status", labelUrl(lines.join("\n"))!))).rejects.toThrow();
+}, 300_000);
+
 async function waitFor<T>(get: () => T | undefined, timeoutMs = 120_000): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
