@@ -5,8 +5,6 @@
 // and the report are checked against hostile model text too. Screenshots of the page and the
 // report's section go to test-output/human-labels/ (to look at).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { Page } from "playwright-core";
@@ -16,6 +14,7 @@ import { readRoundFile } from "@pbrl/preference-data";
 import { TINY_LLAMA } from "@pbrl/test-fixtures";
 import { main, type CliIO } from "../src/index.js";
 import { runCli } from "./capture.js";
+import { startInjectingComparator, type InjectingComparator } from "./injecting-comparator.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const SHOTS = path.resolve(import.meta.dirname, "../test-output/human-labels");
@@ -25,29 +24,11 @@ const KEY_ENV = "PBRL_TEST_HUMAN_KEY";
 const haveChromium = existsSync(CHROMIUM);
 const required = process.env["PBRL_REQUIRE_CHROMIUM"] === "1";
 
-let server: Server;
-let origin = "";
-
+let comparator: InjectingComparator;
 beforeAll(async () => {
-  // OpenAI Chat Completions: n answers, every other one an injection attempt
-  server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (d: Buffer) => (body += d.toString()));
-    req.on("end", () => {
-      const n = (JSON.parse(body) as { n: number }).n;
-      const choices = Array.from({ length: n }, (_, i) => ({
-        index: i,
-        finish_reason: "stop",
-        message: { role: "assistant", content: i % 2 === 0 ? ` ${INJECTION}` : " e e" },
-      }));
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ choices }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  comparator = await startInjectingComparator(INJECTION);
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(() => comparator.close());
 
 interface Seen {
   person: string;
@@ -90,7 +71,7 @@ describe.runIf(haveChromium || required)("people label a run in the browser", ()
         "logging_steps=1",
         "comparator_policy=api",
         "comparator_api_format=openai",
-        `comparator_api_url=${origin}/v1/chat/completions`,
+        `comparator_api_url=${comparator.url}`,
         "comparator_api_model=tiny-remote",
         `comparator_api_key_env=${KEY_ENV}`,
         "verbose=false",

@@ -4,13 +4,12 @@
 // The run is a real iterative MADPO run whose comparator is an OpenAI-format server on loopback,
 // which answers with text that tries to inject HTML.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPORT_SECTIONS } from "@pbrl/report";
 import { runCli } from "./capture.js";
+import { startInjectingComparator, type InjectingComparator } from "./injecting-comparator.js";
 import { TINY_LLAMA } from "@pbrl/test-fixtures";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -22,29 +21,11 @@ const KEY_ENV = "PBRL_TEST_REPORT_KEY";
 const haveChromium = existsSync(CHROMIUM);
 const required = process.env["PBRL_REQUIRE_CHROMIUM"] === "1";
 
-let server: Server;
-let origin = "";
-
+let comparator: InjectingComparator;
 beforeAll(async () => {
-  // OpenAI Chat Completions: n answers, every other one an injection attempt
-  server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (d: Buffer) => (body += d.toString()));
-    req.on("end", () => {
-      const n = (JSON.parse(body) as { n: number }).n;
-      const choices = Array.from({ length: n }, (_, i) => ({
-        index: i,
-        finish_reason: "stop",
-        message: { role: "assistant", content: i % 2 === 0 ? ` ${INJECTION}` : " e e" },
-      }));
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ choices }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  comparator = await startInjectingComparator(INJECTION);
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(() => comparator.close());
 
 describe.runIf(haveChromium || required)("pbrl report in a browser", () => {
   it("renders a real run's report: sections, point counts, escaped completions, no console errors", async () => {
@@ -76,7 +57,7 @@ describe.runIf(haveChromium || required)("pbrl report in a browser", () => {
       "log_reward_distribution=true",
       "comparator_policy=api",
       "comparator_api_format=openai",
-      `comparator_api_url=${origin}/v1/chat/completions`,
+      `comparator_api_url=${comparator.url}`,
       "comparator_api_model=tiny-remote",
       `comparator_api_key_env=${KEY_ENV}`,
       "verbose=false",
