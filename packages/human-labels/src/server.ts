@@ -163,6 +163,9 @@ export async function startLabelServer(options: LabelServerOptions): Promise<Lab
     return reply;
   }
 
+  // Training blocks this thread for seconds at a time; a keep-alive socket whose idle timer fires
+  // late, just as the page reuses it, would drop that request. Idle sockets are the client's to close.
+  server.keepAliveTimeout = 10 * 60 * 1000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, host, () => {
