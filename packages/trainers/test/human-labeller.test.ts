@@ -153,6 +153,47 @@ describe("preference_labeler=human", () => {
     expect(lines.some((l) => /reward model fitted on \d+ pairs/.test(l))).toBe(true);
   }, 240_000);
 
+  it("with human_labels_per_pair=2 both people see every comparison and a pair needs their majority", async () => {
+    const out = tmp();
+    const lines: string[] = [];
+    const t = new MADPOIterTrainer({
+      ...ITERATIVE_RUN,
+      rewardFunc: undefined,
+      onLabelPage: (url) => lines.push(`pbrl: label at ${url}`),
+      args: MADPOIterConfig({ ...HUMAN, num_iterations: 1, human_labels_per_pair: 2, output_dir: out }),
+    });
+    let finished = false;
+    const run = t.train().finally(() => (finished = true));
+    const url = await waitFor(() => labelUrl(lines.join("\n")));
+    const ana = new Person("ana", url);
+    const bo = new Person("bo", url);
+    // bo agrees with ana on even items only
+    const flip = (p: Pick): Pick => (p === "left" ? "right" : p === "right" ? "left" : p);
+    await Promise.all([
+      ana.labelUntil(
+        () => "left",
+        () => finished,
+      ),
+      bo.labelUntil(
+        (s) => (Number(s.comparisonId.slice(7, 11)) % 2 === 0 ? "left" : flip("left")),
+        () => finished,
+      ),
+    ]);
+    await run;
+    t.dispose();
+    expect(ana.picks).toHaveLength(6);
+    expect(bo.picks).toHaveLength(6);
+    const file = await readRoundFile(path.join(out, "preference_replay", "iteration_0001.json"));
+    // the three comparisons they agreed on are pairs, by both of them; a 1–1 split makes none
+    expect(file.pairs.map((p) => Number((p["comparison_id"] as string).slice(7, 11)) % 2)).toEqual([0, 0, 0]);
+    for (const p of file.pairs) {
+      expect([...(p["annotators"] as string[])].sort()).toEqual(["ana", "bo"]);
+      expect(p["agreement"]).toBe(1);
+      const shown = ana.picks.find((x) => x.comparisonId === p["comparison_id"])!.shown;
+      expect(p.winner_completions).toEqual(shown.left);
+    }
+  }, 240_000);
+
   it("refuses what cannot work, before output_dir is touched", () => {
     expect(() => MADPOIterConfig({ human_pairs_per_item: 2 })).toThrow(/human_pairs_per_item: is only valid with preference_labeler="human"/);
     expect(() => MARLHFIterConfig({ preference_labeler: "human", preference_scoring_reward: "reward_model" })).toThrow(/choose one/);
