@@ -36,7 +36,7 @@ export interface HumanRoundTally {
   fallbackPairs: number;
   /** Undecided comparisons dropped. */
   dropped: number;
-  reason: WaitResult["reason"] | "stopped";
+  reason: WaitResult["reason"];
 }
 
 export interface HumanRoundResult {
