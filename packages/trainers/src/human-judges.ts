@@ -15,6 +15,11 @@ import { ProgressBar, type ProgressMode } from "./progress.js";
 /** The folder of the label files, inside output_dir. */
 export const HUMAN_LABELS_DIR = "human_labels";
 
+/** What the CLI and the default onLabelPage print: the link, and the warning when there is one. */
+export function labelPageLines(url: string, warning?: string): string {
+  return `${warning === undefined ? "" : `pbrl: warning: ${warning}\n`}pbrl: label at ${url}\n`;
+}
+
 /** A comparison's id: round, item, candidate, and a hash of what was shown, so a pick never applies to other texts. */
 export function comparisonId(round: number, c: OpenComparison): string {
   const hash = fnv1a32(JSON.stringify([c.prompts, c.target.texts, c.comparator.texts]));
@@ -52,8 +57,8 @@ export class LabellingStoppedError extends Error {
 export interface HumanJudgesOptions {
   args: IterativeConfig;
   log: (line: string) => void;
-  /** Receives the page's link (with its token) once it listens. */
-  announce: (url: string) => void;
+  /** Receives the page's link (with its token) once it listens, and the warning when it listens beyond loopback. */
+  announce: (url: string, warning?: string) => void;
   progress: ProgressMode;
   /** The team's eval curve so far, for the page's header. */
   evalCurve: () => EvalPoint[];
@@ -81,10 +86,9 @@ export class HumanJudges {
         ...(judges.currentRound !== undefined && { round: judges.currentRound }),
         evalCurve: o.evalCurve(),
       }),
-      onWarning: (w) => o.log(`pbrl: warning: ${w}`),
     });
     judges.server = server;
-    o.announce(server.url);
+    o.announce(server.url, server.warning);
     return judges;
   }
 

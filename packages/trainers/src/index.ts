@@ -7,6 +7,7 @@ export { MADPOTrainer } from "./madpo-trainer.js";
 export { MADPOIterTrainer } from "./madpo-iter-trainer.js";
 export type { MADPOIterTrainerOptions } from "./madpo-iter-trainer.js";
 export type { IterativeTrainerOptions, IterTrainResult, RoundSummary } from "./iterative-trainer.js";
+export { HUMAN_LABELS_DIR, labelPageLines } from "./human-judges.js";
 export type { LearnContext, RoundContext, PreferenceScoring } from "./learner.js";
 export type { TrainerOptions } from "./trainer-core.js";
 export type { TrainerCallback, TrainerControl, TrainerState } from "./callbacks.js";

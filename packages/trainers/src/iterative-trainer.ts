@@ -17,7 +17,7 @@ import { buildComparator } from "./comparator-factory.js";
 import { ConfigError } from "./config/define-config.js";
 import type { IterativeConfig } from "./config/madpo-iter-config.js";
 import type { EvalResult } from "./evaluation.js";
-import { HUMAN_LABELS_DIR, HumanJudges, labelledByPeople, LabellingStoppedError } from "./human-judges.js";
+import { HUMAN_LABELS_DIR, HumanJudges, labelledByPeople, LabellingStoppedError, labelPageLines } from "./human-judges.js";
 import type { Learner, LearnSession, PreferenceScoring, RoundContext } from "./learner.js";
 import { MetricsLog } from "./metrics-log.js";
 import { ProgressBar } from "./progress.js";
@@ -57,9 +57,10 @@ export interface IterativeTrainerOptions extends TrainerOptions {
   onRoundStart?: (round: number) => void;
   /**
    * preference_labeler="human": receives the labelling page's link, token included, once it
-   * listens (default: `pbrl: label at <link>` on stderr, also when not verbose: people need it).
+   * listens, and when human_label_host is not loopback the warning that the token is the only
+   * lock (default: both on stderr, also when not verbose: people need them).
    */
-  onLabelPage?: (url: string) => void;
+  onLabelPage?: (url: string, warning?: string) => void;
   /** Called once a round is complete, its checkpoint written (also for a round without pairs); `callbacks` (onRoundEnd) can also stop the run. */
   onRoundEnd?: (summary: RoundSummary) => void | Promise<void>;
 }
@@ -167,7 +168,7 @@ export abstract class IterativeTrainer<C extends IterativeConfig> extends Traine
         ? await HumanJudges.start({
             args: a,
             log: this.log,
-            announce: this.options.onLabelPage ?? ((url) => process.stderr.write(`pbrl: label at ${url}\n`)),
+            announce: this.options.onLabelPage ?? ((url, warning) => process.stderr.write(labelPageLines(url, warning))),
             progress: this.progressMode(),
             evalCurve: () => this.evalCurve,
             stopRequested: () => this.signals?.requested === true,

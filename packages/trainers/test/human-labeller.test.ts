@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readLabels } from "@pbrl/human-labels";
 import { readRoundFile } from "@pbrl/preference-data";
-import { MADPOIterConfig, MADPOIterTrainer, MARLHFIterConfig, MARLHFIterTrainer } from "../src/index.js";
+import { labelPageLines, MADPOIterConfig, MADPOIterTrainer, MARLHFIterConfig, MARLHFIterTrainer } from "../src/index.js";
 import { HUMAN_RUN_ARGS, ITERATIVE_RUN, MARLHF_ITER_ARGS } from "./child/iterative-run-config.js";
 import { startChild } from "./child/run-child.js";
 import { labelUrl, moreEs, Person, type Pick, type ShownComparison } from "./human-people.js";
@@ -192,6 +192,22 @@ describe("preference_labeler=human", () => {
       const shown = ana.picks.find((x) => x.comparisonId === p["comparison_id"])!.shown;
       expect(p.winner_completions).toEqual(shown.left);
     }
+  }, 240_000);
+
+  it("beyond loopback the run says the token is the only lock, next to the link", async () => {
+    const printed: [string, string | undefined][] = [];
+    const t = new MADPOIterTrainer({
+      ...ITERATIVE_RUN,
+      rewardFunc: undefined,
+      onLabelPage: (url, warning) => printed.push([url, warning]),
+      args: MADPOIterConfig({ ...HUMAN, num_iterations: 1, human_label_host: "0.0.0.0", human_label_timeout_s: 0.1, output_dir: tmp() }),
+    });
+    await t.train();
+    t.dispose();
+    expect(printed).toHaveLength(1);
+    expect(printed[0]![0]).toMatch(/^http:\/\/0\.0\.0\.0:\d+\/\?token=/);
+    expect(printed[0]![1]).toMatch(/beyond loopback.*the token is the only lock/);
+    expect(labelPageLines(...printed[0]!)).toMatch(/^pbrl: warning: .*\npbrl: label at http/);
   }, 240_000);
 
   it("refuses what cannot work, before output_dir is touched", () => {

@@ -1,4 +1,4 @@
-import { MADPOIterTrainer, MADPOTrainer, MARLHFIterTrainer, MARLHFTrainer, type EvalResult, type MADPOTrainerOptions } from "@pbrl/trainers";
+import { labelPageLines, MADPOIterTrainer, MADPOTrainer, MARLHFIterTrainer, MARLHFTrainer, type EvalResult, type MADPOTrainerOptions } from "@pbrl/trainers";
 import { EXIT } from "../exit-codes.js";
 import type { CliIO } from "../io.js";
 import type { ResolvedRun, TrainerConfig } from "../run-config.js";
@@ -50,7 +50,7 @@ export async function runTrainer(
     };
   }
   // people need the link whether or not the run is verbose
-  const iterative = { ...common, onLabelPage: (url: string) => io.err(`pbrl: label at ${url}\n`) };
+  const iterative = { ...common, onLabelPage: (url: string, warning?: string) => io.err(labelPageLines(url, warning)) };
   const t = cfg.trainer === "madpo_iter" ? new MADPOIterTrainer({ ...iterative, args: cfg.args }) : new MARLHFIterTrainer({ ...iterative, args: cfg.args });
   const r = await t.train();
   const pairs = r.rounds.reduce((s, x) => s + x.pairs, 0);
