@@ -69,15 +69,23 @@ const settings = (defaults: object) =>
 
 /**
  * `pbrl demo preference_labeler=human`: a person labels the rounds, so a round is as many
- * comparisons as one can click through in a minute or two: HUMAN_DEMO_ITEMS texts, one
- * comparison each, two candidates a side (the least a round samples), an eval after about every round.
+ * comparisons as one clicks through in a minute: HUMAN_DEMO_ITEMS texts, one comparison each,
+ * two candidates a side (the least a round samples), five rounds. With so few picks each one
+ * counts: every round trains on a draw from all the picks so far (all_history), and the eval
+ * curve gets a point per round. Measured with a scripted judge that picks what the task reward
+ * prefers (docs/human-labels.md): 60 picks moved the eval reward by +0.07 to +0.12 over three
+ * seeds; 60 random picks by −0.09 to +0.10.
  */
 export const HUMAN_DEMO_ITEMS = 12;
 export const HUMAN_DEMO_DEFAULTS = {
+  num_iterations: 5,
   preference_num_candidates: 2,
   human_pairs_per_item: 1,
-  eval_num_samples: 16,
-  eval_interval: 3,
+  preference_replay_mode: "all_history",
+  preference_replay_lambda: null,
+  preference_replay_sample_size: 64,
+  eval_num_samples: 32,
+  eval_interval: 16,
 } as const;
 
 export const DEMO_HELP = `pbrl demo [key=value …]
