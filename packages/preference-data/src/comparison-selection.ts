@@ -36,17 +36,19 @@ export function selectComparisons(
     if (valid.target[j] === false || valid.comparator[j] === false) continue;
     const gap = target[j]! - comparator[j]!;
     if (gap === 0) continue;
+    // Stryker disable next-line EqualityOperator: gap is never 0 here, so > and >= agree
     out.push({ index: j, winner: gap > 0 ? "target" : "comparator", gap: Math.abs(gap), comparatorReward: comparator[j]! });
   }
   switch (mode) {
     case "all":
       if (limit !== null) throw new RangeError("pair_selection=all keeps every comparison: preference_pairs_per_sample must be null");
       return out;
+    // Array.prototype.sort is stable: what ties on every key stays in index order
     case "comparator_reward":
-      out.sort((a, b) => b.comparatorReward - a.comparatorReward || b.gap - a.gap || a.index - b.index);
+      out.sort((a, b) => b.comparatorReward - a.comparatorReward || b.gap - a.gap);
       break;
     case "reward_gap":
-      out.sort((a, b) => b.gap - a.gap || a.index - b.index);
+      out.sort((a, b) => b.gap - a.gap);
       break;
     case "random":
       if (rng === undefined) throw new Error("pair_selection=random needs a seeded RngStream");
@@ -72,8 +74,9 @@ export function selectOpenComparisons(
 ): number[] {
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`comparisons per item must be an integer ≥ 1, got ${limit}`);
   const open: number[] = [];
-  const n = Math.min(valid.target.length, valid.comparator.length);
-  for (let j = 0; j < n; j++) if (valid.target[j] === true && valid.comparator[j] === true) open.push(j);
+  valid.target.forEach((ok, j) => {
+    if (ok && valid.comparator[j] === true) open.push(j);
+  });
   if (order === "random") {
     if (rng === undefined) throw new Error("a random order of comparisons needs a seeded RngStream");
     rng.shuffle(open);

@@ -8,7 +8,8 @@ import { promises as fs } from "node:fs";
 import { writeFileAtomic } from "@pbrl/core-tensor";
 import { z } from "zod";
 
-const finite = z.number().refine(Number.isFinite, "must be a finite number");
+// zod 4 numbers are finite: NaN and ±Infinity are refused as "expected number"
+const finite = z.number();
 const tokenIdLists = z.array(z.array(z.number().int().min(0))).optional();
 
 export const PairRecordSchema = z

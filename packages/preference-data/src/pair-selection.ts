@@ -12,12 +12,12 @@ export type IndexPair = [winner: number, loser: number];
  */
 export function nonTiedPairs(rewards: readonly number[]): { pair: IndexPair; gap: number }[] {
   const out: { pair: IndexPair; gap: number }[] = [];
-  for (let i = 0; i < rewards.length; i++) {
-    for (let j = 0; j < rewards.length; j++) {
-      const gap = rewards[i]! - rewards[j]!;
-      if (i !== j && gap > 0) out.push({ pair: [i, j], gap });
-    }
-  }
+  // a positive gap is never a candidate against itself
+  rewards.forEach((ri, i) =>
+    rewards.forEach((rj, j) => {
+      if (ri - rj > 0) out.push({ pair: [i, j], gap: ri - rj });
+    }),
+  );
   return out;
 }
 
@@ -34,7 +34,8 @@ export function selectPairs(rewards: readonly number[], mode: PairSelectionMode,
       if (limit !== null) throw new RangeError("pair_selection=all keeps every non-tied pair: preference_pairs_per_sample must be null");
       return candidates.map((c) => c.pair);
     case "reward_gap": {
-      const sorted = candidates.map((c, k) => ({ ...c, k })).sort((a, b) => b.gap - a.gap || a.k - b.k);
+      // Array.prototype.sort is stable: equal gaps keep enumeration order
+      const sorted = [...candidates].sort((a, b) => b.gap - a.gap);
       return sorted.slice(0, limit ?? sorted.length).map((c) => c.pair);
     }
     case "random": {
