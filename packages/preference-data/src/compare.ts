@@ -82,6 +82,7 @@ async function compareBatches(o: CompareOptions, tally: TruncationTally): Promis
       }
       const candidateMean = mean(processedValid);
       const valid = { target: sides.target.valid, comparator: sides.comparator.valid };
+      // Stryker disable next-line StringLiteral: every mode's order holds the same comparisons without a limit, so the count is the same
       for (const c of selectComparisons(rewards.target.processed, rewards.comparator.processed, valid, "all", null)) result.wins[c.winner] += 1;
       const chosen = selectComparisons(rewards.target.processed, rewards.comparator.processed, valid, o.pairSelection, o.pairsPerSample, o.selectionRng);
       if (chosen.length > 0) result.itemsWithPairs += 1;
@@ -206,6 +207,7 @@ export function jointAnswers(agents: readonly AgentTokenizing[], batch: BothSide
     const set = batch.sides[k]![name];
     return {
       texts: set.texts.map((t) => t[j]!),
+      // Stryker disable next-line OptionalChaining: a CandidateSet's tokens and stopped, when given, have every agent (interfaces.ts)
       tokenIds: agents.map((agent, a) => candidateTokens(set.texts[a]![j]!, set.tokens?.[a]?.[j], set.stopped?.[a]?.[j], agent)),
     };
   };

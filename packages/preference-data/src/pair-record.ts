@@ -10,6 +10,16 @@ import { z } from "zod";
 
 // zod 4 numbers are finite: NaN and ±Infinity are refused as "expected number"
 const finite = z.number();
+
+/** A file-level problem the field types cannot say, under the field it is about. */
+function mismatch(ctx: z.RefinementCtx, field: string, message: string): void {
+  // Stryker disable next-line StringLiteral: the code is zod's bookkeeping; pbrl's messages print the path and message only
+  ctx.addIssue({ code: "custom", path: [field], message });
+}
+
+function checkPairCount(f: { num_pairs: number; pairs: readonly unknown[] }, ctx: z.RefinementCtx): void {
+  if (f.num_pairs !== f.pairs.length) mismatch(ctx, "num_pairs", `is ${f.num_pairs} but the file holds ${f.pairs.length} pairs`);
+}
 const tokenIdLists = z.array(z.array(z.number().int().min(0))).optional();
 
 export const PairRecordSchema = z
@@ -33,8 +43,7 @@ export const PairRecordSchema = z
     const n = r.prompts.length;
     for (const key of ["winner_completions", "loser_completions", "prompt_token_ids", "winner_token_ids", "loser_token_ids"] as const) {
       const v = r[key];
-      if (v !== undefined && v.length !== n)
-        ctx.addIssue({ code: "custom", path: [key], message: `has ${v.length} entries but prompts has ${n}; one per agent` });
+      if (v !== undefined && v.length !== n) mismatch(ctx, key, `has ${v.length} entries but prompts has ${n}; one per agent`);
     }
   });
 
@@ -55,17 +64,11 @@ export const RoundFileSchema = z
     scorer: z.enum(PREFERENCE_SCORERS).optional(),
     pairs: z.array(PairRecordSchema),
   })
-  .superRefine((f, ctx) => {
-    if (f.num_pairs !== f.pairs.length)
-      ctx.addIssue({ code: "custom", path: ["num_pairs"], message: `is ${f.num_pairs} but the file holds ${f.pairs.length} pairs` });
-  });
+  .superRefine(checkPairCount);
 export type RoundFile = z.infer<typeof RoundFileSchema>;
 
 /** The pairs a base trainer collected (`preference_pairs.json`). */
-export const PairsFileSchema = z.object({ num_pairs: z.number().int().min(0), pairs: z.array(PairRecordSchema) }).superRefine((f, ctx) => {
-  if (f.num_pairs !== f.pairs.length)
-    ctx.addIssue({ code: "custom", path: ["num_pairs"], message: `is ${f.num_pairs} but the file holds ${f.pairs.length} pairs` });
-});
+export const PairsFileSchema = z.object({ num_pairs: z.number().int().min(0), pairs: z.array(PairRecordSchema) }).superRefine(checkPairCount);
 export type PairsFile = z.infer<typeof PairsFileSchema>;
 
 export class PairFileError extends Error {
@@ -82,6 +85,7 @@ function formatIssues(error: z.ZodError): string {
 async function readValidated<S extends z.ZodType>(file: string, schema: S, what: string): Promise<z.infer<S>> {
   let text: string;
   try {
+    // Stryker disable next-line StringLiteral: JSON.parse reads a Buffer as the same UTF-8 text
     text = await fs.readFile(file, "utf8");
   } catch (err) {
     throw new PairFileError(`cannot read ${what} ${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : (err as Error).message}`);
@@ -109,7 +113,8 @@ export function roundFileName(round: number): string {
 }
 
 export async function writeRoundFile(file: string, round: number, pairs: readonly PairRecord[], scorer?: PreferenceScorer): Promise<void> {
-  const body = checked({ iteration: round, num_pairs: pairs.length, ...(scorer !== undefined && { scorer }), pairs }, RoundFileSchema, "round file");
+  // an unset scorer is left out of the file (JSON drops undefined), as CoMLRL's files have none
+  const body = checked({ iteration: round, num_pairs: pairs.length, scorer, pairs }, RoundFileSchema, "round file");
   await writeFileAtomic(file, JSON.stringify(body));
 }
 

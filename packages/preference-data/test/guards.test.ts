@@ -14,6 +14,7 @@ import {
   collectOpenComparisons,
   collectPreferencePairs,
   nonTiedPairs,
+  pairOf,
   PairFileError,
   PairsFileSchema,
   PolicySampler,
@@ -158,7 +159,7 @@ describe("a round's collections", async () => {
       [4, 5],
       [5, 5],
     ]);
-    expect(r.invalid.comparator).toBe(5); // " x" twice: the comparator's candidate 1 of each item
+    expect(r.invalid).toEqual({ target: 0, comparator: 5 }); // " x": the comparator's candidate 1 of each item
     expect(checked.filter((t) => t[0] === " x")).toHaveLength(5);
     expect(r.itemsWithPairs).toBe(new Set(r.pairs.map((x) => x.itemIndex)).size);
     expect(r.itemsWithPairs).toBeGreaterThan(0);
@@ -169,6 +170,46 @@ describe("a round's collections", async () => {
       // the comparator side of the pair is its candidate 0 (1 is invalid): " x e" for both agents, 4 e's less the target's
       const comparatorSide = record.winner_completions[0] === " x e" ? "winner" : "loser";
       expect(record[`${comparatorSide}_reward`]).toBe(record.comparator_raw_reward);
+    }
+  });
+
+  it("with known rewards: the candidate mean over both sides' valid candidates, the winner's and the loser's rewards, pairOf either way", async () => {
+    // the comparator's texts start with " x": 10 + j there, j on the agents' side
+    const known = (c: string[][]) => c[0]!.map((t, j) => (t.startsWith(" x") ? 10 + j : j));
+    const r = await collectComparisons({
+      ...common(sampler()),
+      rewardFunc: known,
+      isValid: (texts) => texts[0] !== " x",
+      pairSelection: "all",
+      pairsPerSample: null,
+      selectionRng: RngStream.fromSeed(0, "sel"),
+    });
+    // per item: valid target [0, 1], comparator [10] (its candidate 1 is invalid): one pair, the comparator's j = 0 over the target's
+    expect(r.pairs).toHaveLength(5);
+    expect(r.wins).toEqual({ target: 0, comparator: 5 });
+    for (const { record } of r.pairs) {
+      expect(record.candidate_reward_mean).toBeCloseTo(11 / 3, 12);
+      expect([record.winner_reward, record.loser_reward]).toEqual([10, 0]);
+      expect(record.winner_completions).toEqual([" x e", " x e"]);
+    }
+    const open = await collectOpenComparisons({ ...common(sampler()), comparisonsPerItem: 1, order: "index" });
+    const c = open.comparisons[0]!;
+    const byTarget = pairOf(c, "target", { winner_reward: 1, loser_reward: 0, candidate_reward_mean: 0.5 });
+    expect([byTarget.record.winner_completions, byTarget.record.loser_completions]).toEqual([c.target.texts, c.comparator.texts]);
+    expect(byTarget.tokens.map((t) => [t.winnerIds, t.loserIds])).toEqual(c.target.tokenIds.map((ids, a) => [ids, c.comparator.tokenIds[a]]));
+  });
+
+  it("a dataset that fills its last batch exactly gets no empty batch after it", async () => {
+    const four = { items: items.slice(0, 4) };
+    const base = { pairSelection: "all" as const, pairsPerSample: null, selectionRng: RngStream.fromSeed(0, "sel"), rewardFunc: countE };
+    for (const run of [
+      (s: CountingSampler) => collectComparisons({ ...common(s), ...four, ...base }),
+      (s: CountingSampler) => collectOpenComparisons({ ...common(s), ...four, comparisonsPerItem: 1, order: "index" }),
+      (s: CountingSampler) => collectPreferencePairs({ ...common(s), ...four, ...base }),
+    ]) {
+      const s = sampler();
+      await run(s);
+      expect(s.batches).toEqual([2, 2]);
     }
   });
 
@@ -253,6 +294,15 @@ describe("pair and round files", () => {
       /refusing to write an invalid pairs file: pairs\.0\.winner_reward: .*expected number, received Infinity/,
     );
     await expect(readRoundFile(bad)).rejects.toThrow(`round file ${bad} does not match the schema`);
+    // at most five problems are named, so a broken file does not flood the terminal
+    writeFileSync(bad, JSON.stringify({ num_pairs: 6, pairs: Array.from({ length: 6 }, () => ({ ...record, winner_reward: "high" })) }));
+    const many = await readPairsFile(bad).then(
+      () => "",
+      (e: Error) => e.message,
+    );
+    expect(many.split("; ")).toHaveLength(5);
+    // a read error other than a missing file says what it was
+    await expect(readPairsFile(dir)).rejects.toThrow(new RegExp(`cannot read pairs file ${dir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: EISDIR`));
     expect(PairsFileSchema.safeParse({ num_pairs: 1, pairs: [record] }).success).toBe(true);
   });
 });
