@@ -255,6 +255,16 @@ describe("a round's collections", async () => {
     }
   });
 
+  it("a chat prompt for an agent whose tokenizer has no chat template is refused, naming the item and the agent", async () => {
+    const chat = resolveFormatters((item: TaskItem) => [{ role: "user", content: String(item["prompt"]) }], 2);
+    // the same tokenizer without its template: what a checkpoint lacking chat_template.jinja loads as
+    const bare = Object.create(p.tokenizer!, { chatTemplate: { value: undefined } }) as typeof p.tokenizer & object;
+    const agents = [policy, { ...policy, tokenizer: bare }];
+    await expect(collectOpenComparisons({ ...common(sampler()), formatters: chat, agents, comparisonsPerItem: 1, order: "index" })).rejects.toThrow(
+      /^item 0: agent 1's prompt is a list of chat messages, but agent 1's tokenizer has no chat template/,
+    );
+  });
+
   it("chat prompts without a tokenizer for an agent are refused, naming it", async () => {
     const chat = resolveFormatters((item: TaskItem) => [{ role: "user", content: String(item["prompt"]) }], 2);
     await expect(collectOpenComparisons({ ...common(sampler()), formatters: chat, agents: [policy], comparisonsPerItem: 1, order: "index" })).rejects.toThrow(
