@@ -141,4 +141,38 @@ describe("sampling on the libtorch backend", () => {
       await useBackend(previous as BackendName);
     }
   });
+
+  // CPU float32 logits take the addon's row loop, anything else ATen's tensor path: a row whose
+  // mass is not finite sends the whole call to ATen, and a strided view goes there directly; both must draw chooseToken's tokens for the ordinary rows.
+  it.skipIf(missing !== undefined)("draws chooseToken's tokens on ATen's path too: a row with an infinite logit, a strided view", async () => {
+    const previous = tf.getBackend();
+    await useBackend("libtorch");
+    try {
+      const rows = 40;
+      const vocab = 300;
+      const o = { greedy: false, temperature: 0.6, topK: 50, topP: 0.6 };
+      const data = RngStream.fromSeed(9, "aten path");
+      const values = Float32Array.from({ length: rows * vocab }, () => Math.round((data.random() - 0.5) * 24) / 2);
+      const uniforms = Float64Array.from({ length: rows }, () => data.random());
+      const expected = (r: number) => chooseToken(values.subarray(r * vocab, (r + 1) * vocab), o, { random: () => uniforms[r]! } as unknown as RngStream);
+      const withInfinity = Float32Array.from(values);
+      withInfinity[7 * vocab + 3] = Infinity;
+      const infinite = tf.tensor2d(withInfinity, [rows, vocab]);
+      // The first `vocab` columns of a wider tensor: a view whose rows lie vocab + 4 floats apart.
+      const wide = Float32Array.from({ length: rows * (vocab + 4) }, (_, i) =>
+        i % (vocab + 4) < vocab ? values[Math.floor(i / (vocab + 4)) * vocab + (i % (vocab + 4))]! : 50,
+      );
+      const wideTensor = tf.tensor2d(wide, [rows, vocab + 4]);
+      const strided = tf.slice(wideTensor, [0, 0], [rows, vocab]);
+      const fromInfinite = libtorchSampleRows(infinite, uniforms, o);
+      const fromStrided = libtorchSampleRows(strided, uniforms, o);
+      tf.dispose([infinite, wideTensor, strided]);
+      for (let r = 0; r < rows; r++) {
+        expect(fromStrided[r], `strided row ${r}`).toBe(expected(r));
+        if (r !== 7) expect(fromInfinite[r], `row ${r} beside an infinite one`).toBe(expected(r));
+      }
+    } finally {
+      await useBackend(previous as BackendName);
+    }
+  });
 });
