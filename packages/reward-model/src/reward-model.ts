@@ -243,6 +243,7 @@ export class JointRewardModel extends ScalarHeadModel {
   }
 
   /** Scores of token rows, [rows]; differentiable with respect to head and backbone. */
+  // Stryker disable next-line StringLiteral: padRows pads on the right for every side but "left", so "" pads as "right" does
   rewardsForIds(rows: readonly (readonly number[])[], paddingSide: PaddingSide = "right"): tf.Tensor1D {
     return this.scalarsForIds(rows, paddingSide);
   }

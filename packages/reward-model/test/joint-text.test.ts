@@ -18,6 +18,9 @@ describe("jointText", () => {
     expect(jointText(["a", "b"], ["x"])).toBe(
       "Joint multi-agent response\n\nAgent 1 prompt:\na\n\nAgent 1 response:\nx\n\nAgent 2 prompt:\nb\n\nAgent 2 response:\n",
     );
+    expect(jointText(["a"], ["x", "y"])).toBe(
+      "Joint multi-agent response\n\nAgent 1 prompt:\na\n\nAgent 1 response:\nx\n\nAgent 2 prompt:\n\n\nAgent 2 response:\ny",
+    );
   });
 });
 

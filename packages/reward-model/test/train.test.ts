@@ -130,3 +130,28 @@ describe("Bradley–Terry training of the whole model", () => {
     }
   });
 });
+
+describe("reward_weight_decay reaches AdamW", () => {
+  it("one step with weightDecay 0.5 ends lr · 0.5 · w0 below the same step without decay", async () => {
+    // PyTorch's AdamW step: w ← w · (1 − lr · wd) − lr · m̂ / (√v̂ + ε). Both models start from the
+    // same head and see the same pairs in one batch, so their Adam terms are equal and the heads
+    // differ by exactly lr · wd · w0 = 0.01 · 0.5 · w0 = 0.005 · w0.
+    const pairs = train.slice(0, 4);
+    const make = () => JointRewardModel.create({ source: TINY_LLAMA, freezeBackbone: true, rng: RngStream.fromSeed(5, "head") });
+    const [plain, decayed] = [await make(), await make()];
+    try {
+      const w0 = Float32Array.from(plain.head.params.get("reward_head.weight")!.dataSync());
+      const opts = { learningRate: 0.01, epochs: 1, batchSize: 4, rng: RngStream.fromSeed(6, "shuffle") };
+      await plain.train(pairs, { ...opts, weightDecay: 0 });
+      await decayed.train(pairs, { ...opts, rng: RngStream.fromSeed(6, "shuffle"), weightDecay: 0.5 });
+      const a = plain.head.params.get("reward_head.weight")!.dataSync();
+      const b = decayed.head.params.get("reward_head.weight")!.dataSync();
+      const worst = Math.max(...Array.from(w0, (w, i) => Math.abs(a[i]! - b[i]! - 0.005 * w)));
+      expect(worst).toBeLessThan(1e-6);
+      expect(Math.max(...Array.from(w0, (w) => Math.abs(w)))).toBeGreaterThan(1e-2); // so the check above is no 0 ≈ 0
+    } finally {
+      plain.dispose();
+      decayed.dispose();
+    }
+  });
+});
