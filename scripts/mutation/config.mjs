@@ -6,14 +6,14 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 
-/** @param {{ mutate: string[] }} o */
+/** @param {{ mutate: string[], vitestConfig?: string }} o  vitestConfig: the vitest config Stryker runs (default vitest.config.ts), e.g. one that includes only the tests of the mutated files */
 export function mutationConfig(o) {
   return {
     mutate: o.mutate,
     testRunner: "vitest",
     // pnpm keeps the plugin out of Stryker's own resolution paths: named by its file.
     plugins: [require.resolve("@stryker-mutator/vitest-runner")],
-    vitest: { configFile: "vitest.config.ts" },
+    vitest: { configFile: o.vitestConfig ?? "vitest.config.ts" },
     inPlace: true,
     incremental: true,
     incrementalFile: "reports/mutation/incremental.json",

@@ -39,13 +39,15 @@ export function writeRunMarker(dir: string, entries: Iterable<string>): void {
   const body = JSON.stringify({ written_by: "pbrl", about: ABOUT, entries: [...new Set(entries)].sort() }, null, 2) + "\n";
   const fd = openSync(tmp, "w");
   try {
-    writeSync(fd, body);
-    fsyncSync(fd);
+    try {
+      writeSync(fd, body);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, file);
   } catch (err) {
-    closeSync(fd);
-    rmSync(tmp, { force: true });
+    rmSync(tmp, { force: true }); // a marker not written leaves nothing behind
     throw err;
   }
-  closeSync(fd);
-  renameSync(tmp, file);
 }

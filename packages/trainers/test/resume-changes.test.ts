@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../src/config/define-config.js";
-import { checkResumeChanges, configChanges, RESUMABLE_FIELDS } from "../src/resume-changes.js";
+import { checkpointConfig, checkResumeChanges, configChanges, RESUMABLE_FIELDS } from "../src/resume-changes.js";
 
 describe("what a resume may change", () => {
   it("lists every field whose value differs, in field order, with both values", () => {
@@ -84,5 +84,76 @@ describe("fields added after a checkpoint was written", () => {
     };
     expect(configChanges(saved, current)).toEqual([]);
     expect(configChanges(saved, { ...current, use_peft: true })).toEqual([{ field: "use_peft", from: false, to: true }]);
+  });
+});
+
+describe("the fields a resume may change, and how a refusal reads", () => {
+  it("each field about how long, where and how fast, and what is logged or saved at the end may change", () => {
+    const resumable = [
+      "num_iterations",
+      "backend",
+      "agent_devices",
+      "reference_devices",
+      "comparator_devices",
+      "critic_devices",
+      "reward_model_device",
+      "parallel_training",
+      "reward_concurrency",
+      "reward_timeout_s",
+      "comparator_api_timeout",
+      "comparator_api_max_concurrency",
+      "comparator_api_max_retries",
+      "comparator_api_max_response_bytes",
+      "comparator_api_key_env",
+      "comparator_api_headers",
+      "verbose",
+      "logging_steps",
+      "eval_interval",
+      "eval_num_samples",
+      "eval_batch_size",
+      "save_dtype",
+      "report_to",
+      "push_to_hub",
+      "hub_model_id",
+      "hub_private_repo",
+    ];
+    for (const field of resumable) expect(checkResumeChanges([{ field, from: 1, to: 2 }], "ck"), field).toEqual([{ field, from: 1, to: 2 }]);
+    expect([...RESUMABLE_FIELDS].sort()).toEqual([...resumable].sort());
+  });
+
+  it("a refusal is a ConfigError of the resume, one line per field", () => {
+    let err: unknown;
+    try {
+      checkResumeChanges(
+        [
+          { field: "seed", from: 1, to: 2 },
+          { field: "comparator_policy", from: "history", to: "current" },
+        ],
+        "/runs/a/checkpoints/round_0002",
+      );
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toBe(
+      [
+        "invalid resume (fields that must keep the checkpoint's values):",
+        "  - seed: the checkpoint /runs/a/checkpoints/round_0002 was trained with 1, this run has 2; a resume must keep it (set it back, or start a new run in another output_dir)",
+        '  - comparator_policy: the checkpoint /runs/a/checkpoints/round_0002 was trained with "history", this run has "current"; a resume must keep it (set it back, or start a new run in another output_dir)',
+      ].join("\n"),
+    );
+  });
+
+  it("where the run folder is and how the start was asked for are never changes, and are left out of a checkpoint", () => {
+    const start = { output_dir: "/a", resume_from_checkpoint: null, overwrite_output_dir: false };
+    expect(
+      configChanges({ trainer: "madpo_iter", ...start }, { trainer: "madpo_iter", output_dir: "/b", resume_from_checkpoint: true, overwrite_output_dir: true }),
+    ).toEqual([]);
+    expect(checkpointConfig({ trainer: "madpo_iter", num_iterations: 2, ...start })).toEqual({ trainer: "madpo_iter", num_iterations: 2 });
+  });
+
+  it("a MADPO config keeping madpo_score_last_token at its default is no change (the field is still its own)", () => {
+    const madpo = { trainer: "madpo_iter", madpo_score_last_token: false };
+    expect(configChanges(madpo, { ...madpo })).toEqual([]);
   });
 });
