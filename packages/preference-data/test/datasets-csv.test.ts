@@ -73,6 +73,77 @@ describe("csvRows", () => {
   });
 });
 
+describe("parseCsv and csvRows, every line end and every message", () => {
+  const thrown = (f: () => unknown): CsvSyntaxError => {
+    try {
+      f();
+    } catch (e) {
+      return e as CsvSyntaxError;
+    }
+    throw new Error("expected a failure");
+  };
+
+  it("counts CRLF as one line break, a lone CR or LF as one each, blank lines included", () => {
+    expect(parseCsv("a\n\nb\r\rc\r\n\r\nd\n\r\ne")).toEqual([
+      { line: 1, fields: ["a"] },
+      { line: 3, fields: ["b"] },
+      { line: 5, fields: ["c"] },
+      { line: 7, fields: ["d"] },
+      { line: 9, fields: ["e"] },
+    ]);
+  });
+
+  it("counts the line breaks inside a quoted field the same way, and ends a record after one at a CR", () => {
+    expect(parseCsv('"x\r\ny","p\rq\n\nr"\rnext\r\n"a\r\r\nb"\nlast')).toEqual([
+      { line: 1, fields: ["x\r\ny", "p\rq\n\nr"] },
+      { line: 6, fields: ["next"] }, // 1 + 1 + 3 breaks in the fields + the CR that ends the record
+      { line: 7, fields: ["a\r\r\nb"] },
+      { line: 10, fields: ["last"] }, // 7 + 2 breaks in the field + the LF
+    ]);
+    expect(parseCsv('"a""b""",""""\n')).toEqual([{ line: 1, fields: ['a"b"', '"'] }]);
+    // a closing quote at the very end of the text ends the field, the record and the text
+    expect(parseCsv('a\n"x"')).toEqual([
+      { line: 1, fields: ["a"] },
+      { line: 2, fields: ["x"] },
+    ]);
+  });
+
+  it("says exactly where a quote is never closed or text follows a closing quote, with the fix", () => {
+    const open = thrown(() => parseCsv('a,b\n1,2\n3,"never\nclosed\n'));
+    expect(open).toBeInstanceOf(CsvSyntaxError);
+    expect(open.name).toBe("CsvSyntaxError");
+    expect(open.line).toBe(3);
+    expect(open.message).toBe('line 3: a quoted field starts here and is never closed; close it with " (and write a quote inside it as "")');
+    const after = thrown(() => parseCsv('a,b\n1,"x\ny"z\n'));
+    expect(after.line).toBe(3);
+    expect(after.message).toBe(
+      'line 3: "z" follows the closing quote of a field; a field that holds quotes must be quoted as a whole, with each quote doubled ("say ""hi""")',
+    );
+    expect(thrown(() => parseCsv('"x" ')).message).toMatch(/^line 1: " " follows the closing quote/);
+  });
+
+  it("names every column (the empty ones by index) and maps each field to its column", () => {
+    expect(csvRows(",a,\n1,2,3\n")).toEqual([{ "Unnamed: 0": "1", a: "2", "Unnamed: 2": "3" }]);
+  });
+
+  it("gives the line and the fix for an empty file, a repeated column and a ragged row", () => {
+    for (const text of ["", "\n\r\n"]) {
+      const empty = thrown(() => csvRows(text));
+      expect(empty.line).toBe(1);
+      expect(empty.message).toBe("the file is empty; its first line must name the columns (e.g. id,prompt)");
+    }
+    const twice = thrown(() => csvRows("\n\nid,a,b,a\n1,2,3,4\n"));
+    expect(twice.line).toBe(3);
+    expect(twice.message).toBe('line 3: the header names column "a" twice; column names must be unique');
+    const ragged = thrown(() => csvRows("\nid,topic\nt0,cat\nt1,dog,extra\n"));
+    expect(ragged.line).toBe(4);
+    expect(ragged.message).toBe('line 4 has 3 fields, the header (line 2) has 2; quote a field that contains commas or line breaks ("a, b")');
+    expect(thrown(() => csvRows("a,b,c\nx\n")).message).toBe(
+      'line 2 has 1 field, the header (line 1) has 3; quote a field that contains commas or line breaks ("a, b")',
+    );
+  });
+});
+
 describe("CSV dataset files", () => {
   it("loads the fixture written by Python's csv module (CRLF, quotes, a line break) as the JSONL fixture's items", async () => {
     const csv = await loadDataset({ key: "train_dataset", source: path.join(FIXTURES, "items.csv") });

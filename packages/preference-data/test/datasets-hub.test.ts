@@ -6,7 +6,7 @@ import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlink
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { loadDataset, type DatasetRequest } from "../src/index.js";
 import { commitOf, startDatasetHub as startHub, type DatasetHubRepo as HubRepo, type DatasetHubDouble as LoopbackHub } from "@pbrl/test-fixtures";
 
@@ -263,5 +263,59 @@ describe("hub datasets", () => {
     expect(readFileSync(path.join(cache, "datasets--pbrl-test--text-only", "refs", "refs", "convert", "parquet"), "utf8")).toBe(commitOf("text parquet"));
     process.env["HF_HUB_OFFLINE"] = "1";
     expect(await load({ source: "pbrl-test/text-only" })).toEqual(await jsonlItems());
+  });
+
+  it("without data files pbrl reads and without a Parquet conversion: what the repository holds, and the fix", async () => {
+    await hub.close();
+    hub = await startHub([
+      { id: "pbrl-test/txt", revisions: { main: { sha: commitOf("txt"), files: { "train.txt": "a\n", "test.tsv": "b\n" } } } },
+      { id: "pbrl-test/empty", revisions: { main: { sha: commitOf("empty"), files: { "README.md": "# nothing\n" } } } },
+    ]);
+    process.env["HF_ENDPOINT"] = hub.url;
+    const tail =
+      "and there is no Parquet conversion of it (branch refs/convert/parquet); pbrl reads .jsonl, .json, .csv and .parquet: convert the data to one of these and pass the file";
+    expect(await failure(load({ source: "pbrl-test/txt" }))).toMatchObject({
+      name: "DatasetError",
+      code: "layout",
+      message: `train_dataset: hub dataset pbrl-test/txt: its data files are .txt, .tsv, which pbrl does not read, ${tail}`,
+    });
+    expect((await failure(load({ source: "pbrl-test/empty" }))).message).toBe(`train_dataset: hub dataset pbrl-test/empty: it holds no data files, ${tail}`);
+    // the conversion was asked for, on main only
+    expect(hub.requests.filter((r) => r.path.includes("refs%2Fconvert%2Fparquet")).map((r) => r.path)).toEqual([
+      "/api/datasets/pbrl-test/txt/revision/refs%2Fconvert%2Fparquet",
+      "/api/datasets/pbrl-test/empty/revision/refs%2Fconvert%2Fparquet",
+    ]);
+  });
+
+  it("offline: the message names the revision, the split, the cache and the fix, word for word", async () => {
+    process.env["HF_HUB_OFFLINE"] = "1";
+    expect(await failure(load({ source: "pbrl-test/items", revision: "v1", split: "test" }))).toMatchObject({
+      name: "DatasetError",
+      code: "unavailable",
+      message: `train_dataset: hub dataset pbrl-test/items@v1 (split "test") is not in the Hugging Face cache (${path.join(cache, "datasets--pbrl-test--items")}) and HF_HUB_OFFLINE is set: run once without HF_HUB_OFFLINE on a machine that reaches ${hub.url} (with the same HF_HUB_CACHE), or pass a local file`,
+    });
+  });
+
+  it("without a log option, progress lines go to stderr, one a line", async () => {
+    const written: string[] = [];
+    // stderr is captured for this one load (and put back), not forwarded
+    const spy = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      await loadDataset({ key: "train_dataset", source: "pbrl-test/gated" }, { hub: { token: "good-token" } });
+    } finally {
+      spy.mockRestore();
+    }
+    // "id\ng0\n": 6 bytes
+    expect(written).toEqual([`pbrl: train_dataset: hub dataset pbrl-test/gated: downloading train.csv (6 B) from ${hub.url}\n`]);
+  });
+
+  it("an empty data file (listed with size 0) is a file, with no items", async () => {
+    await hub.close();
+    hub = await startHub([{ id: "pbrl-test/none", revisions: { main: { sha: commitOf("none"), files: { "train.jsonl": "" } } } }]);
+    process.env["HF_ENDPOINT"] = hub.url;
+    expect(await load({ source: "pbrl-test/none" })).toEqual([]);
   });
 });

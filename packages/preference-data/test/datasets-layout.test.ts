@@ -181,3 +181,113 @@ describe("local dataset folders", () => {
     );
   });
 });
+
+describe("the datasets rules, case by case", () => {
+  const card = (yaml: string) => `---\n${yaml}\n---\n# A dataset\n`;
+  const layout = (files: string[], readme?: string, config?: string) => datasetSplits(files, readme, config, "ds", "train_dataset_config");
+  const thrown = (f: () => unknown): Error => {
+    try {
+      f();
+    } catch (e) {
+      return e as Error;
+    }
+    throw new Error("expected a failure");
+  };
+
+  it("takes the extension from the file name only, keeping a compression suffix after a format", () => {
+    expect(dataExtension("v1.0/train")).toBe("");
+    expect(dataExtension("data/README")).toBe("");
+    expect(dataExtension("my.data.csv")).toBe(".csv");
+    expect(dataExtension("x.gz")).toBe(".gz");
+    expect(dataExtension("d/train.JSONL.GZ")).toBe(".jsonl.gz");
+  });
+
+  it("hides only path parts that start with . or __, and ignores the names datasets ignores in any folder", () => {
+    expect(splits(["data__/train.jsonl", "__cache/train.jsonl", "meta/dataset_info.json", "x/dummy_data.zip"])).toEqual({ train: ["data__/train.jsonl"] });
+  });
+
+  it("sorts the files of every rule, whatever order they are listed in", () => {
+    expect(splits(["data/train-00001-of-00002.csv", "data/train-00000-of-00002.csv"])).toEqual({
+      train: ["data/train-00000-of-00002.csv", "data/train-00001-of-00002.csv"],
+    });
+    expect(splits(["train/b.csv", "train/a.csv"])).toEqual({ train: ["train/a.csv", "train/b.csv"] });
+    expect(splits(["z.csv", "a.csv"])).toEqual({ train: ["a.csv", "z.csv"] });
+    // other split names after train, validation, test, alphabetically (the Parquet conversion lists them in file order)
+    expect([...convertedSplits(["c/b-alpha.parquet", "c/a-zeta.parquet", "c/c-test.parquet"], undefined, "ds", "k").splits.keys()]).toEqual([
+      "test",
+      "alpha",
+      "zeta",
+    ]);
+  });
+
+  it("infers the format from the most common data extension (ties to the first seen), and reports only formats pbrl does not read", () => {
+    expect(splits(["a.csv", "b.parquet", "c.parquet"])).toEqual({ train: ["b.parquet", "c.parquet"] });
+    expect(splits(["a.csv", "b.parquet"])).toEqual({ train: ["a.csv"] });
+    // a split left without files of that format is dropped
+    expect(splits(["train.parquet", "valid.csv"])).toEqual({ train: ["train.parquet"] });
+    expect(layout(["train.parquet"]).unsupported).toEqual([]);
+    expect(layout(["a.txt", "b.txt", "c.csv"]).unsupported).toEqual([".txt"]);
+    // files that are no data of any kind are no format, not an unsupported one
+    expect(layout(["LICENSE", "notes.md"])).toEqual({ config: "default", configs: ["default"], splits: new Map(), unsupported: [] });
+    // data_files may match files that are not data: they do not count
+    expect(splits(["LICENSE", "NOTICE", "a.csv"], card(["configs:", "- config_name: default", '  data_files: "*"'].join("\n")))).toEqual({ train: ["a.csv"] });
+  });
+
+  it("reads a YAML header only at the very start of README.md", () => {
+    const late = `# Title\n${card(["configs:", "- config_name: x", "  data_files: x/*.csv"].join("\n"))}`;
+    expect(layout(["train.csv", "x/a.csv"], late).configs).toEqual(["default"]);
+  });
+
+  it("resolves data_files patterns: a leading / or ./ is the dataset's root, each file once, hidden files only when a pattern names them", () => {
+    const files = ["data/c.csv", "data/.b.csv", ".hidden/a.csv", "data/a.csv"];
+    const with_ = (data_files: string) => splits(files, card(["configs:", "- config_name: default", `  data_files: ${data_files}`].join("\n")));
+    expect(with_('["/data/c.csv", "./data/a.csv"]')).toEqual({ train: ["data/c.csv", "data/a.csv"] });
+    expect(with_('["data/*.csv", "data/a.csv"]')).toEqual({ train: ["data/a.csv", "data/c.csv"] });
+    expect(with_('"./data/*.csv"')).toEqual({ train: ["data/a.csv", "data/c.csv"] });
+    expect(with_('"data/.b*.csv"')).toEqual({ train: ["data/.b.csv"] });
+    expect(with_('".hidden/*.csv"')).toEqual({ train: [".hidden/a.csv"] });
+    expect(with_('["data/a.csv", "data/c.csv"]')).toEqual({ train: ["data/a.csv", "data/c.csv"] });
+  });
+
+  it("takes a subset without a name as the default one, and a data_dir written ./dir/", () => {
+    expect(splits(["a.csv", "b.csv"], card(["configs:", "- data_files: b.csv"].join("\n")))).toEqual({ train: ["b.csv"] });
+    expect(splits(["small/train.csv", "big/train.csv"], card(["configs:", "- config_name: s", "  data_dir: ./small/"].join("\n")))).toEqual({
+      train: ["small/train.csv"],
+    });
+  });
+
+  it("names what is wrong with configs and data_files in README.md", () => {
+    for (const yaml of ["configs: 5", "configs:\n- 1"])
+      expect(thrown(() => layout(["a.csv"], card(yaml)))).toMatchObject({
+        name: "DatasetError",
+        code: "layout",
+        message: "ds: README.md's configs must be a list of {config_name, data_files}",
+      });
+    expect(thrown(() => layout(["a.csv"], card(["configs:", "- config_name: d", "  data_files:", "  - split: train"].join("\n"))))).toMatchObject({
+      code: "layout",
+      message: `ds: README.md's data_files entries need a split name and a path or list of paths; got {"split":"train"}`,
+    });
+    expect(thrown(() => layout(["a.csv"], card(["configs:", "- config_name: d", "  data_files:", "    train: 5"].join("\n"))))).toMatchObject({
+      code: "layout",
+      message: `ds: README.md's data_files entries need a split name and a path or list of paths; got {"split":"train","path":5}`,
+    });
+    expect(thrown(() => layout(["a.csv"], card(["configs:", "- config_name: d", "  data_files: 5"].join("\n"))))).toMatchObject({
+      code: "layout",
+      message: "ds: README.md's data_files must be a path, a list, or a list of {split, path}",
+    });
+  });
+
+  it("reads globs as fsspec does, case by case", () => {
+    expect(globToRegExp("data/**").test("data/a/b.csv")).toBe(true);
+    expect(globToRegExp("**.csv").test("a/b.csv")).toBe(true);
+    expect(globToRegExp("**/x.csv").test("ax.csv")).toBe(false);
+    expect(globToRegExp("**/x.csv").test("a/x.csv")).toBe(true);
+    expect(globToRegExp("a*b").test("a/b")).toBe(false);
+    expect(globToRegExp("a[]").test("a[]")).toBe(true);
+    expect(globToRegExp("a[x").test("a[x")).toBe(true);
+    expect(globToRegExp("part-[0-9].json").test("part-a.json")).toBe(false);
+    expect(globToRegExp("part-[!0-9].json").test("part-!.json")).toBe(true);
+    expect(globToRegExp("part-[!0-9].json").test("part-a.json")).toBe(true);
+    expect(globToRegExp("a[\\x]").test("a\\")).toBe(true);
+  });
+});

@@ -105,3 +105,58 @@ describe("Parquet dataset files", () => {
     expect(await loadDataset({ key: "train_dataset", source: path.join(dir, "good.csv") })).toEqual([{ id: "t0", topic: "cat" }]);
   });
 });
+
+describe("Parquet codecs and damage, in pbrl's words", () => {
+  /** items.gzip.parquet with its columns' codec (ColumnMetaData field 4, thrift compact: 0x15, then 2 zigzagged) set to another one. */
+  const recoded = (codec: number): Buffer => {
+    const b = Buffer.from(readFileSync(path.join(FIXTURES, "items.gzip.parquet")));
+    const start = b.length - 8 - b.readUInt32LE(b.length - 8);
+    let patched = 0;
+    for (let i = start; i < b.length - 8; i++)
+      if (b[i] === 0x15 && b[i + 1] === 0x04 && b[i + 2] === 0x16) {
+        b[i + 1] = codec * 2;
+        patched++;
+      }
+    expect(patched).toBe(2); // both columns, id and topic
+    return b;
+  };
+  const failure = (file: string): Promise<Error> =>
+    loadDataset({ key: "train_dataset", source: file }).then(
+      () => new Error("expected a failure"),
+      (e: unknown) => e as Error,
+    );
+
+  it("a codec pbrl cannot decode (LZO) names the codecs it reads and how to re-save the file", async () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), "pbrl-parquet-")), "lzo.parquet");
+    writeFileSync(file, recoded(3));
+    const err = await failure(file);
+    expect(err).toMatchObject({ name: "DatasetError", code: "invalid_file" });
+    expect(err.message).toBe(
+      `train_dataset: ${file} is not a readable Parquet file: parquet unsupported compression codec: LZO; pbrl reads Parquet compressed with snappy, gzip, brotli${"zstdDecompressSync" in zlib ? ", zstd" : " (zstd from Node 22.15)"} or none: re-save it, e.g. pyarrow.parquet.write_table(table, path, compression="snappy")`,
+    );
+  });
+
+  it("BROTLI pages go to node:zlib's brotli decoder (gzip bytes labelled BROTLI: its own finding)", async () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), "pbrl-parquet-")), "brotli.parquet");
+    writeFileSync(file, recoded(4));
+    let why = "";
+    try {
+      zlib.brotliDecompressSync(zlib.gzipSync("x"));
+    } catch (e) {
+      why = (e as Error).message;
+    }
+    expect((await failure(file)).message).toBe(
+      `train_dataset: ${file} is not a readable Parquet file: its contents could not be decoded (${why}); it is damaged, or not written by a Parquet writer`,
+    );
+  });
+
+  it("a file missing the last 10 bytes of its data pages (hyparquet reads past the end of a DataView: a RangeError)", async () => {
+    const real = readFileSync(path.join(FIXTURES, "items.parquet"));
+    const metadata = real.length - 8 - real.readUInt32LE(real.length - 8);
+    const file = path.join(mkdtempSync(path.join(tmpdir(), "pbrl-parquet-")), "hollow.parquet");
+    writeFileSync(file, Buffer.concat([real.subarray(0, metadata - 10), real.subarray(metadata)]));
+    expect((await failure(file)).message).toBe(
+      `train_dataset: ${file} is not a readable Parquet file: an offset or length inside it points past its end; it is damaged or cut short`,
+    );
+  });
+});

@@ -30,8 +30,9 @@ function jsonItems(text: string, file: string, key: string, known: boolean): unk
       throw new DatasetError("invalid_file", `${key}: ${file} is not valid JSON: ${(err as Error).message}${note}`);
     }
   }
+  // Lines are counted in the file as written, blank ones before the first item included.
   const items: unknown[] = [];
-  trimmed.split("\n").forEach((line, i) => {
+  text.split("\n").forEach((line, i) => {
     if (line.trim() === "") return;
     try {
       items.push(JSON.parse(line));

@@ -15,7 +15,9 @@ export async function hubHttpError(res: Response, what: string, c: HubClient, re
   try {
     // Only the start of the message is shown: a longer body is not read.
     const raw = await readBodyCapped(res, 64 * 1024);
+    // Stryker disable next-line ConditionalExpression: undefined.toString throws a TypeError, which the catch below turns into no detail, as undefined does
     const body = raw === undefined ? undefined : (JSON.parse(raw.toString("utf8")) as { error?: unknown } | null);
+    // Stryker disable next-line OptionalChaining: null.error throws a TypeError, which the catch below turns into no detail, as the check does
     if (typeof body?.error === "string") detail = ` (${body.error.slice(0, 200)})`;
   } catch {
     // not JSON: the status says enough

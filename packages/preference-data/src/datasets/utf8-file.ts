@@ -12,7 +12,8 @@ const strict = new TextDecoder("utf-8", { fatal: true });
  * surrogates, nothing above U+10FFFF, no truncated sequence), or -1 when all of `bytes` is valid.
  */
 export function firstInvalidUtf8(bytes: Uint8Array): number {
-  const cont = (i: number, lo = 0x80, hi = 0xbf) => i < bytes.length && bytes[i]! >= lo && bytes[i]! <= hi;
+  // Past the end bytes[i] is undefined, and every comparison with undefined is false.
+  const cont = (i: number, lo = 0x80, hi = 0xbf) => bytes[i]! >= lo && bytes[i]! <= hi;
   let i = 0;
   while (i < bytes.length) {
     const b = bytes[i]!;
@@ -36,9 +37,10 @@ export function firstInvalidUtf8(bytes: Uint8Array): number {
 export function describeInvalidUtf8(bytes: Uint8Array): string {
   const at = firstInvalidUtf8(bytes);
   let line = 1;
+  // Stryker disable next-line EqualityOperator: i <= at also looks at bytes[at], which starts an invalid sequence, so is never 0x0A
   for (let i = 0; i < at; i++) if (bytes[i] === 0x0a) line++;
   const shown = Array.from(bytes.subarray(at, at + 4), (b) => `0x${b.toString(16).toUpperCase().padStart(2, "0")}`).join(" ");
-  const utf16 = bytes.length >= 2 && ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff));
+  const utf16 = (bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff);
   const cause = utf16 ? "it looks like UTF-16 (it starts with a UTF-16 byte-order mark)" : "it may be Latin-1/Windows-1252 or binary";
   return `invalid UTF-8 at byte offset ${at} (line ${line}; bytes ${shown}); ${cause}. Save it as UTF-8 (e.g. iconv -f LATIN1 -t UTF-8)`;
 }
