@@ -88,7 +88,7 @@ export function advantageModeFor(rlAlgorithm: string): AdvantageMode {
 
 function checkReturns(returns: readonly number[]): void {
   if (returns.length === 0) throw new RangeError("advantages of an empty group: a group needs at least one return");
-  const bad = returns.findIndex((r) => typeof r !== "number" || !Number.isFinite(r));
+  const bad = returns.findIndex((r) => !Number.isFinite(r));
   if (bad >= 0) throw new RangeError(`return ${bad} of the group is ${String(returns[bad])}; returns must be finite`);
 }
 
@@ -132,7 +132,7 @@ export function baselineAdvantages(returns: readonly number[], mode: AdvantageMo
 /** The divisor `normalize` applies to a group: std_pop(R), or 1 when G = 1 or the group has no spread. */
 export function normalizationScale(returns: readonly number[]): number {
   checkReturns(returns);
-  if (returns.length < 2) return 1;
+  // G = 1 needs no case of its own: one return has std_pop 0, below the floor, so the scale is 1.
   const s = stdPop(returns);
   return s < ADVANTAGE_STD_FLOOR ? 1 : s;
 }
@@ -155,7 +155,7 @@ export function groupAdvantages(returns: readonly number[], mode: AdvantageMode,
 export function shapeReturns(returns: readonly number[], penalties: readonly number[] | undefined): number[] {
   if (penalties === undefined) return [...returns];
   if (penalties.length !== returns.length) throw new RangeError(`${penalties.length} penalties for ${returns.length} returns; pass one per generation`);
-  const bad = penalties.findIndex((p) => typeof p !== "number" || !Number.isFinite(p));
+  const bad = penalties.findIndex((p) => !Number.isFinite(p));
   if (bad >= 0) throw new RangeError(`penalty ${bad} is ${String(penalties[bad])}; penalties must be finite`);
   return returns.map((r, k) => r - penalties[k]!);
 }

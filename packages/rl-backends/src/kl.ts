@@ -60,6 +60,7 @@ export function sequenceKl(policyLogProbs: readonly number[], referenceLogProbs:
  * adapter over the same base. The caller owns it and disposes it.
  */
 export function frozenReference(model: CausalLM, device?: string): CausalLM {
+  // Stryker disable next-line ConditionalExpression,LogicalOperator: for device undefined, where = device is undefined too.
   const where = device === undefined || device === "auto" || device === model.device() ? undefined : device;
   if (where === undefined && model.adapter?.isIdentity() === true) return model.baseModel();
   return model.clone(where);
@@ -112,6 +113,7 @@ export async function referenceKlsFrom(
 ): Promise<number[][][]> {
   const { estimator, batchSize } = checkKlInputs(policies, references, options);
   const rows = policies.map((_, a) => policyRows(rollouts, a));
+  // Stryker disable next-line ArrayDeclaration: with no rollouts agentKls returns [] without reading the policy's log-probs.
   const scored = await Promise.all(policies.map((_, a) => (rollouts.length === 0 ? [] : scorer.tokenLogProbs(a, rows[a]!, batchSize))));
   return policies.map((p, a) => agentKls(rollouts, scored[a]!, references[a]!, rows[a]!, p.padTokenId, batchSize, estimator));
 }
@@ -140,6 +142,7 @@ function agentKls(
   batchSize: number,
   estimator: KlEstimator,
 ): number[][] {
+  // Stryker disable next-line ConditionalExpression: no rollouts means no rows: the reference scores nothing and rollouts.map gives [] (the early return only skips the call).
   if (rollouts.length === 0) return [];
   const ref = scoreCompletions(reference, rows, { padTokenId, batchSize }).tokenLogProbs;
   const flat = policyLogProbs.map((lp, r) => sequenceKl(lp, ref[r]!, estimator));

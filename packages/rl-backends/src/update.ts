@@ -78,7 +78,7 @@ export function checkRollouts(agents: number, rollouts: readonly Rollout[], pena
       const r = rollouts[k]!;
       if (p.length !== r.returns.length)
         throw new RangeError(`penalties of agent ${a} on item ${r.itemIndex}: got ${p.length}, expected ${r.returns.length}, one per generation (${where})`);
-      const j = p.findIndex((x) => typeof x !== "number" || !Number.isFinite(x));
+      const j = p.findIndex((x) => !Number.isFinite(x));
       if (j >= 0) throw new NonFiniteError(`agent ${a} has a non-finite penalty (${String(p[j])}) for generation ${j} of item ${r.itemIndex} in ${where}`);
     });
   });

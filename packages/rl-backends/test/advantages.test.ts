@@ -131,3 +131,58 @@ describe("rl_algorithm → advantage mode", () => {
     expect(() => advantageModeFor("ppo")).toThrow(/"ppo".*magrpo, mareinforce, maremax, marloo, maac, iac/);
   });
 });
+
+describe("advantages: the edges and the exact messages", () => {
+  it("std_pop of no values is 0, of [1, 3] is 1; two returns are rescaled by their spread", () => {
+    expect(stdPop([])).toBe(0);
+    // [1, 3]: mean 2, deviations ±1 → √((1 + 1)/2) = 1.
+    expect(stdPop([1, 3])).toBe(1);
+    // [0, 4]: mean 2, std_pop 2 → raw [0, 4] / 2 = [0, 2]; G = 2 is rescaled (only G = 1 is not).
+    expect(normalizationScale([0, 4])).toBe(2);
+    expect(groupAdvantages([0, 4], "raw", true)).toEqual([0, 2]);
+  });
+
+  it("says what is wrong and what is accepted", () => {
+    expect(() => groupAdvantages([], "mean", false)).toThrow(/^advantages of an empty group: a group needs at least one return$/);
+    expect(() => normalizationScale([])).toThrow(/^advantages of an empty group/);
+    expect(() => groupAdvantages([1, NaN], "raw", false)).toThrow(/^return 1 of the group is NaN; returns must be finite$/);
+    expect(() => groupAdvantages([1, 2], "best" as AdvantageMode, false)).toThrow(/^advantage mode "best" is not one of mean, raw, max, rloo$/);
+    expect(() => shapeReturns(R, [1, 2])).toThrow(/^2 penalties for 3 returns; pass one per generation$/);
+    expect(() => shapeReturns(R, [0, -Infinity, 0])).toThrow(/^penalty 1 is -Infinity; penalties must be finite$/);
+    expect(() => advantageModeFor("ppo")).toThrow(
+      /^rl_algorithm: unknown value "ppo"; accepted: magrpo, mareinforce, maremax, marloo, maac, iac \(alias: mareforce = mareinforce\)$/,
+    );
+    expect(() => advantageModeFor(" IAC ")).toThrow(
+      /^rl_algorithm="iac" is an actor-critic algorithm and has no group baseline; the REINFORCE family is magrpo, mareinforce, maremax, marloo$/,
+    );
+  });
+
+  it("names are trimmed and case-insensitive", () => {
+    expect(canonicalRlAlgorithm("  MaReForce\t")).toBe("mareinforce");
+    expect(advantageModeFor(" marloo ")).toBe("rloo");
+  });
+});
+
+describe("advantages: far from zero, the first return, the error's name", () => {
+  it("the spread of returns far from zero is the spread of their deviations (no cancellation)", () => {
+    // R = [2^51 + 0.5, 2^51 − 0.5]: mean 2^51, deviations ±0.5 (all exact in float64) → std_pop = √((0.25 + 0.25)/2) = 0.5.
+    // Σ x² − n·mean² would lose it: 2^51 + 0.5 + 2^51 rounds to 2^52, and the result comes out √(0.25/2) ≈ 0.354.
+    expect(stdPop([2 ** 51 + 0.5, 2 ** 51 - 0.5])).toBe(0.5);
+  });
+
+  it("a non-finite first return is named too", () => {
+    expect(() => groupAdvantages([NaN, 1], "raw", false)).toThrow(/^return 0 of the group is NaN; returns must be finite$/);
+    expect(() => shapeReturns([1, 2], [NaN, 0])).toThrow(/^penalty 0 is NaN; penalties must be finite$/);
+  });
+
+  it("its errors are RlAlgorithmErrors by name", () => {
+    let err: Error | undefined;
+    try {
+      canonicalRlAlgorithm("ppo");
+    } catch (e) {
+      err = e as Error;
+    }
+    expect(err).toBeInstanceOf(RlAlgorithmError);
+    expect(err!.name).toBe("RlAlgorithmError");
+  });
+});

@@ -47,3 +47,31 @@ describe("value loss", () => {
     expect(() => valueLossTerms(V, R, { oldValues: [1] })).toThrow(/1 old values for 3 values/);
   });
 });
+
+describe("value loss: ties, no clipping, the exact messages", () => {
+  it("a tie between the two terms keeps the unclipped gradient", () => {
+    // V = 1, R = 0, V_old = −1.5, ε = 0.5: V − V_old = 2.5 → clipped to 0.5 → V_c = −1.
+    // (V − R)² = 1 = (V_c − R)²: a tie, so ℓ = ½ and dℓ/dV = V − R = 1, not clipped.
+    const t = valueLossTerms([1], [0], { oldValues: [-1.5], clipRange: 0.5 });
+    expect(t).toEqual({ losses: [0.5], grads: [1], clipped: [false] });
+  });
+
+  it("clipRange null (or absent) is no clipping even with old values given", () => {
+    // V = 1, R = 0, V_old = 5: unclipped ℓ = ½, grad 1 (clipped with any ε it would be ½(5 − ε)²).
+    expect(valueLossTerms([1], [0], { oldValues: [5], clipRange: null })).toEqual({ losses: [0.5], grads: [1], clipped: [false] });
+    expect(valueLossTerms([1], [0], { oldValues: [5] })).toEqual({ losses: [0.5], grads: [1], clipped: [false] });
+  });
+
+  it("says which value is wrong and how to fix it", () => {
+    expect(() => valueLossTerms(V, R, { oldValues: V, clipRange: -0.1 })).toThrow(
+      /^value_clip_range must be a finite number > 0 \(or null for no clipping\), got -0.1$/,
+    );
+    expect(() => valueLossTerms(V, R, { oldValues: V, clipRange: Infinity })).toThrow(/^value_clip_range must be a finite number > 0 .*, got Infinity$/);
+    expect(() => valueLossTerms(V, R, { oldValues: V, clipRange: NaN })).toThrow(/, got NaN$/);
+    expect(() => valueLossTerms(V, R, { clipRange: 0.2 })).toThrow(/^value loss: clipping \(value_clip_range\) needs the old values$/);
+    expect(() => valueLossTerms(V, [1])).toThrow(/^value loss: 1 targets for 3 values$/);
+    expect(() => valueLossTerms(V, R, { oldValues: [1] })).toThrow(/^value loss: 1 old values for 3 values$/);
+    expect(() => tf.tidy(() => valueLoss(tf.tensor1d(V), [1]))).toThrow(/^value loss: 1 targets for 3 values$/);
+    expect(() => tf.tidy(() => valueLoss(tf.tensor1d(V), R, { denominator: 0 }))).toThrow(/^value loss: denominator must be > 0, got 0$/);
+  });
+});
