@@ -1,5 +1,4 @@
 import { mutationConfig } from "../../scripts/mutation/config.mjs";
 
 // vitest.mutation.config.ts: the suite less the test that needs PyTorch (parity.test.ts).
-const config = mutationConfig({ mutate: ["src/**/*.ts", "!src/index.ts"] });
-export default { ...config, vitest: { ...config.vitest, configFile: "vitest.mutation.config.ts" } };
+export default mutationConfig({ mutate: ["src/**/*.ts", "!src/index.ts"], vitestConfig: "vitest.mutation.config.ts" });
