@@ -181,31 +181,103 @@ std::vector<PromptRows> RowsByPrompt(const Decoder& dec) {
   return runs;
 }
 
+// Register tiles for the attention of a decoding step (GCC vector extensions: each clone of the
+// callers below compiles them to its own vector width). The scores and the weighted values are
+// sums held in registers across the head dimension or the keys, not axpy passes over a buffer in
+// memory (a load, an add and a store per multiply): 16 rows of SmolLM2-135M on an Intel Xeon
+// (AVX-512), 6.1 → 4.3 ms of attention a step.
+typedef float V16 __attribute__((vector_size(64), aligned(4)));
+#define PBRL_TILE_INLINE static inline __attribute__((always_inline))
+
+PBRL_TILE_INLINE V16 Load16(const float* p) {
+  V16 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+PBRL_TILE_INLINE void Store16(float* p, V16 v) { __builtin_memcpy(p, &v, sizeof v); }
+
+// w[h·ldw + j] = q_h · k_j for H heads q [H, d] and n keys (a multiple of 16) stored transposed,
+// rows of ld floats: C blocks of 16 keys at a time, H × C sums in registers.
+template <int H, int C>
+PBRL_TILE_INLINE void ScoreTile(const float* q, int64_t d, const float* kt, int64_t ld, int64_t j, float* w, int64_t ldw) {
+  V16 acc[H][C] = {};
+  for (int64_t e = 0; e < d; e++) {
+    V16 k[C];
+    for (int c = 0; c < C; c++) k[c] = Load16(kt + e * ld + j + 16 * c);
+    for (int h = 0; h < H; h++) {
+      const float qe = q[h * d + e];
+      for (int c = 0; c < C; c++) acc[h][c] += qe * k[c];
+    }
+  }
+  for (int h = 0; h < H; h++)
+    for (int c = 0; c < C; c++) Store16(w + h * ldw + j + 16 * c, acc[h][c]);
+}
+
+template <int H>
+PBRL_TILE_INLINE void ScoreHeads(const float* q, int64_t d, const float* kt, int64_t ld, int64_t n, float* w, int64_t ldw) {
+  int64_t j = 0;
+  for (; j + 64 <= n; j += 64) ScoreTile<H, 4>(q, d, kt, ld, j, w, ldw);
+  for (; j < n; j += 16) ScoreTile<H, 1>(q, d, kt, ld, j, w, ldw);
+}
+
+// y[h·d + e0 + ·] += Σ over the kept keys j < n of p[h·ldp + j] · v_j[e0 + ·], for C blocks of 16
+// of the head dimension: H × C sums in registers, each value read once for the H heads.
+template <int H, int C>
+PBRL_TILE_INLINE void ValueTile(const float* p, int64_t ldp, const float* v, int64_t d, int64_t n, const uint8_t* keep, int64_t e0, float* y) {
+  V16 acc[H][C] = {};
+  for (int64_t j = 0; j < n; j++) {
+    if (!keep[j]) continue;
+    V16 x[C];
+    for (int c = 0; c < C; c++) x[c] = Load16(v + j * d + e0 + 16 * c);
+    for (int h = 0; h < H; h++) {
+      const float pj = p[h * ldp + j];
+      for (int c = 0; c < C; c++) acc[h][c] += pj * x[c];
+    }
+  }
+  for (int h = 0; h < H; h++)
+    for (int c = 0; c < C; c++) Store16(y + h * d + e0 + 16 * c, Load16(y + h * d + e0 + 16 * c) + acc[h][c]);
+}
+
+template <int H>
+PBRL_TILE_INLINE void ValueHeads(const float* p, int64_t ldp, const float* v, int64_t d, int64_t n, const uint8_t* keep, float* y) {
+  int64_t e = 0;
+  for (; e + 64 <= d; e += 64) ValueTile<H, 4>(p, ldp, v, d, n, keep, e, y);
+  for (; e + 16 <= d; e += 16) ValueTile<H, 1>(p, ldp, v, d, n, keep, e, y);
+  for (; e < d; e++)  // a head dimension that is not a multiple of 16
+    for (int64_t j = 0; j < n; j++)
+      if (keep[j])
+        for (int h = 0; h < H; h++) y[h * d + e] += p[h * ldp + j] * v[j * d + e];
+}
+
+// Up to four heads at a time (their tiles' sums fill the registers), for any group size g.
+#define PBRL_BY_HEADS(KERNEL, g, h0, ...)                         \
+  switch (std::min<int64_t>(4, (g) - (h0))) {                     \
+    case 1: KERNEL<1>(__VA_ARGS__); break;                        \
+    case 2: KERNEL<2>(__VA_ARGS__); break;                        \
+    case 3: KERNEL<3>(__VA_ARGS__); break;                        \
+    default: KERNEL<4>(__VA_ARGS__);                              \
+  }
+
 // The attention of the g query heads q [g, d] that share one key/value head, on the CPU in float32
 // (each key and value is read once for the g of them): scores over the prompt's keys kt1
 // (transposed, rows of n1 floats, zero-padded) and the row's own kt2 (rows of stride2), of which
 // the first p and t count, as keyMask m [p + t] says; one softmax per head; y [g, d] = Σ_j p_j·v_j
-// over the values (rows of d floats). w: room for g × (n1 + n2) scores, n1 and n2 multiples of 16.
+// over the values (rows of d floats). w: room for g × (n1 + n2) scores and g × d scaled queries,
+// n1 and n2 multiples of 16; keep: room for n1 + n2 flags.
 PBRL_CLONES void AttendGroup(const float* __restrict q, int64_t g, int64_t d, float scale, const float* kt1, int64_t n1, const float* v1, int64_t p,
                              const float* kt2, int64_t stride2, const float* v2, int64_t n2, int64_t t, const uint8_t* __restrict m, float* __restrict w,
-                             float* __restrict y) {
+                             uint8_t* __restrict keep, float* __restrict y) {
   const int64_t s = n1 + n2;
-  std::fill(w, w + g * s, 0.f);
-  for (int64_t e = 0; e < d; e++) {
-    const float* __restrict k1 = kt1 + e * n1;
-    const float* __restrict k2 = kt2 + e * stride2;
-    for (int64_t h = 0; h < g; h++) {
-      const float qe = q[h * d + e] * scale;
-      float* __restrict wh = w + h * s;
-      for (int64_t j = 0; j < n1; j++) wh[j] += qe * k1[j];
-      for (int64_t j = 0; j < n2; j++) wh[n1 + j] += qe * k2[j];
-    }
+  float* __restrict qs = w + g * s;
+  for (int64_t i = 0; i < g * d; i++) qs[i] = q[i] * scale;
+  for (int64_t h0 = 0; h0 < g; h0 += 4) {
+    PBRL_BY_HEADS(ScoreHeads, g, h0, qs + h0 * d, d, kt1, n1, n1, w + h0 * s, s)
+    PBRL_BY_HEADS(ScoreHeads, g, h0, qs + h0 * d, d, kt2, stride2, n2, w + h0 * s + n1, s)
   }
-  const auto counts = [&](int64_t j) { return j < n1 ? j < p && m[j] : j - n1 < t && m[p + j - n1]; };
-  std::fill(y, y + g * d, 0.f);
+  for (int64_t j = 0; j < s; j++) keep[j] = j < n1 ? j < p && m[j] : j - n1 < t && m[p + j - n1];
   for (int64_t h = 0; h < g; h++) {
     float* __restrict wh = w + h * s;
-    for (int64_t j = 0; j < s; j++) wh[j] = counts(j) ? wh[j] : -INFINITY;
+    for (int64_t j = 0; j < s; j++) wh[j] = keep[j] ? wh[j] : -INFINITY;
     const float mx = RowMax(wh, s);
     if (mx == -INFINITY) {  // not reached (a row's newest position is never masked): y stays 0
       std::fill(wh, wh + s, 0.f);
@@ -216,14 +288,10 @@ PBRL_CLONES void AttendGroup(const float* __restrict q, int64_t g, int64_t d, fl
     const float inv = 1.f / sum;
     for (int64_t j = 0; j < s; j++) wh[j] *= inv;
   }
-  for (int64_t j = 0; j < s; j++) {
-    if (!counts(j)) continue;
-    const float* __restrict v = j < n1 ? v1 + j * d : v2 + (j - n1) * d;
-    for (int64_t h = 0; h < g; h++) {
-      const float pj = w[h * s + j];
-      float* __restrict yh = y + h * d;
-      for (int64_t e = 0; e < d; e++) yh[e] += pj * v[e];
-    }
+  std::fill(y, y + g * d, 0.f);
+  for (int64_t h0 = 0; h0 < g; h0 += 4) {
+    PBRL_BY_HEADS(ValueHeads, g, h0, w + h0 * s, s, v1, d, p, keep, y + h0 * d)
+    PBRL_BY_HEADS(ValueHeads, g, h0, w + h0 * s + n1, s, v2, d, t, keep + n1, y + h0 * d)
   }
 }
 
@@ -239,11 +307,12 @@ at::Tensor CpuAttend(const Decoder& dec, const Layer& L, const at::Tensor& q, co
   float* o = out.data_ptr<float>();
   // Each job reads p + t keys and values of d floats for g heads: split only ≥ 2^17 multiply-adds per thread.
   at::parallel_for(0, b * kv, std::max<int64_t>(1, (int64_t{1} << 17) / (2 * g * (p + t) * d)), [&](int64_t lo, int64_t hi) {
-    std::vector<float> w(g * (n1 + n2));
+    std::vector<float> w(g * (n1 + n2 + d));
+    std::vector<uint8_t> keep(n1 + n2);
     for (int64_t job = lo; job < hi; job++) {
       const int64_t i = job / kv, prompt = dec.rowPrompt[i] * kv + job % kv;
       AttendGroup(qs + job * g * d, g, d, scale, pk + prompt * d * n1, n1, pv + prompt * p * d, p, ck + job * d * stride2, stride2, cv + job * own * d, n2, t,
-                  keyMask + i * (p + t), w.data(), o + job * g * d);
+                  keyMask + i * (p + t), w.data(), keep.data(), o + job * g * d);
     }
   });
   return out;
