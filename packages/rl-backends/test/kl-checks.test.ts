@@ -2,7 +2,7 @@
 // scoring at all), the scorer path (the same numbers as in this thread), and the messages of
 // every check (the field, the value, the fix).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RngStream, tf } from "@pbrl/core-tensor";
+import { DeviceUnavailableError, RngStream, tf } from "@pbrl/core-tensor";
 import { scoreCompletions, type CausalLM, type ScoringItem } from "@pbrl/models";
 import {
   collectRollouts,
@@ -78,6 +78,9 @@ describe("reference KL: defaults, empty batches, the scorer path and the message
       expect(ref.sharesBaseWith(lora)).toBe(true);
       ref.dispose();
     }
+    // Another device is never answered by the base where the policy is: it is a copy there, so
+    // a device no backend has is refused.
+    expect(() => frozenReference(lora, "cuda:99")).toThrow(DeviceUnavailableError);
     lora.dispose();
     plain.dispose();
   });
