@@ -1,15 +1,15 @@
 // Rollout scoring, the truncation side, and the errors bad input gets.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { assertNoTensorLeak, RngStream, tf } from "@pbrl/core-tensor";
 import type { PairRecord } from "@pbrl/preference-data";
 import { JointRewardModel, NonFiniteRewardError, RewardModelError, type RewardTrainOptions } from "../src/index.js";
 import { markerPairs, TINY_LLAMA } from "./helpers.js";
 
 let rm: JointRewardModel;
-beforeAll(async () => {
+beforeEach(async () => {
   rm = await JointRewardModel.create({ source: TINY_LLAMA, rng: RngStream.fromSeed(21, "head") });
 });
-afterAll(() => rm.dispose());
+afterEach(() => rm.dispose());
 
 const pairs = markerPairs(RngStream.fromSeed(22, "pairs"), 4);
 const trainOpts = (): RewardTrainOptions => ({ learningRate: 0.01, epochs: 1, batchSize: 2, rng: RngStream.fromSeed(23, "shuffle") });

@@ -3,7 +3,7 @@
 import { promises as fs } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { assertNoTensorLeak, RngStream } from "@pbrl/core-tensor";
 import { ScalarHead } from "@pbrl/models";
 import { JointRewardModel, negLogSigmoid, NonFiniteRewardError, RewardModelError } from "../src/index.js";
@@ -11,11 +11,11 @@ import { TINY_LLAMA } from "./helpers.js";
 
 let rm: JointRewardModel;
 let dir: string;
-beforeAll(async () => {
+beforeEach(async () => {
   rm = await JointRewardModel.create({ source: TINY_LLAMA, rng: RngStream.fromSeed(31, "head") });
   dir = await fs.mkdtemp(path.join(os.tmpdir(), "pbrl-rm-checks-"));
 });
-afterAll(async () => {
+afterEach(async () => {
   rm.dispose();
   await fs.rm(dir, { recursive: true, force: true });
 });

@@ -2,7 +2,7 @@
 // side, so a row scores the same alone, right-padded and left-padded in a batch. CoMLRL reads
 // position sum(mask) − 1, which is only right for right padding; the tests below show that rule
 // would give other scores here, so they can tell the two apart.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { assertNoTensorLeak, RngStream, tf } from "@pbrl/core-tensor";
 import { JointRewardModel, padRows, type JointInput, type PaddedBatch } from "../src/index.js";
 import { TINY_LLAMA, TINY_QWEN2 } from "./helpers.js";
@@ -71,12 +71,12 @@ describe.each([
   let rm: JointRewardModel;
   let rows: number[][];
   let alone: number[];
-  beforeAll(async () => {
+  beforeEach(async () => {
     rm = await JointRewardModel.create({ source: dir, rng: RngStream.fromSeed(5, "head") });
     rows = INPUTS.map((x) => rm.encode(x));
     alone = rm.scoreIds(rows, { batchSize: 1 });
   });
-  afterAll(() => rm.dispose());
+  afterEach(() => rm.dispose());
 
   it("right- and left-padded batches give each row its one-by-one score", () => {
     const lengths = rows.map((r) => r.length);
@@ -110,10 +110,10 @@ describe.each([
 
 describe("a real token equal to the pad id (tiny-qwen2: pad = eos = <|endoftext|>)", () => {
   let rm: JointRewardModel;
-  beforeAll(async () => {
+  beforeEach(async () => {
     rm = await JointRewardModel.create({ source: TINY_QWEN2, rng: RngStream.fromSeed(6, "head") });
   });
-  afterAll(() => rm.dispose());
+  afterEach(() => rm.dispose());
 
   it("a response that ends with EOS is read at that EOS, padded on either side", () => {
     const withEos: JointInput = { prompts: ["Name a colour.", "Say why."], completions: ["Blue", "It is calm.<|endoftext|>"] };

@@ -3,7 +3,7 @@
 import { existsSync, promises as fs } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { assertNoTensorLeak, readSafetensors, RngStream } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
 import { JointRewardModel, REWARD_CONFIG_FILE, REWARD_HEAD_FILE, type JointInput } from "../src/index.js";
@@ -18,13 +18,13 @@ const inputs: JointInput[] = pairs.flatMap((p) => [
 describe("JointRewardModel save and load", () => {
   let parent: string;
   let rm: JointRewardModel;
-  beforeAll(async () => {
+  beforeEach(async () => {
     parent = await fs.mkdtemp(path.join(os.tmpdir(), "pbrl-rm-"));
     rm = await JointRewardModel.create({ source: TINY_LLAMA, rng: RngStream.fromSeed(12, "head"), maxLength: 96 });
     // Train a little so neither the backbone nor the head equals anything on disk already.
     await rm.train(pairs, { learningRate: 0.01, epochs: 1, batchSize: 3, rng: RngStream.fromSeed(13, "shuffle") });
   });
-  afterAll(async () => {
+  afterEach(async () => {
     rm.dispose();
     await fs.rm(parent, { recursive: true, force: true });
   });
@@ -59,6 +59,7 @@ describe("JointRewardModel save and load", () => {
 
   it("load gives identical scores and settings", async () => {
     const dir = path.join(parent, "rm");
+    await rm.save(dir);
     const want = rm.scores(inputs);
     const loaded = await JointRewardModel.load(dir);
     try {
@@ -77,6 +78,7 @@ describe("JointRewardModel save and load", () => {
 
   it("saving again replaces the folder whole", async () => {
     const dir = path.join(parent, "rm");
+    await rm.save(dir);
     await fs.writeFile(path.join(dir, "stray.txt"), "from an older save");
     await rm.train(pairs.slice(0, 3), { learningRate: 0.01, epochs: 1, batchSize: 3, rng: RngStream.fromSeed(14, "shuffle") });
     await assertNoTensorLeak("save", () => rm.save(dir));
