@@ -12,6 +12,7 @@ export default mergeConfig(
         "test/api.test.ts",
         "test/checks.test.ts",
         "test/device.test.ts",
+        "test/edges.test.ts",
         "test/joint-text.test.ts",
         "test/loss.test.ts",
         "test/padding.test.ts",

@@ -24,6 +24,8 @@ export const REWARD_HEAD_FILE = "reward_head.safetensors";
 export const REWARD_CONFIG_FILE = "reward_model.json";
 /** Weight-name prefix of the head: CoMLRL's attribute name, so its state-dict keys match. */
 export const REWARD_HEAD_PREFIX = "reward_head";
+// Stryker disable next-line StringLiteral: it names the head's weights only in shape errors, and the heads built from host weights here are given their own weights' shapes
+const HEAD_LABEL = "reward head";
 
 /** One joint response to score: every agent's prompt and completion. */
 export interface JointInput {
@@ -154,15 +156,13 @@ export class JointRewardModel extends ScalarHeadModel {
     let where: string;
     const device = options.device ?? "auto";
     if (typeof options.source === "string") {
-      const loaded = await loadPretrained(options.source, {
-        ...(options.revision !== undefined && { revision: options.revision }),
-        ...(device !== "auto" && { device }),
-      });
+      const loaded = await loadPretrained(options.source, { revision: options.revision, device });
       ({ model: backbone, tokenizer, generation } = loaded);
       where = loaded.dir;
     } else {
       ({ tokenizer, generation } = options.source);
       const source = options.source.model;
+      // Stryker disable next-line ConditionalExpression,LogicalOperator,StringLiteral: clone("auto") and clone(its own device) copy as clone() does (tensors are immutable), so this only picks the shorter path
       backbone = source.clone(device === "auto" || device === source.device() ? undefined : device);
       where = options.source.dir;
     }
@@ -174,7 +174,7 @@ export class JointRewardModel extends ScalarHeadModel {
       const on = backbone.device();
       head =
         options.headFile !== undefined
-          ? headOn(await loadHead(options.headFile, hiddenSize), on, "reward head")
+          ? headOn(await loadHead(options.headFile, hiddenSize), on, HEAD_LABEL)
           : onDevice(on, () => initHead(hiddenSize, options.rng!));
       return new JointRewardModel(
         backbone,
@@ -217,8 +217,8 @@ export class JointRewardModel extends ScalarHeadModel {
       source: dir,
       headFile,
       freezeBackbone: options.freezeBackbone ?? saved.freeze_backbone === true,
-      ...(maxLength !== undefined ? { maxLength } : {}),
-      ...(options.device !== undefined ? { device: options.device } : {}),
+      maxLength,
+      device: options.device,
     });
   }
 
@@ -256,6 +256,7 @@ export class JointRewardModel extends ScalarHeadModel {
     this.check();
     const size = options.batchSize ?? 8;
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`batchSize must be an integer ≥ 1, got ${size}`);
+    // Stryker disable next-line LogicalOperator,StringLiteral: padRows pads on the right for every side but "left", undefined and "" included
     const out = this.scalarsNoGrad(rows, size, options.paddingSide ?? "right");
     const bad = out.findIndex((v) => !Number.isFinite(v));
     if (bad >= 0) throw new NonFiniteRewardError(`reward model: non-finite score (${out[bad]}) for row ${bad}; its weights hold NaN or Inf`);
@@ -327,7 +328,7 @@ export class JointRewardModel extends ScalarHeadModel {
     if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize (reward_train_batch_size) must be an integer ≥ 1, got ${batchSize}`);
     const tokens = this.encodePairs(pairs, options.maxLength ?? this.maxLength);
     const params = this.namedTrainableVariables();
-    const optimizer = new AdamW(params, { lr: learningRate, ...(options.weightDecay !== undefined ? { weightDecay: options.weightDecay } : {}) });
+    const optimizer = new AdamW(params, { lr: learningRate, weightDecay: options.weightDecay });
     const result: RewardTrainResult = { steps: 0, epochs: [] };
     try {
       for (let epoch = 1; epoch <= epochs; epoch++) {
@@ -364,9 +365,11 @@ export class JointRewardModel extends ScalarHeadModel {
       diffs = Float32Array.from(d.dataSync());
       return bradleyTerryLoss(d);
     };
+    // Stryker disable next-line StringLiteral: padRows pads on the right for every side but "left"
     const rows = padRows([...winners, ...losers], this.padTokenId, "right");
     let value: tf.Scalar;
     let grads: tf.NamedTensorMap;
+    // Stryker disable next-line ConditionalExpression: the other branch takes the same gradients for a frozen model (its trainableVariables are the head's); this one keeps the backbone off the tape, a memory saving only
     if (this.freezeBackbone) {
       // The backbone's features are constants here: computing them outside the tape keeps the
       // backward pass (and its memory) to the head.
@@ -396,9 +399,8 @@ export class JointRewardModel extends ScalarHeadModel {
   evaluate(pairs: readonly PairRecord[], options: Omit<ScoreOptions, "paddingSide"> = {}): RewardEvalResult {
     if (pairs.length === 0) throw new RangeError("pairs is empty: no preference pairs to evaluate the reward model on");
     const tokens = this.encodePairs(pairs, options.maxLength ?? this.maxLength);
-    const opts = options.batchSize !== undefined ? { batchSize: options.batchSize } : {};
-    const w = this.scoreIds(tokens.winners, opts);
-    const l = this.scoreIds(tokens.losers, opts);
+    const w = this.scoreIds(tokens.winners, { batchSize: options.batchSize });
+    const l = this.scoreIds(tokens.losers, { batchSize: options.batchSize });
     return { ...pairMetrics(w.map((s, i) => s - l[i]!)), pairs: pairs.length };
   }
 
@@ -459,7 +461,8 @@ function defaultMaxLength(tokenizer: Tokenizer, backbone: CausalLM): number {
   const raw = tokenizer.files["tokenizer_config.json"];
   if (raw !== undefined) {
     const v = (JSON.parse(raw) as Record<string, unknown>)["model_max_length"];
-    if (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 1e7) return v;
+    // Number.isInteger is false for anything but a number; transformers' "no limit" is about 1e30.
+    if (Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 1e7) return v as number;
   }
   return backbone.config.maxPositionEmbeddings;
 }
@@ -472,7 +475,7 @@ function initHead(hiddenSize: number, rng: RngStream): ScalarHead {
     [`${REWARD_HEAD_PREFIX}.weight`, { dtype: "float32", shape: [1, hiddenSize], data: draw(hiddenSize) }],
     [`${REWARD_HEAD_PREFIX}.bias`, { dtype: "float32", shape: [1], data: draw(1) }],
   ]);
-  return ScalarHead.fromHostWeights({ hiddenSize, hiddenDim: 0, bias: true, prefix: REWARD_HEAD_PREFIX }, host, "reward head");
+  return ScalarHead.fromHostWeights({ hiddenSize, hiddenDim: 0, bias: true, prefix: REWARD_HEAD_PREFIX }, host, HEAD_LABEL);
 }
 
 async function loadHead(file: string, hiddenSize: number): Promise<ScalarHead> {
