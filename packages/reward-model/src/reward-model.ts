@@ -399,9 +399,9 @@ export class JointRewardModel extends ScalarHeadModel {
   evaluate(pairs: readonly PairRecord[], options: Omit<ScoreOptions, "paddingSide"> = {}): RewardEvalResult {
     if (pairs.length === 0) throw new RangeError("pairs is empty: no preference pairs to evaluate the reward model on");
     const tokens = this.encodePairs(pairs, options.maxLength ?? this.maxLength);
-    const w = this.scoreIds(tokens.winners, { batchSize: options.batchSize });
-    const l = this.scoreIds(tokens.losers, { batchSize: options.batchSize });
-    return { ...pairMetrics(w.map((s, i) => s - l[i]!)), pairs: pairs.length };
+    const n = pairs.length;
+    const s = this.scoreIds([...tokens.winners, ...tokens.losers], { batchSize: options.batchSize });
+    return { ...pairMetrics(s.slice(0, n).map((w, i) => w - s[n + i]!)), pairs: n };
   }
 
   private encodePairs(pairs: readonly PairRecord[], maxLength: number | undefined): { winners: number[][]; losers: number[][] } {

@@ -214,5 +214,11 @@ describe("checks", () => {
     expect(() => m.trainableVariables()).toThrow(disposed);
     await expect(m.train(pairs, trainOpts())).rejects.toThrow(disposed);
     expect(() => m.scoreIds([row])).toThrow(RewardModelError);
+    // Even where nothing would be scored: no rows, no pairs.
+    expect(() => m.scoreIds([])).toThrow(disposed);
+    await expect(m.train([], trainOpts())).rejects.toThrow(disposed);
+    const frozen = await JointRewardModel.create({ source: TINY_LLAMA, rng: RngStream.fromSeed(47, "head"), freezeBackbone: true });
+    frozen.dispose();
+    expect(() => frozen.trainableVariables()).toThrow(disposed);
   });
 });
