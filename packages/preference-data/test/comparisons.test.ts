@@ -7,6 +7,8 @@ import {
   PolicySampler,
   resolveFormatters,
   selectComparisons,
+  type AgentSamples,
+  type CandidateSampler,
   type CandidateSet,
   type Comparator,
   type TaskItem,
@@ -127,6 +129,55 @@ describe("collecting comparisons", () => {
       const compIds = compSideIsWinner ? pair.tokens[0]!.winnerIds : pair.tokens[0]!.loserIds;
       expect(compIds[compIds.length - 1] === 2).toBe(j === 0);
     }
+    p.model.dispose();
+  });
+
+  it("a target candidate's ids are the ones sampled, not its text encoded again", async () => {
+    const p = await loadPretrained(TINY_LLAMA);
+    const policy = { model: p.model, tokenizer: p.tokenizer!, eosTokenIds: [2], padTokenId: 0 };
+    const inner = new PolicySampler(
+      [policy, policy],
+      { maxNewTokens: 6, temperature: 1.5, topP: 1, topK: null, maxBatchRows: 8 },
+      RngStream.fromSeed(3, "policy"),
+    );
+    const sampled: AgentSamples[][][] = [];
+    const sampler: CandidateSampler = {
+      async sample(prompts, n, indices) {
+        const s = await inner.sample(prompts, n, indices);
+        sampled.push(s);
+        return s;
+      },
+    };
+    const r = await collectComparisons({
+      items: [{ prompt: "The cat" }, { prompt: "We drink" }],
+      formatters: resolveFormatters(undefined, 2),
+      sampler,
+      agents: [policy, policy],
+      comparator: new FixedComparator(),
+      // The target side always wins, so every pair carries target tokens.
+      rewardFunc: (c) => c[0]!.map((x) => (x.includes("agent0") ? 0 : 1)),
+      numCandidates: 3,
+      comparatorNumCandidates: 3,
+      pairSelection: "all",
+      pairsPerSample: null,
+      selectionRng: RngStream.fromSeed(0, "sel"),
+      rewardConcurrency: 2,
+      itemsPerBatch: 2,
+    });
+    expect(r.pairs).toHaveLength(4); // comparator candidate 1 of each item is invalid
+    const agentsOf = sampled[0]!;
+    let differ = 0;
+    for (const pair of r.pairs) {
+      const k = pair.record.prompts[0] === "The cat" ? 0 : 1;
+      for (let a = 0; a < 2; a++) {
+        const j = agentsOf[k]![a]!.texts.indexOf(pair.record.winner_completions[a]!);
+        expect(pair.tokens[a]!.winnerIds).toEqual(agentsOf[k]![a]!.tokens[j]);
+        if (p.tokenizer!.encode(pair.record.winner_completions[a]!, { addSpecialTokens: false }).join() !== pair.tokens[a]!.winnerIds.join()) differ++;
+      }
+    }
+    // Some sampled ids are not their text's own encoding (an EOS that ended them, or a split the
+    // tokenizer would not choose), so re-encoding the text could not pass the check above.
+    expect(differ).toBeGreaterThan(0);
     p.model.dispose();
   });
 
