@@ -291,3 +291,108 @@ describe("the datasets rules, case by case", () => {
     expect(globToRegExp("a[\\x]").test("a\\")).toBe(true);
   });
 });
+
+describe("the datasets rules, edge by edge", () => {
+  const card = (yaml: string) => `---\n${yaml}\n---\n# A dataset\n`;
+  const layout = (files: string[], readme?: string, config?: string) => datasetSplits(files, readme, config, "ds", "train_dataset_config");
+  const thrown = (f: () => unknown): Error => {
+    try {
+      f();
+    } catch (e) {
+      return e as Error;
+    }
+    throw new Error("expected a failure");
+  };
+  const configs = (...lines: string[]) => card(["configs:", ...lines].join("\n"));
+
+  it("takes only data/{split}-NNNNN-of-NNNNN.ext at the top of data/ as shards, dotted split names included", () => {
+    expect(splits(["x/data/extra-00000-of-00001.csv"])).toEqual({ train: ["x/data/extra-00000-of-00001.csv"] });
+    expect(splits(["data/extra-00000-of-00001.d/a.csv"])).toEqual({ train: ["data/extra-00000-of-00001.d/a.csv"] });
+    expect(splits(["data/extra-00000-of-1.csv"])).toEqual({ train: ["data/extra-00000-of-1.csv"] });
+    expect(splits(["data/v1.extra-00000-of-00001.csv"])).toEqual({ "v1.extra": ["data/v1.extra-00000-of-00001.csv"] });
+  });
+
+  it("ignores the names datasets ignores by their file name, in a sub-folder too, and drops non-data files before finding splits", () => {
+    expect(splits(["a.csv", "meta/config.json", "meta/dataset_info.json"])).toEqual({ train: ["a.csv"] });
+    expect(splits(["train.csv", "test/LICENSE"])).toEqual({ train: ["train.csv"] });
+  });
+
+  it("reads a YAML header closed by --- with trailing spaces, or at the end of the text; an empty header or configs is none", () => {
+    const yaml = ["configs:", "- config_name: x", "  data_files: x/*.csv"].join("\n");
+    expect(layout(["train.csv", "x/a.csv"], `---\n${yaml}\n---   \n# T\n`).configs).toEqual(["x"]);
+    expect(layout(["train.csv", "x/a.csv"], `---\n${yaml}\n---`).configs).toEqual(["x"]);
+    expect(layout(["train.csv"], "---\n\n---\n# T\n")).toEqual({
+      config: "default",
+      configs: ["default"],
+      splits: new Map([["train", ["train.csv"]]]),
+      unsupported: [],
+    });
+    expect(splits(["train.csv"], card("configs:"))).toEqual({ train: ["train.csv"] });
+  });
+
+  it("gives every configs and data_files error the layout code, and names a config or entry that is no object", () => {
+    expect(thrown(() => layout(["a.csv"], card("configs: [unclosed")))).toMatchObject({ name: "DatasetError", code: "layout" });
+    expect(thrown(() => layout(["a.csv"], undefined, "fr"))).toMatchObject({ code: "layout" });
+    const two = configs("- config_name: en", "  data_files: en/*.csv", "- config_name: fr", "  data_files: fr/*.csv");
+    expect(thrown(() => layout(["en/a.csv"], two))).toMatchObject({ code: "layout" });
+    for (const yaml of ["- data_files: a.csv\n- 1", "- null"])
+      expect(thrown(() => layout(["a.csv"], configs(yaml)))).toMatchObject({
+        code: "layout",
+        message: "ds: README.md's configs must be a list of {config_name, data_files}",
+      });
+    const entries = "ds: README.md's data_files entries need a split name and a path or list of paths; got";
+    expect(thrown(() => layout(["a.csv"], configs("- config_name: d", '  data_files: ["a.csv", 5]')))).toMatchObject({
+      code: "layout",
+      message: `${entries} {}`,
+    });
+    expect(thrown(() => layout(["a.csv"], configs("- config_name: d", "  data_files: [null]")))).toMatchObject({ code: "layout", message: `${entries} {}` });
+    expect(thrown(() => layout(["a.csv"], configs("- config_name: d", "  data_files:", "  - path: a.csv")))).toMatchObject({
+      code: "layout",
+      message: `${entries} {"path":"a.csv"}`,
+    });
+  });
+
+  it("names a subset without config_name default, and reads a data_dir given as /dir, .//dir// or a nested dir with data_files empty", () => {
+    expect(layout(["a.csv", "b.csv"], configs("- data_files: b.csv"))).toMatchObject({ config: "default", configs: ["default"] });
+    const files = ["sub/small/train.csv", "sub/small/notes.md", "sub/big/train.csv", "other/x.csv"];
+    for (const dir of ["/sub/small", ".//sub/small//", "sub/small"])
+      expect(splits(files, configs("- config_name: s", `  data_dir: ${dir}`, "  data_files:"))).toEqual({ train: ["sub/small/train.csv"] });
+    expect(splits(["small/a.csv", "big/b.csv"], configs("- config_name: s", "  data_dir: small"))).toEqual({ train: ["small/a.csv"] });
+  });
+});
+
+describe("the Hub's Parquet conversion, edge by edge", () => {
+  const converted = (files: string[], config?: string) => convertedSplits(files, config, "ds", "k");
+
+  it("takes only Parquet files that are not hidden, in sorted order, and subsets from folders only", () => {
+    expect(converted(["default/train/0001.parquet", "default/train/notes.md", "top.parquet", ".hidden/train/0.parquet", "default/train/0000.parquet"])).toEqual(
+      {
+        config: "default",
+        configs: ["default"],
+        splits: new Map([["train", ["default/train/0000.parquet", "default/train/0001.parquet"]]]),
+        unsupported: [],
+      },
+    );
+  });
+
+  it("without a subset: the one asked for, else default, and nothing else", () => {
+    expect(converted([".gitattributes"], "fr")).toEqual({ config: "fr", configs: [], splits: new Map(), unsupported: [] });
+    expect(converted([".gitattributes"])).toEqual({ config: "default", configs: [], splits: new Map(), unsupported: [] });
+  });
+
+  it("marks no subset as the default: several need one named", () => {
+    expect(() => converted(["a/train/0.parquet", "b/train/0.parquet"])).toThrow(
+      'ds (its Parquet conversion) has 2 subsets (configs) and none is the default: set k to one of "a", "b"',
+    );
+  });
+
+  it("reads split names whole: partial- only in front, dotted names, and passes over files with no split in their name", () => {
+    expect(
+      Object.fromEntries(converted(["c/x-partial-y/0.parquet", "c/x-a.parquet.b.parquet", "c/x-v1.10.parquet", "c/0000.parquet", "c/a/b/0.parquet"]).splits),
+    ).toEqual({
+      "x-partial-y": ["c/x-partial-y/0.parquet"],
+      "a.parquet.b": ["c/x-a.parquet.b.parquet"],
+      "v1.10": ["c/x-v1.10.parquet"],
+    });
+  });
+});

@@ -116,7 +116,8 @@ function resolvePatterns(files: readonly string[], patterns: readonly string[], 
   const out: string[] = [];
   for (const p of patterns) {
     const re = globToRegExp(base + p.replace(/^\.?\//, ""));
-    const explicitHidden = p.split("/").some((part) => part.startsWith(".") && part !== "." && part !== "..");
+    // A ".." part need not be excluded: it can match only a path with a ".." part, which no listing or folder walk gives.
+    const explicitHidden = p.split("/").some((part) => part.startsWith(".") && part !== ".");
     for (const f of files.filter((f) => re.test(f) && (explicitHidden || !hidden(f))).sort()) if (!out.includes(f)) out.push(f);
   }
   return out;
@@ -198,7 +199,8 @@ export function cardConfigs(readme: string | undefined, where: string): YamlConf
   } catch (err) {
     throw new DatasetError("layout", `${where}: the YAML header of README.md is not valid YAML (${(err as Error).message}); fix the dataset card`);
   }
-  const configs = meta !== null && typeof meta === "object" ? (meta as Record<string, unknown>)["configs"] : undefined;
+  // A scalar header (a string, number or boolean) has no "configs" property either.
+  const configs = (meta as Record<string, unknown> | null)?.["configs"];
   if (configs === undefined || configs === null) return undefined;
   if (!Array.isArray(configs) || !configs.every((c) => c !== null && typeof c === "object")) {
     throw new DatasetError("layout", `${where}: README.md's configs must be a list of {config_name, data_files}`);
@@ -221,11 +223,13 @@ function dataFilesPatterns(dataFiles: unknown, where: string): Map<string, strin
         "layout",
         `${where}: README.md's data_files entries need a split name and a path or list of paths; got ${JSON.stringify({ split, path: p })}`,
       );
+    // Stryker disable next-line ArrayDeclaration: a pattern put first without glob characters or an extension matches no data file, so keepInferredFormat drops what it finds
     out.set(split, [...(out.get(split) ?? []), ...ps]);
   };
   if (Array.isArray(dataFiles))
     for (const e of dataFiles) add((e as Record<string, unknown> | null)?.["split"], (e as Record<string, unknown> | null)?.["path"]);
-  else if (dataFiles !== null && typeof dataFiles === "object") for (const [split, p] of Object.entries(dataFiles)) add(split, p);
+  // data_files null never gets here (datasetSplits takes it as absent); arrays are handled above.
+  else if (dataFiles instanceof Object) for (const [split, p] of Object.entries(dataFiles)) add(split, p);
   else throw new DatasetError("layout", `${where}: README.md's data_files must be a path, a list, or a list of {split, path}`);
   return out;
 }
@@ -263,6 +267,7 @@ export function datasetSplits(
   const candidates = files.filter(isCandidate);
   const configs = cardConfigs(readme, where);
   if (configs === undefined) {
+    // Stryker disable next-line ArrowFunction,BooleanLiteral: the only name is "default", which pickConfig takes as well when none is marked default
     const chosen = pickConfig(["default"], () => true, config, where, configKey);
     const { splits, unsupported } = keepInferredFormat(defaultSplits(candidates.filter(isDataLike)));
     return { config: chosen, configs: ["default"], splits, unsupported };
@@ -294,6 +299,7 @@ export function convertedSplits(files: readonly string[], config: string | undef
   // Subsets are the top-level folders (a Parquet file at the top belongs to none).
   const names = [...new Set(parquet.filter((f) => f.includes("/")).map((f) => f.split("/")[0]!))];
   if (names.length === 0) return { config: config ?? "default", configs: [], splits: new Map(), unsupported: [] };
+  // Stryker disable next-line ArrowFunction: a find callback returning undefined finds nothing, as one returning false does
   const chosen = pickConfig(names, () => false, config, `${where} (its Parquet conversion)`, configKey);
   const splits = new Map<string, string[]>();
   for (const f of parquet.filter((f) => f.startsWith(`${chosen}/`))) {
