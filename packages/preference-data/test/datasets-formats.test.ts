@@ -106,3 +106,16 @@ describe("JSON and JSON lines", () => {
     );
   });
 });
+
+describe("text data files that are not UTF-8", () => {
+  it("name the file and its run key, JSON lines as CSV", async () => {
+    for (const name of ["items.jsonl", "items.csv", "items.txt"]) {
+      const file = write(name, Buffer.from([0x7b, 0xff, 0x7d, 0x0a]));
+      expect(await failure(readDataFile(file, "train_dataset"))).toMatchObject({
+        name: "DatasetError",
+        code: "invalid_file",
+        message: `train_dataset file ${file} is not valid UTF-8 text: invalid UTF-8 at byte offset 1 (line 1; bytes 0xFF 0x7D 0x0A); it may be Latin-1/Windows-1252 or binary. Save it as UTF-8 (e.g. iconv -f LATIN1 -t UTF-8)`,
+      });
+    }
+  });
+});

@@ -420,3 +420,30 @@ describe("a cache without trees/{commit}.json (huggingface_hub before 1.x)", () 
     expect(await load()).toEqual([{ q: 1 }]);
   });
 });
+
+describe("hub errors: the code, gated repositories, and a token without access", () => {
+  it("every hub error has the hub code", async () => {
+    await serve({
+      "revision/main": { status: 418, body: "" },
+      "revision/v2": { status: 404, body: "", headers: { "x-error-code": "RevisionNotFound" } },
+      "revision/v3": { status: 403, body: "" },
+      "revision/v4": { status: 401, body: "" },
+    });
+    for (const rev of ["main", "v2", "v3", "v4"])
+      expect(await failure(loadDataset({ key: "train_dataset", source: "org/name", revision: rev }, { hub: { retry: { retries: 0 } } })), rev).toMatchObject({
+        name: "DatasetError",
+        code: "hub",
+      });
+  });
+
+  it("GatedRepo is access denied whatever the status; with a token the fix names that account", async () => {
+    await serve({ "revision/main": { status: 401, body: "", headers: { "x-error-code": "GatedRepo" } } });
+    expect((await failure(load())).message).toBe(
+      `train_dataset: hub dataset org/name: access denied (HTTP 401); accept its conditions on ${url}/datasets/org/name, then set HF_TOKEN to an access token`,
+    );
+    process.env["HF_TOKEN"] = "a-token";
+    expect((await failure(load())).message).toBe(
+      `train_dataset: hub dataset org/name: access denied (HTTP 401); the token in HF_TOKEN has no access: accept the dataset's conditions on ${url}/datasets/org/name with that account, or use a token with read access`,
+    );
+  });
+});

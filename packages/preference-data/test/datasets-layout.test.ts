@@ -357,7 +357,7 @@ describe("the datasets rules, edge by edge", () => {
     const files = ["sub/small/train.csv", "sub/small/notes.md", "sub/big/train.csv", "other/x.csv"];
     for (const dir of ["/sub/small", ".//sub/small//", "sub/small"])
       expect(splits(files, configs("- config_name: s", `  data_dir: ${dir}`, "  data_files:"))).toEqual({ train: ["sub/small/train.csv"] });
-    expect(splits(["small/a.csv", "big/b.csv"], configs("- config_name: s", "  data_dir: small"))).toEqual({ train: ["small/a.csv"] });
+    expect(splits(["small/a.csv", "bigger/b.csv"], configs("- config_name: s", "  data_dir: small"))).toEqual({ train: ["small/a.csv"] });
   });
 });
 

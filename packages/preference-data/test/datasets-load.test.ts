@@ -35,6 +35,7 @@ describe("what a dataset source is", () => {
       ["hf://datasets/org/name", "org/name"],
       ["hf://org/name", "org/name"],
       ["HF://Datasets/org/name@v1.0", "org/name"],
+      ["hf://org/datasets/x", "org/datasets/x"],
     ] as const) {
       const err = await failure(loadDataset({ key: "eval_dataset", source }));
       expect(err).toMatchObject({
@@ -56,6 +57,11 @@ describe("what a dataset source is", () => {
     });
     // a string source, and no key: messages say "dataset"
     expect((await failure(loadDataset(missing))).message).toBe(`dataset: ${missing} not found: ${accepted}`);
+    // hf:// only at the start is a URL
+    expect(await failure(loadDataset({ key: "train_dataset", source: "my-hf://org/name" }))).toMatchObject({
+      code: "not_found",
+      message: `train_dataset: my-hf://org/name not found: ${accepted} (a hub dataset is written org/name, with the split in train_dataset_split)`,
+    });
     expect((await failure(loadDataset({ key: "train_dataset", source: "org/name:train" }))).message).toBe(
       `train_dataset: org/name:train not found: ${accepted} (a hub dataset is written org/name, with the split in train_dataset_split)`,
     );

@@ -160,3 +160,39 @@ describe("Parquet codecs and damage, in pbrl's words", () => {
     );
   });
 });
+
+describe("the Parquet frame, byte by byte", () => {
+  const failure = (file: string): Promise<Error> =>
+    loadDataset({ key: "train_dataset", source: file }).then(
+      () => new Error("expected a failure"),
+      (e: unknown) => e as Error,
+    );
+  const frameOf = async (bytes: Buffer): Promise<string> => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), "pbrl-parquet-")), "f.parquet");
+    writeFileSync(file, bytes);
+    const err = await failure(file);
+    expect(err).toMatchObject({ name: "DatasetError", code: "invalid_file" });
+    return err.message.slice(`train_dataset: ${file} is not a readable Parquet file: `.length);
+  };
+  const len = (n: number) => Buffer.from([n, 0, 0, 0]);
+  const P = Buffer.from("PAR1");
+
+  it("needs 12 bytes, PAR1 at both ends: 8 bytes of PAR1PAR1 are too few, a bad start is named though the end is right", async () => {
+    expect(await frameOf(Buffer.concat([P, P]))).toBe(
+      'it does not begin and end with "PAR1", as every Parquet file does (8 bytes; is it another format, or cut short?)',
+    );
+    expect(await frameOf(Buffer.concat([Buffer.from("XXXX"), Buffer.alloc(8), len(0), P]))).toBe(
+      'it does not begin and end with "PAR1", as every Parquet file does (20 bytes; is it another format, or cut short?)',
+    );
+  });
+
+  it("takes a footer whose metadata fills the file exactly, or a 12-byte file with none, as a frame; one 5 bytes longer than the file is not", async () => {
+    for (const bytes of [Buffer.concat([P, len(0), P]), Buffer.concat([P, Buffer.alloc(8), len(8), P])]) {
+      const why = await frameOf(bytes);
+      expect(why).not.toMatch(/does not begin and end|footer says/);
+    }
+    expect(await frameOf(Buffer.concat([P, Buffer.alloc(20), len(25), P]))).toBe(
+      "its footer says its metadata takes 25 bytes, more than the file holds (32 bytes); it is damaged or cut short",
+    );
+  });
+});

@@ -149,3 +149,17 @@ describe("readUtf8File", () => {
     });
   });
 });
+
+describe("firstInvalidUtf8, lead byte by lead byte", () => {
+  it("takes no continuation byte, 0xC0/0xC1 or a byte above U+10FFFF as a lead, however many continuation bytes follow", () => {
+    expect(at(0x80, 0x80, 0x80)).toBe(0);
+    expect(at(0x41, 0xc0, 0x80, 0x80, 0x80)).toBe(1);
+    expect(at(0xf4, 0x90, 0x80, 0x80)).toBe(0); // U+110000
+  });
+
+  it("needs every continuation byte of a four-byte sequence from 0xF1 to 0xF3", () => {
+    expect(at(0xf1, 0x41, 0x80, 0x80)).toBe(0);
+    expect(at(0xf2, 0x80, 0x41, 0x80)).toBe(0);
+    expect(at(0xf3, 0x80, 0x80, 0x41)).toBe(0);
+  });
+});

@@ -67,7 +67,6 @@ const SPLIT_KEYWORDS: ReadonlyArray<[string, readonly string[]]> = [
   ["test", ["test", "testing", "eval", "evaluation"]],
 ];
 const SEP = "[-._ 0-9]";
-const SHARDED = /^data\/(\w+(?:\.\w+)*)-[0-9]{5}-of-[0-9]{5}[^/]*\.[^/]*$/;
 
 /** ".csv", ".jsonl.gz", …: the format-bearing extension, with a compression suffix kept. */
 export function dataExtension(file: string): string {
@@ -125,6 +124,8 @@ function resolvePatterns(files: readonly string[], patterns: readonly string[], 
 
 /** `datasets`' default split detection over candidate data files (paths relative to the folder). */
 function defaultSplits(files: readonly string[]): Map<string, string[]> {
+  // Made here, not at module level, so Stryker knows which tests cover its mutants (its incremental mode did not rerun a module-level one for new tests).
+  const SHARDED = /^data\/(\w+(?:\.\w+)*)-[0-9]{5}-of-[0-9]{5}[^/]*\.[^/]*$/;
   const sharded = new Map<string, string[]>();
   for (const f of [...files].sort()) {
     const m = SHARDED.exec(f);

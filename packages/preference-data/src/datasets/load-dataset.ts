@@ -52,7 +52,10 @@ export async function loadDataset(dataset: DatasetSource, options: LoadDatasetOp
   const key = req.key ?? "dataset";
   const split = { key, split: req.split ?? options.defaultSplit ?? "train", config: req.config };
   if (/^hf:\/\//i.test(source)) {
-    const id = source.replace(/^hf:\/\/(datasets\/)?/i, "").replace(/@.*$/, "");
+    const id = source
+      .slice("hf://".length)
+      .replace(/^datasets\//i, "")
+      .replace(/@.*$/, "");
     throw new DatasetError(
       "invalid_request",
       `${key}: write a hub dataset as its id, ${JSON.stringify(id)}, with the split in ${key}_split (and a revision in ${key}_revision), not as an hf:// URL`,
