@@ -130,6 +130,7 @@ describe("a hostile hub and dataset downloads", () => {
     await expect(load("evil/items")).rejects.toThrow(
       /^train_dataset: hub dataset evil\/items: the file list of evil\/items at [0-9a-f]{40} from http:\/\/127\.0\.0\.1:\d+ links back to a page it already sent \(http:\/\/127\.0\.0\.1:\d+\/api\/datasets\/evil\/items\/tree\/[0-9a-f]{40}\?recursive=true&expand=false\), so it would never end/,
     );
+    await expect(load("evil/items")).rejects.toMatchObject({ name: "DatasetError", code: "hub" });
   });
 
   it("refuses a file list larger than 64 MiB with an error naming the dataset, instead of reading it into one string", async () => {
@@ -137,6 +138,7 @@ describe("a hostile hub and dataset downloads", () => {
     await expect(load("evil/items")).rejects.toThrow(
       /^train_dataset: hub dataset evil\/items: the file list of evil\/items at [0-9a-f]{40} from http:\/\/127\.0\.0\.1:\d+ is larger than 64 MiB, more than pbrl reads of one hub answer; check HF_ENDPOINT, or, for a dataset with this many files, download the files you need/,
     );
+    await expect(load("evil/items")).rejects.toMatchObject({ name: "DatasetError", code: "hub" });
   });
 
   it("stops reading a body longer than the size the file list gives, keeping none of it (from the hub and from its CDN)", async () => {
@@ -172,6 +174,7 @@ describe("a hostile hub and dataset downloads", () => {
           `through the symbolic link ${esc(path.join(repo, "blobs"))} \\(to ${esc(path.join(world, "elsewhere"))}/\\S+\\); pbrl writes downloads only inside the cache`,
       ),
     );
+    await expect(load("evil/items")).rejects.toMatchObject({ name: "DatasetError", code: "hub" });
     const other: HubRepo = { ...ITEMS, id: "evil/trees" };
     await hub!.close();
     await serve([other]);

@@ -447,3 +447,17 @@ describe("hub errors: the code, gated repositories, and a token without access",
     );
   });
 });
+
+describe("hub answers, the code and the commit", () => {
+  it("a file list that is not a list has the hub code; a sha that is a list holding a commit is no commit", async () => {
+    await serve({ ...revision, [`tree/${SHA}`]: { body: "{}" } });
+    expect(await failure(load())).toMatchObject({ name: "DatasetError", code: "hub" });
+    server!.closeAllConnections();
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    await serve({ "revision/main": { body: JSON.stringify({ sha: [SHA] }) } });
+    expect(await failure(load())).toMatchObject({
+      code: "hub",
+      message: `train_dataset: hub dataset org/name: ${url} gave no commit for revision main (sha ["${SHA}"])`,
+    });
+  });
+});

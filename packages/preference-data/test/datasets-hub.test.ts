@@ -245,6 +245,9 @@ describe("hub datasets", () => {
   it("reads a revision (tag or commit), recording the tag's commit in refs/", async () => {
     expect(await load({ source: "pbrl-test/items", revision: "v1" })).toEqual([{ id: "old" }]);
     expect(readFileSync(path.join(cache, "datasets--pbrl-test--items", "refs", "v1"), "utf8")).toBe(V1);
+    // a commit asked for by its hash is no branch or tag: no ref is recorded for it
+    expect(await load({ source: "pbrl-test/items", revision: V1 })).toEqual([{ id: "old" }]);
+    expect(readdirSync(path.join(cache, "datasets--pbrl-test--items", "refs"))).toEqual(["v1"]);
     process.env["HF_HUB_OFFLINE"] = "1";
     expect(await load({ source: "pbrl-test/items", revision: V1 })).toEqual([{ id: "old" }]);
   });

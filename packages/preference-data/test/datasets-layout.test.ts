@@ -2,6 +2,7 @@
 // (data_files.py): YAML `configs` in README.md, else sharded names, split-named folders, split-named
 // files, else all "train"; and the layout of the Hub's Parquet conversion. Also local dataset folders.
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -394,5 +395,37 @@ describe("the Hub's Parquet conversion, edge by edge", () => {
       "a.parquet.b": ["c/x-a.parquet.b.parquet"],
       "v1.10": ["c/x-v1.10.parquet"],
     });
+  });
+});
+
+describe("local dataset folders, what is walked", () => {
+  it("never walks a hidden folder, even for a pattern that names it", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "pbrl-folder-"));
+    mkdirSync(path.join(dir, ".git"));
+    writeFileSync(path.join(dir, ".git", "a.csv"), "q\na\n");
+    writeFileSync(path.join(dir, "README.md"), ["---", "configs:", "- config_name: default", '  data_files: ".git/*.csv"', "---", ""].join("\n"));
+    await expect(loadDataset({ key: "train_dataset", source: dir })).rejects.toThrow(
+      `train_dataset: dataset folder ${dir}: it holds no .jsonl, .json, .csv or .parquet files`,
+    );
+  });
+
+  it("takes files and links, not sockets", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "pbrl-folder-"));
+    writeFileSync(path.join(dir, "a.jsonl"), '{"q": "a"}\n');
+    const socket = createServer();
+    await new Promise<void>((resolve) => socket.listen(path.join(dir, "b.jsonl"), resolve));
+    try {
+      expect(await loadDataset({ key: "train_dataset", source: dir })).toEqual([{ q: "a" }]);
+    } finally {
+      await new Promise<void>((resolve) => socket.close(() => resolve()));
+    }
+  });
+
+  it("names the run key of the subset in a folder's messages", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "pbrl-folder-"));
+    writeFileSync(path.join(dir, "a.csv"), "q\na\n");
+    await expect(loadDataset({ key: "eval_dataset", source: dir, config: "fr" })).rejects.toThrow(
+      `eval_dataset: dataset folder ${dir} has no subset (config) named "fr"; it has "default": set eval_dataset_config to one of them`,
+    );
   });
 });
