@@ -2,7 +2,7 @@
 // HF_HUB_CACHE at a temporary folder. Downloads land in huggingface_hub's cache layout; a second
 // load works with the hub stopped or HF_HUB_OFFLINE=1; HF_TOKEN goes to the hub only and is never
 // printed; errors name the dataset and the fix.
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
@@ -131,6 +131,14 @@ describe("hub datasets", () => {
         /^pbrl: train_dataset: hub dataset pbrl-test\/items: downloading data\/train-00000-of-00001\.parquet \(837 B\) from http:\/\/127\.0\.0\.1:\d+$/,
       ),
     ]);
+  });
+
+  it("a cached blob whose snapshot link is gone is linked again without a download line", async () => {
+    await load({ source: "pbrl-test/items" });
+    rmSync(path.join(cache, "datasets--pbrl-test--items", "snapshots", MAIN, "data", "train-00000-of-00001.parquet"));
+    logs = [];
+    expect(await load({ source: "pbrl-test/items" })).toEqual(await jsonlItems());
+    expect(logs).toEqual([]);
   });
 
   it("eval_dataset reads the test split by default; a missing split lists the splits there are", async () => {
