@@ -133,6 +133,15 @@ describe("hub datasets", () => {
     ]);
   });
 
+  it("only main falls back to the Parquet conversion: not a commit asked for by its hash, online or offline", async () => {
+    const sha = commitOf("text main");
+    const why = `train_dataset: hub dataset pbrl-test/text-only@${sha}: its data files are .txt, which pbrl does not read, and there is no Parquet conversion of it (branch refs/convert/parquet)`;
+    expect(await failure(load({ source: "pbrl-test/text-only", revision: sha }))).toMatchObject({ code: "layout", message: expect.stringContaining(why) });
+    expect(await load({ source: "pbrl-test/text-only" })).toEqual(await loadDataset({ key: "train_dataset", source: path.join(FIXTURES, "items.parquet") }));
+    process.env["HF_HUB_OFFLINE"] = "1";
+    expect(await failure(load({ source: "pbrl-test/text-only", revision: sha }))).toMatchObject({ code: "layout", message: expect.stringContaining(why) });
+  });
+
   it("a cached blob whose snapshot link is gone is linked again without a download line", async () => {
     await load({ source: "pbrl-test/items" });
     rmSync(path.join(cache, "datasets--pbrl-test--items", "snapshots", MAIN, "data", "train-00000-of-00001.parquet"));
