@@ -55,7 +55,7 @@ export async function loadDataset(dataset: DatasetSource, options: LoadDatasetOp
     const id = source
       .slice("hf://".length)
       .replace(/^datasets\//i, "")
-      .replace(/@.*$/, "");
+      .split("@")[0]!;
     throw new DatasetError(
       "invalid_request",
       `${key}: write a hub dataset as its id, ${JSON.stringify(id)}, with the split in ${key}_split (and a revision in ${key}_revision), not as an hf:// URL`,
