@@ -2,7 +2,7 @@
 // HF_HUB_CACHE at a temporary folder. Downloads land in huggingface_hub's cache layout; a second
 // load works with the hub stopped or HF_HUB_OFFLINE=1; HF_TOKEN goes to the hub only and is never
 // printed; errors name the dataset and the fix.
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
@@ -140,6 +140,25 @@ describe("hub datasets", () => {
     expect(await load({ source: "pbrl-test/text-only" })).toEqual(await loadDataset({ key: "train_dataset", source: path.join(FIXTURES, "items.parquet") }));
     process.env["HF_HUB_OFFLINE"] = "1";
     expect(await failure(load({ source: "pbrl-test/text-only", revision: sha }))).toMatchObject({ code: "layout", message: expect.stringContaining(why) });
+  });
+
+  it("takes a saved file list of up to twice 64 MiB from trees/, and lists a larger one again", { timeout: 60_000 }, async () => {
+    await load({ source: "pbrl-test/items" });
+    const saved = path.join(cache, "datasets--pbrl-test--items", "trees", `${MAIN}.json`);
+    const listing = readFileSync(saved);
+    const limit = 2 * 64 * 2 ** 20;
+    for (const [size, listed] of [
+      [limit, false],
+      [limit + 1, true],
+    ] as const) {
+      writeFileSync(saved, Buffer.concat([listing, Buffer.alloc(size - listing.length, 0x20)]));
+      const before = hub.requests.length;
+      expect(await load({ source: "pbrl-test/items" })).toEqual(await jsonlItems());
+      expect(
+        hub.requests.slice(before).some((r) => r.path.includes("/tree/")),
+        String(size),
+      ).toBe(listed);
+    }
   });
 
   it("a cached blob whose snapshot link is gone is linked again without a download line", async () => {
