@@ -161,6 +161,25 @@ describe("hub datasets", () => {
     }
   });
 
+  it("a snapshot file that is a plain copy, without its blob (huggingface_hub without symbolic links), is read as it is", async () => {
+    await load({ source: "pbrl-test/items" });
+    const repo = path.join(cache, "datasets--pbrl-test--items");
+    const file = path.join(repo, "snapshots", MAIN, "data", "train-00000-of-00001.parquet");
+    const files = [path.join(repo, "snapshots", MAIN, "README.md"), file];
+    const copies = files.map((f) => readFileSync(f));
+    rmSync(path.join(repo, "blobs"), { recursive: true });
+    files.forEach((f, i) => {
+      rmSync(f);
+      writeFileSync(f, copies[i]!);
+    });
+    logs = [];
+    const before = hub.requests.length;
+    expect(await load({ source: "pbrl-test/items" })).toEqual(await jsonlItems());
+    expect(logs).toEqual([]);
+    expect(hub.requests.slice(before).map((r) => r.path)).toEqual([`/api/datasets/pbrl-test/items/revision/main`]);
+    expect(lstatSync(file).isSymbolicLink()).toBe(false);
+  });
+
   it("a cached blob whose snapshot link is gone is linked again without a download line", async () => {
     await load({ source: "pbrl-test/items" });
     rmSync(path.join(cache, "datasets--pbrl-test--items", "snapshots", MAIN, "data", "train-00000-of-00001.parquet"));
