@@ -182,6 +182,7 @@ describe("a hostile hub and dataset downloads", () => {
     await expect(load("evil/trees")).rejects.toThrow(
       /refusing to write there: .*trees\/[0-9a-f]{40}\.json leads out of the Hugging Face cache .* through the symbolic link/,
     );
+    await expect(load("evil/trees")).rejects.toMatchObject({ name: "DatasetError", code: "hub" });
   });
 
   it("HF_HUB_DOWNLOAD_TIMEOUT beyond what a timer can hold (3000000 s) waits as long as it can, instead of timing out at once", async () => {
