@@ -133,6 +133,13 @@ describe("a hostile hub and dataset downloads", () => {
     await expect(load("evil/items")).rejects.toMatchObject({ name: "DatasetError", code: "hub" });
   });
 
+  it("stops a file list whose pages never end after 10000 of them", { timeout: 120_000 }, async () => {
+    await serve([ITEMS], { endlessTree: true });
+    await expect(load("evil/items")).rejects.toThrow(
+      /^train_dataset: hub dataset evil\/items: the file list of evil\/items at [0-9a-f]{40} from http:\/\/127\.0\.0\.1:\d+ runs past 10000 pages, more than pbrl reads$/,
+    );
+  });
+
   it("refuses a file list larger than 64 MiB with an error naming the dataset, instead of reading it into one string", async () => {
     await serve([ITEMS], { treePadding: 64 * 2 ** 20 });
     await expect(load("evil/items")).rejects.toThrow(

@@ -62,6 +62,8 @@ export interface HubOptions {
   cdnDelayMs?: number;
   /** Every tree page links (rel="next") to itself. */
   selfLinkedTree?: boolean;
+  /** Every tree page is empty and links (rel="next") to a page of its own: a listing without end. */
+  endlessTree?: boolean;
   /** Spaces put before each tree page's JSON, making it this many bytes larger. */
   treePadding?: number;
   /** Zero bytes sent after a file's content (by path), while the tree lists its true size. */
@@ -136,6 +138,10 @@ export async function startHub(repos: HubRepo[], options: HubOptions = {}): Prom
         }),
       ];
       const cursor = Number(url.searchParams.get("cursor") ?? "0");
+      if (options.endlessTree) {
+        res.writeHead(200, { "content-type": "application/json", link: `<${url.pathname}?recursive=true&expand=false&cursor=${cursor + 1}>; rel="next"` });
+        return res.end("[]");
+      }
       const next = options.selfLinkedTree
         ? `<${url.pathname}${url.search}>; rel="next"`
         : cursor + pageSize < entries.length
