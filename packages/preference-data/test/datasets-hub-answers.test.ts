@@ -93,6 +93,18 @@ describe("hub answers a faithful hub never gives", () => {
     expect((await failure(load())).message).toBe(`train_dataset: hub dataset org/name: ${url} listed train.jsonl with an unusable id "not-a-hash"`);
   });
 
+  it("a download that fails in the cache, not on the hub, keeps its own error", async () => {
+    const tree = [{ type: "file", path: "train.jsonl", oid: commitOf("t"), size: 20 }];
+    await serve({ ...revision, [`tree/${SHA}`]: { body: JSON.stringify(tree) } });
+    // blobs/ is a file: the download cannot write its blob.
+    mkdirSync(path.join(cache, "datasets--org--name"), { recursive: true });
+    writeFileSync(path.join(cache, "datasets--org--name", "blobs"), "not a folder");
+    const err = await failure(load());
+    // A file-system error is no hub answer: it reaches the caller as Node gave it, code and all.
+    expect(err).not.toHaveProperty("name", "DatasetError");
+    expect(err).toMatchObject({ code: "EEXIST", message: `EEXIST: file already exists, mkdir '${path.join(cache, "datasets--org--name", "blobs")}'` });
+  });
+
   it("says the size of the file it downloads in B, kB, MB or GB", async () => {
     const answers: Record<string, { body: string }> = { ...revision };
     await serve(answers);
