@@ -48,6 +48,20 @@ describe("writeManifest", () => {
     await expect(verifyManifest(d, "resume_from_checkpoint")).resolves.toBeUndefined();
   });
 
+  it("files are listed by their whole /-joined path, not in the order the folders give them", async () => {
+    const d = tmp();
+    const names = ["m", "c", "x", "a", "q", "f", "k", "b", "w", "e", "s", "h"];
+    for (const n of names) writeFileSync(path.join(d, `${n}.txt`), n);
+    mkdirSync(path.join(d, "sub"));
+    for (const n of names) writeFileSync(path.join(d, "sub", `${n}.bin`), n);
+    // the folder gives "sub" before "sub.txt"; by path, "sub.txt" comes before "sub/…" ("." < "/")
+    writeFileSync(path.join(d, "sub.txt"), "");
+    await writeManifest(d);
+    const listed = Object.keys(JSON.parse(readFileSync(path.join(d, MANIFEST_FILE), "utf8")).files);
+    expect(listed).toEqual([...names.map((n) => `${n}.txt`), "sub.txt", ...names.map((n) => `sub/${n}.bin`)].sort());
+    expect(listed.indexOf("sub.txt")).toBeLessThan(listed.indexOf("sub/a.bin"));
+  });
+
   it("a file larger than one read chunk is counted and hashed whole", async () => {
     const d = tmp();
     writeFileSync(path.join(d, "big"), Buffer.alloc(200_000, 0x61)); // 200 000 × "a", several 64 KiB chunks

@@ -2,7 +2,7 @@
 // belongs to another process (reused: even this process's own after a restart), is taken over;
 // a live pid pbrl cannot tell from the owner is named, with its command and how to clear the lock.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -271,6 +271,22 @@ describe("run lock, what the code around the messages does", () => {
     expect(() => acquireRunLock(d, () => {})).toThrow(/EISDIR|EPERM/);
     // a missing folder is the caller's mistake, said as the file system says it
     expect(() => acquireRunLock(path.join(d, "missing"))).toThrow(/ENOENT/);
+  });
+
+  it("a lock that another process removes while this one takes it over is taken all the same", () => {
+    const d = tmp();
+    const file = path.join(d, "run.lock");
+    writeLock(d, { pid: deadPid() });
+    const lines: string[] = [];
+    // the log line comes just before the removal: the stale lock is gone by then
+    const release = acquireRunLock(d, (line) => {
+      lines.push(line);
+      rmSync(file);
+    });
+    expect(lines).toHaveLength(1);
+    expect(lockOf(d)["pid"]).toBe(process.pid);
+    release();
+    expect(existsSync(file)).toBe(false);
   });
 
   it("an older lock's command that is not a string is not quoted", () => {

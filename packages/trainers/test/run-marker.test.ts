@@ -57,4 +57,16 @@ describe("run marker", () => {
     expect(() => writeRunMarker(d, ["agents"])).toThrow(/EISDIR/);
     expect(readdirSync(d)).toEqual([RUN_MARKER]);
   });
+
+  it("leaves no file descriptor open, written or not", () => {
+    const d = tmp();
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const before = fds();
+    for (let i = 0; i < 5; i++) writeRunMarker(d, ["agents"]);
+    expect(fds()).toBe(before);
+    const blocked = tmp();
+    mkdirSync(path.join(blocked, RUN_MARKER));
+    for (let i = 0; i < 5; i++) expect(() => writeRunMarker(blocked, ["agents"])).toThrow(/EISDIR/);
+    expect(fds()).toBe(before);
+  });
 });

@@ -1,10 +1,10 @@
 // Training checkpoints on real folders, without training: a real AdamW after one hand-checked
 // step, a round folder assembled with its manifest, found again by latest.json or by path, and
 // every way a resume refuses a checkpoint, with the message that says what to do.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { AdamW, RngStreams, tf, variableFrom, writeSafetensors } from "@pbrl/core-tensor";
+import { AdamW, liveTensorCount, RngStreams, tf, variableFrom, writeSafetensors } from "@pbrl/core-tensor";
 import { loadPretrained } from "@pbrl/models";
 import { OnDiskReplayBuffer } from "@pbrl/replay";
 import { describe, expect, it } from "vitest";
@@ -212,6 +212,19 @@ describe("loadTrainingCheckpoint refuses", () => {
     );
   });
 
+  it("a latest.json that cannot be read, and the newest of several intact rounds named", async () => {
+    const root = tmp();
+    for (const round of [3, 1, 6, 2, 5, 4]) await saveRound(root, round);
+    writeFileSync(path.join(root, "round_0006", "manifest.json"), "{");
+    const latest = path.join(root, "latest.json");
+    rmSync(latest);
+    mkdirSync(latest);
+    const hint = `The newest intact checkpoint is ${path.join(root, "round_0005")}: set resume_from_checkpoint to that folder to continue from it`;
+    expect(await message(loadTrainingCheckpoint(true, root))).toBe(
+      `resume_from_checkpoint: ${latest} cannot be read (EISDIR: illegal operation on a directory, read). ${hint}`,
+    );
+  });
+
   it("a round folder whose files do not match its manifest", async () => {
     const root = tmp();
     const dir = await saveRound(root, 1);
@@ -250,6 +263,21 @@ describe("loadTrainingCheckpoint refuses", () => {
     mkdirSync(path.join(dir, "agents", "agent_1"));
     const loaded = await loadTrainingCheckpoint(true, root);
     expect(loaded.optimizers.map((o) => o.lr)).toEqual([0.01, 1]);
+    // a tensor of neither moment is no moment
+    const f32 = (x: number) => ({ tensor: { dtype: "float32" as const, shape: [1], data: new Float32Array([x]) }, dtype: "F32" as const });
+    await writeSafetensors(
+      opt1,
+      new Map([
+        ["exp_avg.w", f32(1)],
+        ["exp_avg_sq.w", f32(2)],
+        ["other.w", f32(3)],
+      ]),
+      { pbrl_adamw: JSON.stringify({ lr: 1, betas: [0, 0], eps: 0, weightDecay: 0, steps: { w: 1 } }) },
+    );
+    await writeManifest(dir);
+    const moments = (await loadTrainingCheckpoint(true, root)).optimizers[1]!;
+    expect([...moments.expAvg].map(([k, v]) => [k, [...v]])).toEqual([["w", [1]]]);
+    expect([...moments.expAvgSq].map(([k, v]) => [k, [...v]])).toEqual([["w", [2]]]);
     expect(existsSync(loaded.agentsDir)).toBe(true);
   });
 });
@@ -280,6 +308,8 @@ describe("checkpointToResume", () => {
     expect(latest.changes).toEqual([{ field: "num_iterations", from: 2, to: 4 }]);
     const named = await checkpointToResume(run("/elsewhere", { spec: path.join(root, "round_0001") }));
     expect(named.ckpt?.dir).toBe(path.join(root, "round_0001"));
+    // only a path names a checkpoint; anything else continues the newest
+    expect((await checkpointToResume(run(root, { spec: null }))).ckpt?.dir).toBe(path.join(root, "round_0002"));
     // a checkpoint without a config (an older pbrl) has no changes to name
     const old = tmp();
     await saveRound(old, 1);
@@ -331,6 +361,8 @@ describe("restoreFromCheckpoint", () => {
     await stored.addRound(1, [{ record, tokens: [], itemIndex: 0 }]);
     const opt = steppedOptimizer();
     const saved = state(1, { rng: streams.getState(), replay: stored.getState(), counters: { updates: 3, envStep: 9, lastLogged: 8 } });
+    await saveInitialPolicies(path.join(root, "ck"), [source!]);
+    expect(readdirSync(policiesAtStartOf(path.join(root, "ck"), 1))).toEqual(["agent_0"]);
     await saveTrainingCheckpoint(path.join(root, "ck"), saved, [source!], [opt]);
     const ckpt = await loadTrainingCheckpoint(true, path.join(root, "ck"));
 
@@ -346,7 +378,10 @@ describe("restoreFromCheckpoint", () => {
     // The learner is the trainer's plug-in point: MADPO's keeps nothing, so this one records what it is handed.
     const learner = { restoreState: async (dir: string, agents: unknown) => void restored.push({ dir, agents }) } as unknown as Learner;
     const counters = { updates: 0, envStep: 0, lastLogged: undefined as number | undefined };
+    const live = liveTensorCount();
     await restoreFromCheckpoint({ ckpt, agents: [agent], optimizers: [fresh], streams: freshStreams, replay, learner, counters });
+    // the copy read from disk is freed once its weights are copied over
+    expect(liveTensorCount()).toBe(live);
 
     const host = (m: typeof target) => [...m.hostWeights()].map(([n, t]) => [n, [...t.data]]);
     expect(host(target)).toEqual(host(source!.model));
