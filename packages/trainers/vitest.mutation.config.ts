@@ -11,6 +11,7 @@ export default mergeConfig(
         "test/run-dir.test.ts",
         "test/run-dir-messages.test.ts",
         "test/run-dir-property.test.ts",
+        "test/run-dir-resume.test.ts",
         "test/run-marker.test.ts",
         "test/run-lock.test.ts",
         "test/resume-changes.test.ts",
