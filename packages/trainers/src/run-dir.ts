@@ -190,13 +190,13 @@ function checkLayout(states: readonly FolderState[], inputs: readonly RunInput[]
 }
 
 function savedTrainer(outputDir: string): string | undefined {
+  let t: unknown;
   try {
-    const t = (JSON.parse(readFileSync(path.join(outputDir, "config.json"), "utf8")) as { trainer?: unknown }).trainer;
-    return typeof t === "string" ? t : undefined;
-    // Stryker disable next-line BlockStatement: an empty catch falls out of the function, which then returns undefined as well
+    t = (JSON.parse(readFileSync(path.join(outputDir, "config.json"), "utf8")) as { trainer?: unknown }).trainer;
   } catch {
-    return undefined;
+    // unreadable or damaged: no trainer
   }
+  return typeof t === "string" ? t : undefined;
 }
 
 /** The refusal for files under a run's names that no marker lists: never a suggestion that would replace them. */
@@ -308,11 +308,10 @@ function pruneMarker(f: RunFolder): void {
 const lstatExists = (p: string) => {
   try {
     lstatSync(p);
-    return true;
-    // Stryker disable next-line BlockStatement: an empty catch returns undefined, which the callers' filters read as false too
   } catch {
     return false;
   }
+  return true;
 };
 
 /**
@@ -345,6 +344,7 @@ export function openRunDir(o: RunDirOptions, plan: RunDirPlan): () => void {
     });
     for (const f of folders) {
       const listed = readRunMarker(f.dir);
+      // Stryker disable next-line LogicalOperator,ConditionalExpression: a name set aside in another folder names nothing in this one, and the lstatExists filter below drops it
       for (const to of setAside) if (path.dirname(to) === f.dir && listed instanceof Set) listed.add(path.basename(to));
       // A resumed run of a pbrl without the marker writes on in its folder as that pbrl did, but lists
       // nothing there: which of its entries are that run's is unknown, so none may ever be deleted.

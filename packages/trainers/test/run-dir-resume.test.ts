@@ -150,6 +150,17 @@ describe("openRunDir, what it lists and says", () => {
     release();
   });
 
+  it("a resumed run lists its names in a new extra folder, which holds nothing of anyone's", () => {
+    const root = tmp();
+    const out = path.join(root, "out");
+    checkpointedRun(out, true);
+    const replay = path.join(root, "replay");
+    const o = opts(out, { resumeLatest: true, preferenceReplayDir: replay });
+    const release = openRunDir(o, planRunDir(o));
+    expect([...(readRunMarker(replay) as Set<string>)].sort()).toEqual(["iteration_0001.json", "iteration_0002.json"]);
+    release();
+  });
+
   it("a listed entry that is gone is dropped from the marker when the folder is opened", () => {
     const d = tmp();
     checkpointedRun(d, true);
