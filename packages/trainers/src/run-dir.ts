@@ -348,7 +348,8 @@ export function openRunDir(o: RunDirOptions, plan: RunDirPlan): () => void {
       for (const to of setAside) if (path.dirname(to) === f.dir && listed instanceof Set) listed.add(path.basename(to));
       // A resumed run of a pbrl without the marker writes on in its folder as that pbrl did, but lists
       // nothing there: which of its entries are that run's is unknown, so none may ever be deleted.
-      if (plan.resume && listed === undefined && inspect(f, folders).clashes.length > 0) continue;
+      // (Only such a folder has clashes here: planRunDir, run again above, refuses them in any other.)
+      if (inspect(f, folders).clashes.length > 0) continue;
       const kept = listed instanceof Set ? [...listed].filter((n) => lstatExists(path.join(f.dir, n))) : [];
       writeRunMarker(f.dir, [...kept, ...f.claims]);
     }
