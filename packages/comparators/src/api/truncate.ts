@@ -47,6 +47,7 @@ export function truncateToTokens(text: string, tokenizer: ApiTokenizer, maxToken
  * encoding again can merge differently at the cut, and the trainer encodes the text again.
  */
 function decodeWithin(ids: readonly number[], tokenizer: ApiTokenizer, maxTokens: number): string {
+  // Stryker disable next-line EqualityOperator: k >= 0 also tries k = 0, the empty text, which re-encodes to no tokens and returns "" as the fallback below does
   for (let k = Math.min(maxTokens, ids.length); k > 0; k--) {
     const text = tokenizer.decode(ids.slice(0, k), { skipSpecialTokens: false });
     if (tokenizer.encode(text, { addSpecialTokens: false }).length <= maxTokens) return text;

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ApiComparator, TaggedCentralizedAdapter, type ApiComparatorOptions } from "../../src/index.js";
-import { jsonSafe } from "../../src/api/formats.js";
+import { jsonSafe, parseResponse } from "../../src/api/formats.js";
 import { reply, sendJson, startServer, type Recorded, type TestServer } from "./server.js";
 
 const KEY = "sk-test-SECRET-7f3a";
@@ -452,5 +452,20 @@ describe("openai_responses format (Responses API; aliases responses, codex)", ()
       ],
       valid: [true, true],
     });
+  });
+});
+
+describe("parseResponse without a source", () => {
+  it("names the URL as unknown and the status as 200 in its errors", () => {
+    let err: unknown;
+    try {
+      parseResponse("openai", { choices: [7] }, "");
+    } catch (e) {
+      err = e;
+    }
+    expect((err as Error).message).toBe(
+      "comparator API (openai) POST <unknown URL>: malformed completion at $.choices[0]: a number where a choice object belongs; a Chat Completions server must return choices[].message.content as a string (or null for no text)",
+    );
+    expect((err as { status: number }).status).toBe(200);
   });
 });
