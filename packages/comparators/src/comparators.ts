@@ -84,12 +84,8 @@ export class ModelComparator extends LocalComparator {
   /** Builds the comparator and loads its models now. */
   static async load(o: ModelComparatorOptions): Promise<ModelComparator> {
     const c = new ModelComparator(o);
-    try {
-      await c.models.load();
-    } catch (err) {
-      c.dispose();
-      throw err;
-    }
+    // A failed load holds nothing (FrozenModels frees what it loaded): nothing to dispose here.
+    await c.models.load();
     return c;
   }
 }

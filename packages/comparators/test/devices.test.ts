@@ -18,7 +18,7 @@ import {
 } from "@pbrl/core-tensor";
 import { loadPretrained, savePretrained, type CausalLM } from "@pbrl/models";
 import { setUpDeviceTests } from "@pbrl/test-fixtures";
-import { comparatorDevices, HistoryComparator, ModelComparator, placement, RoundCopies } from "../src/index.js";
+import { comparatorDevices, comparatorDevicesDiffer, HistoryComparator, ModelComparator, placement, RoundCopies } from "../src/index.js";
 import { GEN, ITEMS, LLAMA, loadAgent, PROMPTS } from "./agents.js";
 
 const load = loadLibtorchAddon(nativeThreads());
@@ -36,6 +36,13 @@ describe("comparator devices", () => {
     expect(comparatorDevices(["cuda:1", "auto"], null, 2)).toEqual(["cuda:1", "auto"]);
     // "auto" is a setting of its own, not a gap to fill from agent_devices
     expect(comparatorDevices("auto", "cuda:0", 2)).toEqual(["auto", "auto"]);
+    expect(() => comparatorDevicesDiffer(null, ["a", "b", "c"], 2, [0])).toThrow(/^agent_devices: has 3 entries; give one device or 2 \(one per agent\)$/);
+    expect(() => comparatorDevicesDiffer(["a", "b", "c"], null, 2, [0])).toThrow(/^comparator_devices: has 3 entries; give one device or 2 \(one per agent\)$/);
+    expect([
+      comparatorDevicesDiffer(null, ["a", "b"], 2, [0, 1]),
+      comparatorDevicesDiffer(["a", "c"], ["a", "b"], 2, [0]),
+      comparatorDevicesDiffer(["a", "c"], ["a", "b"], 2, [1]),
+    ]).toEqual([false, false, true]);
     expect(() => comparatorDevices(["a", "b", "c"], null, 2)).toThrow(/^comparator_devices: has 3 entries; give one device or 2 \(one per agent\)$/);
   });
 

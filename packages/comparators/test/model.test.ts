@@ -96,6 +96,19 @@ describe("ModelComparator", () => {
     agents.forEach((a) => a.model.dispose());
   });
 
+  it("load() rejects with the loading error when a model cannot be loaded, holding nothing", async () => {
+    const agents = [await loadAgent(), await loadAgent()];
+    const before = liveTensorCount();
+    const missing = path.join(tmp, "no-such-model");
+    const err = await ModelComparator.load({ agents, generation: GEN, rng: RngStream.fromSeed(1), comparatorAgents: [LLAMA, missing] }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toContain("no-such-model");
+    expect(liveTensorCount()).toBe(before);
+    agents.forEach((a) => a.model.dispose());
+  });
+
   it("accepts a bare CausalLM of the same vocabulary size, which has no tokenizer to check", async () => {
     const agents = [await loadAgent()];
     const bare = (await loadPretrained(LLAMA_BF16)).model;
