@@ -12,6 +12,7 @@ export default mergeConfig(
     test: {
       include: [
         "test/api/formats.test.ts",
+        "test/api/formats-parse.test.ts",
         "test/api/options.test.ts",
         "test/api/parsers.property.test.ts",
         "test/api/hostile.test.ts",
