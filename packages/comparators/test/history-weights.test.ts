@@ -1,7 +1,7 @@
 // HistoryWeights on its own: its checks and messages, which agents it loads, a LoRA agent's
 // snapshot put onto the agent's own base, and what it frees. Real tiny checkpoints saved to a
 // temporary folder.
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -25,6 +25,10 @@ beforeAll(async () => {
   // agent 0 a full checkpoint, agent 1 a LoRA adapter only (adapter_config.json, no config.json)
   await savePretrained(path.join(tmp, "mixed", "agent_0"), { model: agents[0]!.model, tokenizer: agents[0]!.tokenizer });
   await savePretrained(path.join(tmp, "mixed", "agent_1"), { model: lora.model, tokenizer: lora.tokenizer });
+  // agent 0 a full checkpoint, agent 1 an adapter folder whose weights are missing
+  await savePretrained(path.join(tmp, "broken", "agent_0"), { model: agents[0]!.model, tokenizer: agents[0]!.tokenizer });
+  await mkdir(path.join(tmp, "broken", "agent_1"), { recursive: true });
+  await writeFile(path.join(tmp, "broken", "agent_1", "adapter_config.json"), await readFile(path.join(tmp, "mixed", "agent_1", "adapter_config.json")));
   await mkdir(path.join(tmp, "half", "agent_0"), { recursive: true });
   await savePretrained(path.join(tmp, "half", "agent_1"), { model: agents[1]!.model, tokenizer: agents[1]!.tokenizer });
 });
@@ -98,5 +102,15 @@ describe("HistoryWeights", () => {
     h.dispose();
     expect(liveTensorCount()).toBe(before);
     expect(lora.model.params.get("model.norm.weight")!.isDisposed).toBe(false);
+  });
+
+  it("frees the full checkpoints it loaded when a LoRA snapshot fails to load", async () => {
+    const h = new HistoryWeights({ k: 1, weightsAt: at("broken"), agents: [agents[0]!, lora] });
+    const before = liveTensorCount();
+    const err = await h.beginRound(2).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toContain(path.join(tmp, "broken", "agent_1"));
+    expect(liveTensorCount()).toBe(before);
+    expect(() => h.policies()).toThrow(/call beginRound first/);
   });
 });
