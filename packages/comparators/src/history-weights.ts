@@ -33,6 +33,7 @@ export interface HistoryWeightsOptions {
 export class HistoryWeights implements PolicySource {
   readonly description: string;
   private readonly indices: readonly number[];
+  // Stryker disable next-line ArrayDeclaration: release() frees only entries marked owned, so a placeholder entry changes nothing, and the first load replaces the array
   private loaded: LoadedModel[] = [];
   private ready: RoundPolicy[] | undefined;
 
@@ -93,6 +94,7 @@ export class HistoryWeights implements PolicySource {
 
   private release(): void {
     releaseLoaded(this.loaded);
+    // Stryker disable next-line ArrayDeclaration: as for the field's initial value, release() skips entries not marked owned
     this.loaded = [];
     this.ready = undefined;
   }
@@ -106,6 +108,7 @@ export class HistoryWeights implements PolicySource {
 async function loadHistory(folders: readonly string[], agents: readonly CausalLM[], devices: readonly string[]): Promise<LoadedModel[]> {
   const onAgentBase = (i: number) => agents[i]!.adapter !== undefined && (placement(devices[i]) ?? agents[i]!.device()) === agents[i]!.device();
   const rest = folders.map((_, i) => i).filter((i) => !onAgentBase(i));
+  // Stryker disable next-line ArrayDeclaration: every slot is assigned below, so an array started empty ends the same
   const loaded: LoadedModel[] = new Array<LoadedModel>(folders.length);
   const others = await loadModelSources(
     rest.map((i) => folders[i]!),

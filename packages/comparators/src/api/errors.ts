@@ -20,7 +20,7 @@ export const BODY_SNIPPET_CHARS = 300;
 const SECRET_HEADER = /(auth|token|secret|key|password|passwd|signature|credential|cookie|session)/i;
 
 /** Header values that carry a credential whatever the header is called: "Bearer …", "Basic …". */
-const SCHEME_VALUE = /^\s*(bearer|basic|token|digest|apikey)\s+(\S.*)$/i;
+const SCHEME_VALUE = /^\s*(bearer|basic|token|digest|apikey)\s+(\S.*)/i;
 
 /**
  * Secrets shorter than this are not scrubbed from completions: "EMPTY" (vLLM's placeholder key)
@@ -31,8 +31,8 @@ export const MIN_SCRUBBED_SECRET_CHARS = 8;
 
 /** Removes every occurrence of each secret (and its URL-encoded form) from `text`. */
 export function makeRedactor(secrets: readonly (string | null)[]): (text: string) => string {
-  const forms = [...new Set(secrets.flatMap((s) => (s === null || s === "" ? [] : [s, encodeURIComponent(s)])))].sort((a, b) => b.length - a.length);
-  if (forms.length === 0) return (text) => text;
+  const given = secrets.filter((s): s is string => s !== null && s !== "");
+  const forms = [...new Set(given.flatMap((s) => [s, encodeURIComponent(s)]))].sort((a, b) => b.length - a.length);
   return (text) => forms.reduce((t, f) => t.split(f).join(REDACTED), text);
 }
 

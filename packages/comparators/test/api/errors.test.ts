@@ -35,6 +35,8 @@ describe("makeRedactor", () => {
   it("leaves text as it is when there is no secret", () => {
     expect(makeRedactor([])("a b")).toBe("a b");
     expect(makeRedactor([null, ""])("a  b")).toBe("a  b");
+    // an empty secret is no secret: it would otherwise split the text at every character
+    expect(makeRedactor(["", "k"])("ab k")).toBe("ab [REDACTED]");
   });
 });
 
@@ -96,6 +98,7 @@ describe("credential headers", () => {
       ["X-Custom", "Bearer", false],
       ["X-Custom", "Bearer ", false],
       ["X-Custom", "my bearer abc", false],
+      ["X-Custom", "Bearer abc\nmore", true],
       ["anthropic-version", "2023-06-01", false],
       ["Content-Type", "application/json", false],
     ];

@@ -60,12 +60,13 @@ describe("truncateToTokens", () => {
   });
 
   it("encodes a text no longer than the prefix whole, once, and never a slice past it", () => {
-    const fits = chunked(1);
-    expect(truncateToTokens("a".repeat(256), fits.tokenizer, 256)).toEqual({ text: "a".repeat(256), truncated: false });
+    // a budget of 16 tokens or fewer tries 256 characters first: the whole of this text
+    const fits = chunked(16);
+    expect(truncateToTokens("a".repeat(256), fits.tokenizer, 16)).toEqual({ text: "a".repeat(256), truncated: false });
     expect(fits.calls.encoded).toEqual([256]);
-    const over = chunked(1);
-    expect(truncateToTokens("a".repeat(256), over.tokenizer, 250)).toEqual({ text: "a".repeat(250), truncated: true });
-    expect(over.calls.encoded).toEqual([256, 250]);
+    const over = chunked(16);
+    expect(truncateToTokens("a".repeat(256), over.tokenizer, 15)).toEqual({ text: "a".repeat(240), truncated: true });
+    expect(over.calls.encoded).toEqual([256, 240]);
   });
 
   it("adds no special tokens and keeps those the text spells", () => {
