@@ -98,7 +98,7 @@ export function buildBody(format: ApiFormat, spec: ApiRequestSpec, c: BodyContex
         top_k: g.topK,
         batch_item: jsonSafe(spec.batchItem),
       };
-      if (c.model !== null) body["model"] = c.model;
+      body["model"] = c.model; // a null model is dropped with the other nulls below
       break;
     case "openai":
       body = { model: c.model, messages, n: spec.count, max_tokens: g.maxNewTokens, temperature: g.temperature, top_p: g.topP };
