@@ -268,7 +268,7 @@ export function planRunDir(o: RunDirOptions): RunDirPlan {
   const results = out.ours.filter((n) => RESULTS.includes(n));
   // A run killed before it wrote config.json (its replay or checkpoint folder made, nothing listed
   // trained) is one that completed no round too: its entries are on pbrl's list.
-  const startedHere = trainer === o.trainer || (trainer === undefined && !out.ours.includes("config.json"));
+  const startedHere = trainer === o.trainer || !out.ours.includes("config.json");
   if (!hasCheckpoint && results.length === 0 && startedHere) {
     o.log?.(
       `pbrl: ${o.outputDir} holds a ${o.trainer} run that completed no round (${names(ours)}); starting it again from the beginning${labels.length > 0 ? " (keeping human_labels: the picks saved there are not asked again)" : ""}`,

@@ -27,21 +27,23 @@ interface LockOwner {
 }
 
 function readOwner(file: string): LockOwner | undefined {
+  let o: (Partial<LockOwner> & { boot_id?: unknown; start_ticks?: unknown; command?: unknown }) | null;
   try {
-    const o = JSON.parse(readFileSync(file, "utf8")) as Partial<LockOwner> & { boot_id?: unknown; start_ticks?: unknown; command?: unknown };
-    if (typeof o.pid !== "number" || typeof o.host !== "string") return undefined;
-    const identity = lockIdentity(o);
-    return {
-      pid: o.pid,
-      host: o.host,
-      started: String(o.started ?? "?"),
-      // Stryker disable next-line ConditionalExpression: identity: undefined reads as no identity, every use compares it with undefined
-      ...(identity !== undefined ? { identity } : {}),
-      ...(typeof o.command === "string" ? { command: o.command } : {}),
-    };
+    o = JSON.parse(readFileSync(file, "utf8")) as typeof o;
   } catch {
     return undefined; // unreadable or half-written: its writer died between create and write
   }
+  // A lock holding JSON that is no object (null, a number) is as unreadable.
+  if (!(o instanceof Object) || typeof o.pid !== "number" || typeof o.host !== "string") return undefined;
+  const identity = lockIdentity(o);
+  return {
+    pid: o.pid,
+    host: o.host,
+    started: String(o.started ?? "?"),
+    // Stryker disable next-line ConditionalExpression: identity: undefined reads as no identity, every use compares it with undefined
+    ...(identity !== undefined ? { identity } : {}),
+    ...(typeof o.command === "string" ? { command: o.command } : {}),
+  };
 }
 
 function tryCreate(file: string, owner: LockOwner): boolean {

@@ -163,6 +163,9 @@ describe("run lock messages, word for word", () => {
       `pbrl: ${file(a)} is unreadable (its run stopped while creating it); taking it over`,
     ]);
     expect(takeOver(a, JSON.stringify({ pid: 12 }))).toEqual([`pbrl: ${file(a)} is unreadable (its run stopped while creating it); taking it over`]);
+    // and so is JSON that is no object
+    for (const text of ["null", "12"])
+      expect(takeOver(a, text)).toEqual([`pbrl: ${file(a)} is unreadable (its run stopped while creating it); taking it over`]);
     const dead = deadPid();
     expect(takeOver(a, { pid: dead })).toEqual([`pbrl: ${file(a)} was left by a run that is no longer running (pid ${dead}); taking it over`]);
     const pid = sleeper();
