@@ -266,7 +266,7 @@ describe("n planning", () => {
 
 describe("jsonSafe", () => {
   it("keeps JSON values and converts the rest", () => {
-    expect(jsonSafe({ n: 1, s: "s", b: false, z: null, inf: -Infinity, big: 2n ** 70n, small: 5n, u: undefined, f: () => 1 })).toEqual({
+    expect(jsonSafe({ n: 1, s: "s", b: false, z: null, inf: -Infinity, big: 2n ** 70n, small: 5n, u: undefined, f: () => 1 })).toStrictEqual({
       n: 1,
       s: "s",
       b: false,
