@@ -241,14 +241,16 @@ function own(o: Record<string, unknown>, key: string): unknown {
 
 const STOP_REASONS = new Set(["stop", "end_turn", "stop_sequence", "eos", "eos_token", "completed"]);
 
+/** A path segment that indexes an array. */
+const INDEX = /^\d+$/;
+
 /** Follows `a.b.0.c`; numeric segments index arrays. */
 export function followPath(value: unknown, path: string): unknown {
   let v = value;
   for (const seg of path.split(".")) {
-    if (Array.isArray(v) && /^\d+$/.test(seg)) v = v[Number(seg)];
+    if (Array.isArray(v) && INDEX.test(seg)) v = v[Number(seg)];
     else if (isObject(v)) v = own(v, seg);
     else return undefined;
-    if (v === undefined) return undefined;
   }
   return v;
 }
@@ -257,7 +259,7 @@ export function followPath(value: unknown, path: string): unknown {
 function pathOf(dotted: string): string {
   return `$${dotted
     .split(".")
-    .map((seg) => (/^\d+$/.test(seg) ? `[${seg}]` : `.${seg}`))
+    .map((seg) => (INDEX.test(seg) ? `[${seg}]` : `.${seg}`))
     .join("")}`;
 }
 
@@ -276,9 +278,10 @@ const GENERIC_TEXT_FIELDS = ["text", "content", "completion", "response"] as con
  * Any other item is an error.
  */
 function parseGeneric(json: unknown, responseField: string, fail: Fail): ParsedCompletions {
-  const { found, path } = locateGeneric(json, responseField);
   const out: ParsedCompletions = { texts: [], stopped: [] };
-  if (found === undefined || found === null) return out;
+  const at = locateGeneric(json, responseField);
+  if (at === undefined) return out;
+  const { found, path } = at;
   const items: readonly unknown[] = Array.isArray(found) ? found : [found];
   items.forEach((item, i) => {
     const { text, stopped } = genericItem(item, Array.isArray(found) ? `${path}[${i}]` : path, fail);
@@ -288,13 +291,14 @@ function parseGeneric(json: unknown, responseField: string, fail: Fail): ParsedC
   return out;
 }
 
-function locateGeneric(json: unknown, responseField: string): { found: unknown; path: string } {
+/** Where the completions are and how a message names that place; undefined: nowhere (no completions). */
+function locateGeneric(json: unknown, responseField: string): { found: unknown; path: string } | undefined {
   const found = followPath(json, responseField);
   if (!isEmpty(found)) return { found, path: pathOf(responseField) };
   if (Array.isArray(json)) return { found: json, path: "$" };
-  if (!isObject(json)) return { found: undefined, path: "$" };
+  if (!isObject(json)) return undefined;
   const key = GENERIC_FALLBACKS.find((k) => !isEmpty(own(json, k)));
-  return key === undefined ? { found: undefined, path: "$" } : { found: own(json, key), path: `$.${key}` };
+  return key === undefined ? undefined : { found: own(json, key), path: `$.${key}` };
 }
 
 function genericItem(item: unknown, at: string, fail: Fail): { text: string; stopped: boolean } {

@@ -123,6 +123,18 @@ describe("malformed completions", () => {
       `malformed completion at $.completions[0].message.content: a number (3), not a string; ${EXPECTED.generic}`,
     );
     expect(kindOf("generic", { out: 7 }, "out")).toBe(`malformed completion at $.out: a number (7), not a string; ${EXPECTED.generic}`);
+    // a dotted response field is named as a JSON path: numeric segments (one digit or more) index arrays
+    expect(kindOf("generic", { data: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, { items: [5] }] }, "data.10.items")).toBe(
+      `malformed completion at $.data[10].items[0]: a number (5), not a string; ${EXPECTED.generic}`,
+    );
+    expect(kindOf("generic", { a1: { "1a": [5] } }, "a1.1a")).toBe(`malformed completion at $.a1.1a[0]: a number (5), not a string; ${EXPECTED.generic}`);
+  });
+
+  it("generic: no completions anywhere is none (not an error); an empty or null response field falls back to the usual names", () => {
+    for (const json of [null, 5, {}, { completions: [] }]) expect(parseResponse("generic", json, "", SOURCE)).toEqual({ texts: [], stopped: [] });
+    expect(parseResponse("generic", { result: null, completions: ["x"] }, "result", SOURCE)).toEqual({ texts: ["x"], stopped: [false] });
+    expect(parseResponse("generic", { result: "", outputs: ["y"] }, "result", SOURCE)).toEqual({ texts: ["y"], stopped: [false] });
+    expect(parseResponse("generic", { data: ["a", "b"] }, "data.1", SOURCE)).toEqual({ texts: ["b"], stopped: [false] });
     expect(kindOf("generic", [{ text: "a".repeat(100) }, true])).toBe(`malformed completion at $[1]: a boolean (true), not a string; ${EXPECTED.generic}`);
     const long = kindOf("generic", { completions: [{ text: ["a".repeat(100)] }] });
     expect(long).toBe(`malformed completion at $.completions[0].text: an array (["${"a".repeat(78)}…), not a string; ${EXPECTED.generic}`);
