@@ -221,11 +221,13 @@ function article(type: string): string {
 /** At most 80 characters of a value, for a message; undefined when it has no JSON form (bigints, cycles, nesting too deep). */
 function preview(value: unknown, redact: (t: string) => string): string | undefined {
   let text: string | undefined;
+  // Stryker disable BlockStatement: an empty catch leaves text undefined, which returns undefined below too
   try {
     text = JSON.stringify(value);
   } catch {
     return undefined;
   }
+  // Stryker restore BlockStatement
   // Only the start is quoted: no need to scan megabytes for whitespace and secrets.
   return text === undefined ? undefined : snippet(text.slice(0, 1000), redact, 80);
 }
@@ -239,7 +241,8 @@ function own(o: Record<string, unknown>, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(o, key) ? o[key] : undefined;
 }
 
-const STOP_REASONS = new Set(["stop", "end_turn", "stop_sequence", "eos", "eos_token", "completed"]);
+// Of unknown: has() of any value is false but for these strings.
+const STOP_REASONS: ReadonlySet<unknown> = new Set(["stop", "end_turn", "stop_sequence", "eos", "eos_token", "completed"]);
 
 /** A path segment that indexes an array. */
 const INDEX = /^\d+$/;
@@ -307,7 +310,7 @@ function genericItem(item: unknown, at: string, fail: Fail): { text: string; sto
   const text = genericObjectText(item, at, fail);
   const flag = own(item, "stopped");
   const reason = own(item, "finish_reason") ?? own(item, "stop_reason");
-  return { text, stopped: typeof flag === "boolean" ? flag : typeof reason === "string" && STOP_REASONS.has(reason) };
+  return { text, stopped: typeof flag === "boolean" ? flag : STOP_REASONS.has(reason) };
 }
 
 /** The first non-empty string field (message.content last); "" when the only strings are empty. */

@@ -82,7 +82,7 @@ describe("buildBody", () => {
       messages: [{ role: "user", content: "p" }],
       temperature: 0.5,
     });
-    expect(buildBody("anthropic", spec, { model: "c", generation: { ...GEN, topP: 0.9 }, extraBody: { temperature: undefined } })).toEqual({
+    expect(buildBody("anthropic", spec, { model: "c", generation: { ...GEN, topP: 0.9 }, extraBody: { temperature: undefined } })).toStrictEqual({
       model: "c",
       max_tokens: 8,
       messages: [{ role: "user", content: "p" }],
@@ -128,6 +128,21 @@ describe("malformed completions", () => {
       `malformed completion at $.data[10].items[0]: a number (5), not a string; ${EXPECTED.generic}`,
     );
     expect(kindOf("generic", { a1: { "1a": [5] } }, "a1.1a")).toBe(`malformed completion at $.a1.1a[0]: a number (5), not a string; ${EXPECTED.generic}`);
+  });
+
+  it("openai: a choice without message content reads its text; one with neither is skipped (a refusal or a tool call)", () => {
+    const choices = [
+      { message: { content: null }, text: "legacy", finish_reason: "stop" },
+      { message: { role: "assistant" }, text: "no content" },
+      { message: { content: null } },
+      { message: { content: "plain" }, finish_reason: "length" },
+    ];
+    expect(parseResponse("openai", { choices }, "", SOURCE)).toEqual({ texts: ["legacy", "no content", "plain"], stopped: [true, false, false] });
+  });
+
+  it("anthropic: blocks of other types are passed over, also ones without text", () => {
+    const content = [{ type: "tool_use", id: "t1", input: {} }, { type: 5 }, { type: "text", text: "hi" }];
+    expect(parseResponse("anthropic", { content, stop_reason: "end_turn" }, "", SOURCE)).toEqual({ texts: ["hi"], stopped: [true] });
   });
 
   it("generic: no completions anywhere is none (not an error); an empty or null response field falls back to the usual names", () => {
