@@ -132,7 +132,8 @@ async function treeAt(c: HubClient, commit: string, what: string): Promise<Map<s
       throw new DatasetError("hub", `${what}: ${subject} from ${c.endpoint} is not a JSON list; is HF_ENDPOINT a Hugging Face hub?`);
     left -= page.bytes;
     for (const item of page.json as (ApiTreeItem | null)[]) {
-      if (item === null || typeof item !== "object") continue;
+      // A number or a string in the list has no type "file" either: only null needs a check of its own.
+      if (item === null) continue;
       if (item.type !== "file" || typeof item.path !== "string" || typeof item.oid !== "string" || !isSize(item.size)) continue;
       const e: TreeEntry = { size: item.size, blob_id: item.oid };
       if (item.lfs && typeof item.lfs.oid === "string" && isSize(item.lfs.size)) Object.assign(e, { lfs_sha256: item.lfs.oid, lfs_size: item.lfs.size });
