@@ -359,9 +359,12 @@ describe("what counts as pbrl's, the user's, or a temporary", () => {
     write(path.join(d, `.config.json.old-${dead}-0123abcd`), "half");
     // this process's own temporaries are its writes in progress: kept
     write(path.join(d, `.metrics.jsonl.tmp-${process.pid}-0123abcd`), "mine now");
+    // a folder of the user's is never looked into, whatever its files are called
+    write(path.join(d, "mine", `.agents.tmp-${dead}-0123abcd`), "mine");
     const o = opts(d);
     openRunDir(o, planRunDir(o))();
-    expect(readdirSync(d).sort()).toEqual([RUN_MARKER, ...user, `.metrics.jsonl.tmp-${process.pid}-0123abcd`].sort());
+    expect(readdirSync(d).sort()).toEqual([RUN_MARKER, ...user, `.metrics.jsonl.tmp-${process.pid}-0123abcd`, "mine"].sort());
+    expect(readdirSync(path.join(d, "mine"))).toEqual([`.agents.tmp-${dead}-0123abcd`]);
   });
 
   it("both extra settings on one folder: it is checked with the names of both", () => {
