@@ -112,6 +112,10 @@ describe("malformed completions", () => {
   it("names the path, the JSON type with its value and what the server must return", () => {
     expect(kindOf("generic", { completions: [42] })).toBe(`malformed completion at $.completions[0]: a number (42), not a string; ${EXPECTED.generic}`);
     expect(kindOf("generic", { completions: [[1]] })).toBe(`malformed completion at $.completions[0]: an array ([1]), not a string; ${EXPECTED.generic}`);
+    // only the first 1000 characters of a value are looked at: what follows a long run of spaces is not quoted
+    expect(kindOf("generic", { completions: [[" ".repeat(1500) + "tail"]] })).toBe(
+      `malformed completion at $.completions[0]: an array (["), not a string; ${EXPECTED.generic}`,
+    );
     expect(kindOf("generic", { completions: [null, "x"] })).toBe(`malformed completion at $.completions[0]: null (null), not a string; ${EXPECTED.generic}`);
     expect(kindOf("generic", { completions: [{ text: 1n }] })).toBe(
       `malformed completion at $.completions[0].text: a bigint, not a string; ${EXPECTED.generic}`,
