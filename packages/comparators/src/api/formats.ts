@@ -366,7 +366,7 @@ function firstTextBlock(blocks: readonly unknown[], at: string, types: readonly 
     const b = blocks[i];
     if (!isObject(b)) return fail(`${at}[${i}]`, b, `${article(jsonTypeOf(b))} where a content block object belongs`);
     const type = own(b, "type");
-    if (typeof type !== "string" || !types.includes(type)) continue;
+    if (!(types as readonly unknown[]).includes(type)) continue; // includes() of a type that is no string is false
     const text = own(b, "text");
     if (typeof text !== "string") return fail(`${at}[${i}].text`, text);
     return text;

@@ -139,6 +139,7 @@ describe("malformed completions", () => {
       { message: { content: null }, text: "legacy", finish_reason: "stop" },
       { message: { role: "assistant" }, text: "no content" },
       { message: { content: null } },
+      { message: { content: null }, text: null },
       { message: { content: "plain" }, finish_reason: "length" },
     ];
     expect(parseResponse("openai", { choices }, "", SOURCE)).toEqual({ texts: ["legacy", "no content", "plain"], stopped: [true, false, false] });
