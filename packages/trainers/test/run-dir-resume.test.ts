@@ -5,29 +5,14 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { openRunDir, planRunDir, RUN_OUTPUTS, RunDirError, type RunDirOptions } from "../src/run-dir.js";
+import { openRunDir, planRunDir, RUN_OUTPUTS } from "../src/run-dir.js";
 import { readRunMarker, RUN_MARKER, writeRunMarker } from "../src/run-marker.js";
+import { planRefusal, runDirOptions } from "./run-dir-fixtures.js";
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), "pbrl-rundir-resume-"));
-const opts = (outputDir: string, more: Partial<RunDirOptions> = {}): RunDirOptions => ({
-  outputDir,
-  checkpointsDir: path.join(outputDir, "checkpoints"),
-  resumeLatest: false,
-  overwrite: false,
-  trainer: "madpo_iter",
-  rounds: 2,
-  ...more,
-});
+const opts = runDirOptions;
 
-function refusal(o: RunDirOptions): string {
-  try {
-    planRunDir(o);
-  } catch (err) {
-    expect(err).toBeInstanceOf(RunDirError);
-    return (err as Error).message;
-  }
-  throw new Error("expected a RunDirError");
-}
+const refusal = planRefusal;
 
 const write = (file: string, text = "x") => {
   mkdirSync(path.dirname(file), { recursive: true });
