@@ -183,18 +183,20 @@ describe("local dataset folders", () => {
   });
 });
 
-describe("the datasets rules, case by case", () => {
-  const card = (yaml: string) => `---\n${yaml}\n---\n# A dataset\n`;
-  const layout = (files: string[], readme?: string, config?: string) => datasetSplits(files, readme, config, "ds", "train_dataset_config");
-  const thrown = (f: () => unknown): Error => {
-    try {
-      f();
-    } catch (e) {
-      return e as Error;
-    }
-    throw new Error("expected a failure");
-  };
+// The datasets rules' helpers: a dataset card with a YAML header, the splits a file list gives, and
+// what a call throws.
+const rulesCard = (yaml: string) => `---\n${yaml}\n---\n# A dataset\n`;
+const layout = (files: string[], readme?: string, config?: string) => datasetSplits(files, readme, config, "ds", "train_dataset_config");
+const thrown = (f: () => unknown): Error => {
+  try {
+    f();
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error("expected a failure");
+};
 
+describe("the datasets rules, case by case", () => {
   it("takes the extension from the file name only, keeping a compression suffix after a format", () => {
     expect(dataExtension("v1.0/train")).toBe("");
     expect(dataExtension("data/README")).toBe("");
@@ -231,17 +233,19 @@ describe("the datasets rules, case by case", () => {
     // files that are no data of any kind are no format, not an unsupported one
     expect(layout(["LICENSE", "notes.md"])).toEqual({ config: "default", configs: ["default"], splits: new Map(), unsupported: [] });
     // data_files may match files that are not data: they do not count
-    expect(splits(["LICENSE", "NOTICE", "a.csv"], card(["configs:", "- config_name: default", '  data_files: "*"'].join("\n")))).toEqual({ train: ["a.csv"] });
+    expect(splits(["LICENSE", "NOTICE", "a.csv"], rulesCard(["configs:", "- config_name: default", '  data_files: "*"'].join("\n")))).toEqual({
+      train: ["a.csv"],
+    });
   });
 
   it("reads a YAML header only at the very start of README.md", () => {
-    const late = `# Title\n${card(["configs:", "- config_name: x", "  data_files: x/*.csv"].join("\n"))}`;
+    const late = `# Title\n${rulesCard(["configs:", "- config_name: x", "  data_files: x/*.csv"].join("\n"))}`;
     expect(layout(["train.csv", "x/a.csv"], late).configs).toEqual(["default"]);
   });
 
   it("resolves data_files patterns: a leading / or ./ is the dataset's root, each file once, hidden files only when a pattern names them", () => {
     const files = ["data/c.csv", "data/.b.csv", ".hidden/a.csv", "data/a.csv"];
-    const with_ = (data_files: string) => splits(files, card(["configs:", "- config_name: default", `  data_files: ${data_files}`].join("\n")));
+    const with_ = (data_files: string) => splits(files, rulesCard(["configs:", "- config_name: default", `  data_files: ${data_files}`].join("\n")));
     expect(with_('["/data/c.csv", "./data/a.csv"]')).toEqual({ train: ["data/c.csv", "data/a.csv"] });
     expect(with_('["data/*.csv", "data/a.csv"]')).toEqual({ train: ["data/a.csv", "data/c.csv"] });
     expect(with_('"./data/*.csv"')).toEqual({ train: ["data/a.csv", "data/c.csv"] });
@@ -251,28 +255,28 @@ describe("the datasets rules, case by case", () => {
   });
 
   it("takes a subset without a name as the default one, and a data_dir written ./dir/", () => {
-    expect(splits(["a.csv", "b.csv"], card(["configs:", "- data_files: b.csv"].join("\n")))).toEqual({ train: ["b.csv"] });
-    expect(splits(["small/train.csv", "big/train.csv"], card(["configs:", "- config_name: s", "  data_dir: ./small/"].join("\n")))).toEqual({
+    expect(splits(["a.csv", "b.csv"], rulesCard(["configs:", "- data_files: b.csv"].join("\n")))).toEqual({ train: ["b.csv"] });
+    expect(splits(["small/train.csv", "big/train.csv"], rulesCard(["configs:", "- config_name: s", "  data_dir: ./small/"].join("\n")))).toEqual({
       train: ["small/train.csv"],
     });
   });
 
   it("names what is wrong with configs and data_files in README.md", () => {
     for (const yaml of ["configs: 5", "configs:\n- 1"])
-      expect(thrown(() => layout(["a.csv"], card(yaml)))).toMatchObject({
+      expect(thrown(() => layout(["a.csv"], rulesCard(yaml)))).toMatchObject({
         name: "DatasetError",
         code: "layout",
         message: "ds: README.md's configs must be a list of {config_name, data_files}",
       });
-    expect(thrown(() => layout(["a.csv"], card(["configs:", "- config_name: d", "  data_files:", "  - split: train"].join("\n"))))).toMatchObject({
+    expect(thrown(() => layout(["a.csv"], rulesCard(["configs:", "- config_name: d", "  data_files:", "  - split: train"].join("\n"))))).toMatchObject({
       code: "layout",
       message: `ds: README.md's data_files entries need a split name and a path or list of paths; got {"split":"train"}`,
     });
-    expect(thrown(() => layout(["a.csv"], card(["configs:", "- config_name: d", "  data_files:", "    train: 5"].join("\n"))))).toMatchObject({
+    expect(thrown(() => layout(["a.csv"], rulesCard(["configs:", "- config_name: d", "  data_files:", "    train: 5"].join("\n"))))).toMatchObject({
       code: "layout",
       message: `ds: README.md's data_files entries need a split name and a path or list of paths; got {"split":"train","path":5}`,
     });
-    expect(thrown(() => layout(["a.csv"], card(["configs:", "- config_name: d", "  data_files: 5"].join("\n"))))).toMatchObject({
+    expect(thrown(() => layout(["a.csv"], rulesCard(["configs:", "- config_name: d", "  data_files: 5"].join("\n"))))).toMatchObject({
       code: "layout",
       message: "ds: README.md's data_files must be a path, a list, or a list of {split, path}",
     });
@@ -294,17 +298,7 @@ describe("the datasets rules, case by case", () => {
 });
 
 describe("the datasets rules, edge by edge", () => {
-  const card = (yaml: string) => `---\n${yaml}\n---\n# A dataset\n`;
-  const layout = (files: string[], readme?: string, config?: string) => datasetSplits(files, readme, config, "ds", "train_dataset_config");
-  const thrown = (f: () => unknown): Error => {
-    try {
-      f();
-    } catch (e) {
-      return e as Error;
-    }
-    throw new Error("expected a failure");
-  };
-  const configs = (...lines: string[]) => card(["configs:", ...lines].join("\n"));
+  const configs = (...lines: string[]) => rulesCard(["configs:", ...lines].join("\n"));
 
   it("takes only data/{split}-NNNNN-of-NNNNN.ext at the top of data/ as shards, dotted split names included", () => {
     expect(splits(["x/data/extra-00000-of-00001.csv"])).toEqual({ train: ["x/data/extra-00000-of-00001.csv"] });
@@ -328,11 +322,11 @@ describe("the datasets rules, edge by edge", () => {
       splits: new Map([["train", ["train.csv"]]]),
       unsupported: [],
     });
-    expect(splits(["train.csv"], card("configs:"))).toEqual({ train: ["train.csv"] });
+    expect(splits(["train.csv"], rulesCard("configs:"))).toEqual({ train: ["train.csv"] });
   });
 
   it("gives every configs and data_files error the layout code, and names a config or entry that is no object", () => {
-    expect(thrown(() => layout(["a.csv"], card("configs: [unclosed")))).toMatchObject({ name: "DatasetError", code: "layout" });
+    expect(thrown(() => layout(["a.csv"], rulesCard("configs: [unclosed")))).toMatchObject({ name: "DatasetError", code: "layout" });
     expect(thrown(() => layout(["a.csv"], undefined, "fr"))).toMatchObject({ code: "layout" });
     const two = configs("- config_name: en", "  data_files: en/*.csv", "- config_name: fr", "  data_files: fr/*.csv");
     expect(thrown(() => layout(["en/a.csv"], two))).toMatchObject({ code: "layout" });
