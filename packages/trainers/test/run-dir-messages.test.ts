@@ -351,6 +351,21 @@ describe("what counts as pbrl's, the user's, or a temporary", () => {
     expect(readdirSync(path.join(d, "mine"))).toEqual([`.agents.tmp-${dead}-0123abcd`]);
   });
 
+  it("openRunDir looks into a folder of pbrl's own, but not into this process's temporary folder there (a write in progress)", () => {
+    const d = tmp();
+    const dead = 999_999_999;
+    // human_labels survives a restarted run, so its folder is looked into rather than replaced
+    const labels = path.join(d, "human_labels");
+    write(path.join(labels, `.picks.json.tmp-${dead}-0123abcd`), "half");
+    const mine = path.join(labels, `.round_0001.tmp-${process.pid}-89abcdef`);
+    write(path.join(mine, `.picks.json.tmp-${dead}-0123abcd`), "being written");
+    writeRunMarker(d, ["human_labels"]);
+    const o = opts(d);
+    openRunDir(o, planRunDir(o))();
+    expect(readdirSync(labels)).toEqual([path.basename(mine)]);
+    expect(readdirSync(mine)).toEqual([`.picks.json.tmp-${dead}-0123abcd`]);
+  });
+
   it("both extra settings on one folder: it is checked with the names of both", () => {
     const root = tmp();
     const both = path.join(root, "both");
