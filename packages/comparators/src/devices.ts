@@ -27,6 +27,5 @@ export function comparatorDevices(comparatorDevices: DeviceSpec, agentDevices: D
  * anything is loaded (startCompute); on libtorch a bad name fails where the model is placed.
  */
 export function placement(device: string | undefined): string | undefined {
-  if (device === undefined || device === "auto") return undefined;
-  return tf.getBackend() === "libtorch" ? device : undefined;
+  return device !== "auto" && tf.getBackend() === "libtorch" ? device : undefined;
 }

@@ -18,7 +18,16 @@ import {
 } from "@pbrl/core-tensor";
 import { loadPretrained, savePretrained, type CausalLM } from "@pbrl/models";
 import { setUpDeviceTests } from "@pbrl/test-fixtures";
-import { comparatorDevices, comparatorDevicesDiffer, HistoryComparator, ModelComparator, placement, RoundCopies } from "../src/index.js";
+import {
+  comparatorDevices,
+  comparatorDevicesDiffer,
+  CurrentCopyComparator,
+  HistoryComparator,
+  HistoryWeights,
+  ModelComparator,
+  placement,
+  RoundCopies,
+} from "../src/index.js";
 import { GEN, ITEMS, LLAMA, loadAgent, PROMPTS } from "./agents.js";
 
 const load = loadLibtorchAddon(nativeThreads());
@@ -128,5 +137,41 @@ describe.skipIf(missing !== undefined)(`comparator models on libtorch devices${m
     c.dispose();
     expect(liveTensorCount()).toBe(before); // the model loaded for agent 0 was freed
     agents.forEach((a) => a.model.dispose());
+  });
+
+  it("history and current_copy fail on a device this libtorch lacks (a LoRA agent's snapshot too); unset devices load where the backend puts them", async () => {
+    await useBackend("libtorch");
+    const absent = info?.cuda === true ? `cuda:${info.cudaDevices}` : "cuda:0";
+    const unavailable = new RegExp(`^device ${absent}: `);
+    const tmp = await mkdtemp(path.join(os.tmpdir(), "pbrl-comparator-absent-"));
+    const plain = await loadAgent();
+    const lora = {
+      ...plain,
+      model: plain.model.withLora({ r: 2, alpha: 4, dropout: 0, targetModules: undefined, useRslora: false }, RngStream.fromSeed(4, "lora")),
+    };
+    const agents = [plain, lora];
+    for (const [i, a] of agents.entries()) await savePretrained(path.join(tmp, "round_1", `agent_${i}`), { model: a.model, tokenizer: a.tokenizer });
+    const weightsAt = (r: number) => path.join(tmp, `round_${r}`);
+    const before = liveTensorCount();
+    for (const agentIndices of [[0], [1]]) {
+      const h = new HistoryWeights({ k: 1, weightsAt, agents, agentIndices, devices: [absent, absent] });
+      const loading = h.beginRound(1);
+      await expect(loading, `agent ${agentIndices[0]}`).rejects.toBeInstanceOf(DeviceUnavailableError);
+      await expect(loading).rejects.toThrow(unavailable);
+      h.dispose();
+    }
+    expect(liveTensorCount()).toBe(before);
+    const unset = new HistoryWeights({ k: 1, weightsAt, agents });
+    await unset.beginRound(1);
+    unset.policies().forEach((p) => expect([...devicesOf(p.model)]).toEqual(["cpu"]));
+    unset.dispose();
+
+    const copies = new CurrentCopyComparator({ agents, generation: GEN, rng: RngStream.fromSeed(1), devices: ["cpu", absent] });
+    await expect(copies.beginRound(1)).rejects.toThrow(unavailable);
+    copies.dispose();
+    expect(liveTensorCount()).toBe(before);
+    lora.model.dispose();
+    plain.model.dispose();
+    await rm(tmp, { recursive: true, force: true });
   });
 });
