@@ -57,13 +57,20 @@ export interface LabelStatusReply extends LabelRunStatus {
   agreement: { comparisons: number; mean: number | null } | null;
 }
 
+/** How long close() lets answers being sent finish before it cuts their connections. */
+const CLOSE_GRACE_MS = 2000;
+
 export async function startLabelServer(options: LabelServerOptions): Promise<LabelServer> {
   const host = options.host ?? "127.0.0.1";
   const token = checkToken(options.token ?? newToken());
   let origin = "";
   const html = indexHtml(token);
 
+  let closing = false;
   const server = createServer((req, res) => {
+    // once closing, each answer ends its connection: an idle keep-alive socket would hold close() open
+    if (closing) res.setHeader("Connection", "close");
+    res.on("finish", () => closing && server.closeIdleConnections());
     handle(req, res).catch((e: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { error: `internal error: ${(e as Error).message}` });
       else res.destroy();
@@ -179,11 +186,21 @@ export async function startLabelServer(options: LabelServerOptions): Promise<Lab
     url: `${origin}/?token=${token}`,
     token,
     port,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((e) => (e === undefined ? resolve() : reject(e)));
-        server.closeAllConnections();
-      }),
+    close: async () => {
+      closing = true;
+      // A request sent while training held the thread lies unread in its socket; closing that
+      // socket now would reset it. Two turns of the event loop read it (one poll phase between).
+      for (let turn = 0; turn < 2; turn++) await new Promise((r) => setImmediate(r));
+      await new Promise<void>((resolve, reject) => {
+        // A client that stops reading its answer does not hold the run open.
+        const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+        server.close((e) => {
+          clearTimeout(cut);
+          if (e === undefined) resolve();
+          else reject(e);
+        });
+      });
+    },
   };
   if (!isLoopback(host)) {
     result.warning = `the labelling page listens on ${host}, beyond loopback: anyone who can reach ${origin} and learns the token can label; the token is the only lock`;

@@ -1,4 +1,6 @@
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
+import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { LabelRound, RESTART_MESSAGE, labelFilePath, seededOrder, startLabelServer, type LabelServer } from "../src/index.js";
 import { isLoopback } from "../src/http-guard.js";
@@ -230,5 +232,30 @@ describe("label server", () => {
 
   it("ships a page script that parses", () => {
     expect(() => new Function(APP_JS)).not.toThrow();
+  });
+
+  it("close() answers a request that reached it while training held the thread, and no idle keep-alive socket keeps it open", async () => {
+    const { round } = await setup();
+    const server = await startLabelServer({ round: () => round });
+    // a page's earlier fetch leaves a keep-alive socket open (the server keeps idle sockets 10 minutes)
+    expect((await fetch(`http://127.0.0.1:${server.port}/api/status`, { headers: { "X-Pbrl-Token": server.token } })).status).toBe(200);
+    const socket = connect(server.port, "127.0.0.1");
+    await once(socket, "connect");
+    await new Promise((r) => setTimeout(r, 20)); // accepted on the server's side
+    let reply = "";
+    const problems: string[] = [];
+    socket.on("data", (d: Buffer) => (reply += d.toString("latin1")));
+    socket.on("error", (e) => problems.push(e.message));
+    const ended = once(socket, "close");
+    socket.write(`GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pbrl-Token: ${server.token}\r\n\r\n`);
+    const busy = Date.now() + 50;
+    while (Date.now() < busy); // the request waits, unread, while the thread trains
+    const started = Date.now();
+    await server.close();
+    await ended;
+    expect(problems).toEqual([]);
+    expect(reply).toMatch(/^HTTP\/1\.1 200 /);
+    expect(reply).toMatch(/\r\nconnection: close\r\n/i);
+    expect(Date.now() - started).toBeLessThan(1500);
   });
 });
