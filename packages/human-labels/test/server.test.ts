@@ -239,23 +239,65 @@ describe("label server", () => {
     const server = await startLabelServer({ round: () => round });
     // a page's earlier fetch leaves a keep-alive socket open (the server keeps idle sockets 10 minutes)
     expect((await fetch(`http://127.0.0.1:${server.port}/api/status`, { headers: { "X-Pbrl-Token": server.token } })).status).toBe(200);
-    const socket = connect(server.port, "127.0.0.1");
-    await once(socket, "connect");
-    await new Promise((r) => setTimeout(r, 20)); // accepted on the server's side
-    let reply = "";
-    const problems: string[] = [];
-    socket.on("data", (d: Buffer) => (reply += d.toString("latin1")));
-    socket.on("error", (e) => problems.push(e.message));
-    const ended = once(socket, "close");
-    socket.write(`GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pbrl-Token: ${server.token}\r\n\r\n`);
+    const raw = await rawConnection(server.port);
+    raw.socket.write(`GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pbrl-Token: ${server.token}\r\n\r\n`);
     const busy = Date.now() + 50;
     while (Date.now() < busy); // the request waits, unread, while the thread trains
     const started = Date.now();
     await server.close();
-    await ended;
-    expect(problems).toEqual([]);
-    expect(reply).toMatch(/^HTTP\/1\.1 200 /);
-    expect(reply).toMatch(/\r\nconnection: close\r\n/i);
+    await raw.ended;
+    expect(raw.got.problems).toEqual([]);
+    expect(raw.got.reply).toMatch(/^HTTP\/1\.1 200 /);
+    expect(raw.got.reply).toMatch(/\r\nconnection: close\r\n/i);
     expect(Date.now() - started).toBeLessThan(1500);
   });
+
+  it("close() lets a pick that is being received finish and be saved, then ends its connection", async () => {
+    const { round, file } = await setup();
+    const server = await startLabelServer({ round: () => round });
+    const lease = round.next("ana")!;
+    const body = JSON.stringify({ leaseId: lease.leaseId, annotator: "ana", verdict: "left" });
+    const raw = await rawConnection(server.port);
+    raw.socket.write(
+      `POST /api/label HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pbrl-Token: ${server.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
+    await new Promise((r) => setTimeout(r, 50)); // its headers are in: the server waits for the body
+    const started = Date.now();
+    const closed = server.close();
+    await new Promise((r) => setTimeout(r, 20));
+    raw.socket.write(body.slice(5));
+    await closed;
+    await raw.ended;
+    expect(raw.got.problems).toEqual([]);
+    expect(raw.got.reply).toMatch(/^HTTP\/1\.1 200 [^]*\{"saved":true\}$/);
+    expect(fileLines(file)).toHaveLength(1);
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+
+  it("close() cuts a request that never finishes after 2 s, so the run does not wait on it", async () => {
+    const { round } = await setup();
+    const server = await startLabelServer({ round: () => round });
+    const raw = await rawConnection(server.port);
+    raw.socket.write(
+      `POST /api/label HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pbrl-Token: ${server.token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    await server.close();
+    await raw.ended;
+    expect(raw.got.reply).toBe("");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+  });
 });
+
+/** A raw HTTP/1.1 connection, accepted by the server: to send a request in parts, or while the thread is busy. */
+async function rawConnection(port: number) {
+  const socket = connect(port, "127.0.0.1");
+  await once(socket, "connect");
+  await new Promise((r) => setTimeout(r, 20));
+  const got = { reply: "", problems: [] as string[] };
+  socket.on("data", (d: Buffer) => (got.reply += d.toString("latin1")));
+  socket.on("error", (e) => got.problems.push(e.message));
+  const ended = new Promise<void>((r) => socket.on("close", () => r()));
+  return { socket, got, ended };
+}
