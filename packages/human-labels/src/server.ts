@@ -24,6 +24,8 @@ export interface LabelRunStatus {
   run?: string;
   round?: number;
   evalCurve?: EvalPoint[];
+  /** True once the run opens no more rounds: /api/next says so too, and the page stops asking. */
+  finished?: boolean;
 }
 
 export interface LabelServerOptions {
@@ -110,7 +112,7 @@ export async function startLabelServer(options: LabelServerOptions): Promise<Lab
     const name = AnnotatorSchema.safeParse(url.searchParams.get("annotator") ?? "");
     if (!name.success) return sendJson(res, 400, { error: issues(name.error) });
     const lease = options.round()?.next(name.data) ?? null;
-    if (lease === null) return sendJson(res, 200, { done: true });
+    if (lease === null) return sendJson(res, 200, options.status?.().finished === true ? { done: true, finished: true } : { done: true });
     const { comparison: c } = lease;
     // neither the comparison's target/comparator fields nor `leftIs`: the person judges blind
     sendJson(res, 200, {

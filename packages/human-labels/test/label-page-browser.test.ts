@@ -4,7 +4,7 @@
 // A screenshot goes to test/__screenshots__/ (to look at).
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
-import type { Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { LabelLog, LabelRound, RESTART_MESSAGE, labelFilePath, seededOrder, startLabelServer, type LabelRecord, type RecordedVerdict } from "../src/index.js";
 import { comparisons, tempDir } from "./helpers.js";
@@ -20,6 +20,15 @@ function stored(key: string, leftIs: "target" | "comparator"): RecordedVerdict {
   const v = KEY_VERDICT[key] as "left" | "right" | "tie" | "both_bad";
   if (v === "tie" || v === "both_bad") return v;
   return v === "left" ? leftIs : leftIs === "target" ? "comparator" : "target";
+}
+
+// chromium.launch makes a fresh profile folder of its own; two contexts keep two people's localStorage apart
+async function launch(): Promise<Browser> {
+  const { chromium } = await import("playwright-core");
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+  });
 }
 
 const suite = haveChromium || required ? describe : describe.skip; // skipped only when /usr/bin/chromium is missing
@@ -38,12 +47,7 @@ suite("the labelling page in a browser", () => {
     let server = await startLabelServer({ round: () => round, status: () => ({ run: "browser-demo", round: 1, evalCurve }) });
     const origin = `http://127.0.0.1:${server.port}`;
 
-    const { chromium } = await import("playwright-core");
-    // chromium.launch makes a fresh profile folder of its own; two contexts keep two people's localStorage apart
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-    });
+    const browser = await launch();
     const problems: string[] = [];
     try {
       const open = async (name: string): Promise<Page> => {
@@ -130,6 +134,38 @@ suite("the labelling page in a browser", () => {
       await server.close();
       server = await startLabelServer({ port, round: () => round });
       await bo.locator("#message", { hasText: RESTART_MESSAGE }).waitFor({ timeout: 10_000 });
+    } finally {
+      await browser.close();
+      await server.close();
+    }
+  });
+
+  it("when the run's labelling is over the page says so and stops asking", async () => {
+    let finished = false;
+    const server = await startLabelServer({ round: () => null, status: () => ({ run: "browser-demo", ...(finished && { finished: true }) }) });
+    const browser = await launch();
+    const problems: string[] = [];
+    try {
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 400 } })).newPage();
+      page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+      page.on("pageerror", (e) => problems.push(e.message));
+      await page.goto(server.url);
+      await page.locator("#name:focus").waitFor();
+      await page.keyboard.type("ada");
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#done:not([hidden])");
+      finished = true;
+      await page.waitForSelector("#finished:not([hidden])", { timeout: 10_000 });
+      expect(await page.locator("#done").isHidden()).toBe(true);
+      await expect(page.locator("#finished").textContent()).resolves.toContain("this run's labelling is over");
+      mkdirSync(SHOTS, { recursive: true });
+      await page.screenshot({ path: path.join(SHOTS, "label-page-finished.png") });
+      // neither the 5 s look for a new round nor the 3 s status poll asks again
+      const asked: string[] = [];
+      page.on("request", (r) => asked.push(r.url()));
+      await page.waitForTimeout(5_500);
+      expect(asked).toEqual([]);
+      expect(problems).toEqual([]);
     } finally {
       await browser.close();
       await server.close();

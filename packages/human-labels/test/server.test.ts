@@ -196,6 +196,18 @@ describe("label server", () => {
     });
   });
 
+  it("says finished in /api/next and /api/status once the run's status does, and only then", async () => {
+    let finished = false;
+    const server = await startLabelServer({ round: () => null, status: () => ({ run: "demo", ...(finished && { finished: true }) }) });
+    servers.push(server);
+    const get = async (path: string) => (await fetch(`http://127.0.0.1:${server.port}${path}`, { headers: { "X-Pbrl-Token": server.token } })).json();
+    expect(await get("/api/next?annotator=ada")).toEqual({ done: true });
+    expect(await get("/api/status")).toEqual({ run: "demo", progress: null, agreement: null });
+    finished = true;
+    expect(await get("/api/next?annotator=ada")).toEqual({ done: true, finished: true });
+    expect(await get("/api/status")).toEqual({ run: "demo", finished: true, progress: null, agreement: null });
+  });
+
   it("tells a page left open across a restart to open the new link", async () => {
     const first = await setup();
     const oldToken = first.server.token;

@@ -16,7 +16,7 @@ main { padding: 0.8rem 1rem 2rem; max-width: 110rem; margin: 0 auto; }
 #message.ok { color: #15803d; }
 #message.warn { color: #b45309; }
 #message.error { color: #b91c1c; }
-#done { font-size: 1.2rem; text-align: center; padding: 3rem 0; }
+#done, #finished { font-size: 1.2rem; text-align: center; padding: 3rem 0; }
 .hint { font-size: 0.85rem; opacity: 0.7; }
 .item { margin: 0 0 0.4rem; font-size: 0.85rem; opacity: 0.75; }
 .prompts { border: 1px solid var(--line); border-radius: 6px; padding: 0.4rem 0.8rem; margin-bottom: 0.8rem; }

@@ -14,6 +14,7 @@ export const APP_JS = `"use strict";
   var message = el("message");
   var comparison = el("comparison");
   var done = el("done");
+  var finished = el("finished");
   var rationale = el("rationale");
   var lease = null;
   var busy = false;
@@ -82,6 +83,17 @@ export const APP_JS = `"use strict";
     comparison.hidden = false;
   }
 
+  // the run opens no more rounds: nothing left to ask for
+  function showFinished() {
+    stopped = true;
+    lease = null;
+    clearTimeout(retry);
+    delete comparison.dataset.lease;
+    comparison.hidden = true;
+    done.hidden = true;
+    finished.hidden = false;
+  }
+
   function showDone() {
     lease = null;
     delete comparison.dataset.lease;
@@ -105,6 +117,7 @@ export const APP_JS = `"use strict";
     try {
       var r = await api("/api/next?annotator=" + encodeURIComponent(annotator()));
       if (r.status !== 200) return say("cannot get a comparison: " + (r.body.error || r.status), "error");
+      if (r.body.done && r.body.finished) return showFinished();
       if (r.body.done) showDone();
       else show(r.body);
       // the header's counts change with every lease and pick: do not wait for the next tick
@@ -180,6 +193,7 @@ export const APP_JS = `"use strict";
       var r = await api("/api/status");
       if (r.status !== 200) return;
       var s = r.body;
+      if (s.finished) showFinished();
       var where = [s.run, s.round !== undefined ? "round " + s.round : ""].filter(Boolean).join(", ");
       el("run").textContent = where === "" ? "" : where + ":";
       var p = s.progress;

@@ -28,6 +28,7 @@ export function indexHtml(token: string): string {
 <main>
   <p id="message" role="status" aria-live="polite"></p>
   <section id="done" hidden><p>nothing to label now</p><p class="hint">this page checks again every few seconds</p></section>
+  <section id="finished" hidden><p>this run's labelling is over: thank you</p><p class="hint">the run asks for no more picks; you can close this page</p></section>
   <section id="comparison" hidden>
     <p id="item" class="item"></p>
     <div id="prompts" class="prompts"></div>
