@@ -69,6 +69,8 @@ export interface HumanJudgesOptions {
 export class HumanJudges {
   private current: LabelRound | null = null;
   private currentRound: number | undefined;
+  /** True once the last round's labelling is over: the page then says so and stops asking. */
+  private over = false;
 
   private server: LabelServer | undefined;
 
@@ -85,6 +87,7 @@ export class HumanJudges {
         run: path.basename(path.resolve(a.output_dir)),
         ...(judges.currentRound !== undefined && { round: judges.currentRound }),
         evalCurve: o.evalCurve(),
+        ...(judges.over && { finished: true }),
       }),
     });
     judges.server = server;
@@ -143,6 +146,7 @@ export class HumanJudges {
       this.current = null;
       this.currentRound = undefined;
     }
+    this.over = round === a.num_iterations;
     bar.finish(`${waited.progress.labels} picks`);
     return humanPairs(labelRound, byId, a.human_fallback, waited.reason);
   }

@@ -51,6 +51,10 @@ describe("preference_labeler=human", () => {
     t.dispose();
 
     expect(ana.picks.length + bo.picks.length).toBe(12); // 6 items × 1 comparison × 2 rounds, each shown to one person
+    // asking right after the last pick of the last round, its person hears the labelling is over, and no one earlier
+    const heard = [ana, bo].filter((p) => p.picksWhenFinished !== undefined);
+    expect(heard.length).toBeGreaterThan(0);
+    for (const p of heard) expect(p.picksWhenFinished).toBe(p.picks.length);
     expect(new Set([...ana.picks, ...bo.picks].map((p) => p.comparisonId)).size).toBe(12);
     expect(ana.picks.length).toBeGreaterThan(0);
     expect(bo.picks.length).toBeGreaterThan(0);

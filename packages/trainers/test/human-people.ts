@@ -20,6 +20,8 @@ export function labelUrl(log: string): URL | undefined {
 
 export class Person {
   readonly picks: { comparisonId: string; pick: Pick; shown: ShownComparison }[] = [];
+  /** How many picks this person had made when the server first said the run's labelling is over. */
+  picksWhenFinished: number | undefined;
   constructor(
     readonly name: string,
     private readonly url: URL,
@@ -33,7 +35,8 @@ export class Person {
   async next(): Promise<ShownComparison | null> {
     const r = await fetch(new URL(`/api/next?annotator=${encodeURIComponent(this.name)}`, this.url), { headers: this.headers() });
     if (r.status !== 200) throw new Error(`GET /api/next: ${r.status} ${await r.text()}`);
-    const body = (await r.json()) as { done: boolean } & ShownComparison;
+    const body = (await r.json()) as { done: boolean; finished?: boolean } & ShownComparison;
+    if (body.finished === true) this.picksWhenFinished ??= this.picks.length;
     return body.done ? null : body;
   }
 
