@@ -145,7 +145,7 @@ describe.runIf(haveChromium || required)("people label a run in the browser", ()
             expect(await page.getAttribute("#comparison", "data-lease")).toBe(lease);
           }
           await page.keyboard.press(key);
-          await page.waitForSelector(`#comparison:not([data-lease="${lease}"]), #done:not([hidden])`);
+          await page.waitForSelector(`#comparison:not([data-lease="${lease}"]), #done:not([hidden]), #finished:not([hidden])`);
           expect(await page.locator("#message").textContent()).toBe("saved");
           seen.push({ person: name, round: Number(comparisonId.slice(1, 5)), comparisonId, key, left, right });
           picked = true;
@@ -153,6 +153,8 @@ describe.runIf(haveChromium || required)("people label a run in the browser", ()
         if (!picked) await new Promise((r) => setTimeout(r, 100));
       }
       expect(shot, JSON.stringify(seen, null, 1)).toBe(true);
+      // the last pick of the last round: its page says the labelling is over
+      expect(await Promise.all(people.map(([page]) => page.locator("#finished").isVisible()))).toContain(true);
       expect(problems).toEqual([]);
     } finally {
       await browser.close();
